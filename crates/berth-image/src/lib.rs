@@ -1,0 +1,3 @@
+//! Image formats: layer unpacking, Docker/OCI archives, import.
+
+pub mod unpack;

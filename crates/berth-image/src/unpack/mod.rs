@@ -1,0 +1,1 @@
+//! Layer unpacking (being written).

@@ -1,0 +1,9 @@
+//! Plain data shared by every berth crate: digests, image references, image
+//! configs and manifests. No I/O happens here.
+
+pub mod digest;
+pub mod image;
+pub mod reference;
+
+pub use digest::{Digest, DigestError};
+pub use reference::{Reference, ReferenceError};

@@ -1,0 +1,1 @@
+//! Output formatting (being written).

@@ -1,0 +1,3 @@
+//! The `berth` command line.
+mod format;
+fn main() {}
