@@ -1,1 +1,120 @@
-//! berth-store
+//! berth's on-disk state under the root directory:
+//!
+//! ```text
+//! <root>/metadata.db          SQLite (WAL), the one source of truth for metadata
+//! <root>/blobs/sha256/<hex>   content-addressed blobs (configs, manifests, layer blobs)
+//! <root>/layers/<chain-hex>/  each layer unpacked once, in overlayfs form
+//! <root>/tmp/                 staging: blobs and layers being written
+//! <root>/locks/               advisory locks shared by every berth process
+//! ```
+//!
+//! Everything is written under `tmp/` and renamed into place when complete, so
+//! a killed process never leaves a partial blob or layer where readers look.
+
+mod blobs;
+mod db;
+mod error;
+mod images;
+mod layers;
+mod lock;
+
+use std::path::{Path, PathBuf};
+
+pub use blobs::{BlobStore, BlobWriter};
+pub use db::SCHEMA_VERSION;
+pub use error::StoreError;
+pub use images::{ImageRecord, LayerRecord, MovedTag, NewImage, RemovedImage};
+pub use layers::{LayerStore, StagedLayer};
+pub use lock::StoreLock;
+
+/// An open berth root. Cheap to open; each `berth` process opens its own.
+pub struct Store {
+    root: PathBuf,
+    connection: rusqlite::Connection,
+}
+
+impl Store {
+    /// Opens (creating if needed) the store at `root`.
+    pub fn open(root: &Path) -> Result<Self, StoreError> {
+        for directory in ["blobs/sha256", "layers", "tmp", "locks"] {
+            let path = root.join(directory);
+            fs_err::create_dir_all(&path).map_err(|source| StoreError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        let connection = db::open(&root.join("metadata.db"))?;
+        let store = Self {
+            root: root.to_owned(),
+            connection,
+        };
+        store.clean_stale_staging();
+        Ok(store)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn blobs(&self) -> BlobStore {
+        BlobStore::new(self.root.join("blobs/sha256"), self.root.join("tmp"))
+    }
+
+    pub fn layers(&self) -> LayerStore {
+        LayerStore::new(self.root.join("layers"), self.root.join("tmp"))
+    }
+
+    /// Shared lock: held while adding content, so that garbage collection
+    /// (which takes the exclusive lock) never deletes a layer or blob that a
+    /// writer has found present but not yet referenced.
+    pub fn lock_shared(&self) -> Result<StoreLock, StoreError> {
+        StoreLock::acquire(&self.root.join("locks/content.lock"), false)
+    }
+
+    /// Exclusive lock for removing content.
+    pub fn lock_exclusive(&self) -> Result<StoreLock, StoreError> {
+        StoreLock::acquire(&self.root.join("locks/content.lock"), true)
+    }
+
+    /// Removes staging entries left by killed processes. Only done when no
+    /// other process holds the content lock, i.e. nobody is writing.
+    fn clean_stale_staging(&self) {
+        let Ok(Some(_lock)) = StoreLock::try_exclusive(&self.root.join("locks/content.lock"))
+        else {
+            return;
+        };
+        let staging = self.root.join("tmp");
+        let Ok(entries) = std::fs::read_dir(&staging) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let result = if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            match result {
+                Ok(()) => tracing::debug!(path = %path.display(), "removed stale staging entry"),
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "failed to remove stale staging entry")
+                }
+            }
+        }
+    }
+
+    pub(crate) fn connection(&self) -> &rusqlite::Connection {
+        &self.connection
+    }
+
+    pub(crate) fn connection_mut(&mut self) -> &mut rusqlite::Connection {
+        &mut self.connection
+    }
+}
+
+/// A random name for a staging entry.
+pub(crate) fn staging_name(prefix: &str) -> String {
+    use rand::Rng;
+    let value: u64 = rand::thread_rng().gen();
+    format!("{prefix}-{}-{value:016x}", std::process::id())
+}

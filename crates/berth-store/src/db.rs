@@ -1,0 +1,139 @@
+//! The SQLite connection and schema migrations.
+//!
+//! WAL mode lets readers run beside one writer; every write happens in a
+//! `BEGIN IMMEDIATE` transaction and waits (busy timeout) for its turn, which
+//! is what keeps many concurrent `berth` processes consistent.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::StoreError;
+
+/// Each entry moves the schema from version `index` to `index + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: images and layers.
+    r#"
+    CREATE TABLE layers (
+        chain_id   TEXT PRIMARY KEY,
+        diff_id    TEXT NOT NULL,
+        parent     TEXT,
+        size       INTEGER NOT NULL
+    );
+    CREATE TABLE images (
+        id              TEXT PRIMARY KEY,
+        manifest_digest TEXT,
+        created         TEXT,
+        size            INTEGER NOT NULL,
+        added_at        INTEGER NOT NULL
+    );
+    CREATE TABLE image_layers (
+        image_id TEXT NOT NULL REFERENCES images(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        chain_id TEXT NOT NULL REFERENCES layers(chain_id),
+        PRIMARY KEY (image_id, position)
+    );
+    CREATE INDEX image_layers_by_chain ON image_layers(chain_id);
+    CREATE TABLE image_blobs (
+        image_id TEXT NOT NULL REFERENCES images(id) ON DELETE CASCADE,
+        digest   TEXT NOT NULL,
+        PRIMARY KEY (image_id, digest)
+    );
+    CREATE INDEX image_blobs_by_digest ON image_blobs(digest);
+    CREATE TABLE tags (
+        reference TEXT PRIMARY KEY,
+        image_id  TEXT NOT NULL REFERENCES images(id),
+        tagged_at INTEGER NOT NULL
+    );
+    CREATE INDEX tags_by_image ON tags(image_id);
+    CREATE TABLE repo_digests (
+        reference TEXT PRIMARY KEY,
+        image_id  TEXT NOT NULL REFERENCES images(id) ON DELETE CASCADE
+    );
+    "#,
+];
+
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
+    let open_error = |source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let mut connection = Connection::open(path).map_err(open_error)?;
+    // Many processes may open at once: wait for locks instead of failing.
+    connection
+        .busy_timeout(Duration::from_secs(60))
+        .map_err(open_error)?;
+    connection
+        .pragma_update(None, "journal_mode", "WAL")
+        .map_err(open_error)?;
+    connection
+        .pragma_update(None, "synchronous", "NORMAL")
+        .map_err(open_error)?;
+    connection
+        .pragma_update(None, "foreign_keys", "ON")
+        .map_err(open_error)?;
+    migrate(&mut connection)?;
+    Ok(connection)
+}
+
+fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
+    let current: i64 = connection.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if current == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // Read again inside the write lock: another process may have migrated.
+    let current: i64 = transaction.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if current > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found: current,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        transaction.execute_batch(sql)?;
+        tracing::debug!(version = index + 1, "applied metadata migration");
+    }
+    transaction.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    transaction.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrates_a_new_database_once() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("metadata.db");
+        let connection = open(&path).unwrap();
+        let version: i64 = connection
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let mode: String = connection
+            .pragma_query_value(None, "journal_mode", |row| row.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        drop(connection);
+        // Opening again applies nothing and keeps data.
+        open(&path).unwrap();
+    }
+
+    #[test]
+    fn refuses_a_newer_schema() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("metadata.db");
+        {
+            let connection = Connection::open(&path).unwrap();
+            connection
+                .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+                .unwrap();
+        }
+        assert!(matches!(open(&path), Err(StoreError::SchemaTooNew { .. })));
+    }
+}
