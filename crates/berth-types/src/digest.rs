@@ -139,7 +139,10 @@ mod tests {
     #[test]
     fn rejects_bad_digests() {
         assert!(matches!(Digest::parse(EMPTY), Err(DigestError::Format(_))));
-        assert!(matches!(Digest::parse("sha512:abc"), Err(DigestError::Algorithm(_))));
+        assert!(matches!(
+            Digest::parse("sha512:abc"),
+            Err(DigestError::Algorithm(_))
+        ));
         assert!(Digest::parse("sha256:ABC").is_err());
         assert!(Digest::parse(&format!("sha256:{}", EMPTY.to_uppercase())).is_err());
         assert!(Digest::parse(&format!("sha256:{EMPTY}0")).is_err());
