@@ -175,6 +175,18 @@ impl Store {
         tag_target(self.connection(), reference)
     }
 
+    pub fn image_by_repo_digest(&self, reference: &str) -> Result<Option<Digest>, StoreError> {
+        self.connection()
+            .query_row(
+                "SELECT image_id FROM repo_digests WHERE reference = ?1",
+                [reference],
+                |row| row.get::<_, String>(0),
+            )
+            .optional()?
+            .map(digest_column)
+            .transpose()
+    }
+
     /// Image ids whose hex starts with `prefix`.
     pub fn image_ids_with_prefix(&self, prefix: &str) -> Result<Vec<Digest>, StoreError> {
         let pattern = format!("sha256:{}%", prefix.replace(['%', '_'], ""));

@@ -76,6 +76,43 @@ impl Store {
         StoreLock::acquire(&self.root.join("locks/content.lock"), true)
     }
 
+    /// A fresh path under `tmp/` for a caller's own staging.
+    pub fn staging_path(&self, prefix: &str) -> PathBuf {
+        self.root.join("tmp").join(staging_name(prefix))
+    }
+
+    /// Removes every layer and blob no image references, and stale staging,
+    /// when no other process is adding content. Returns whether it ran.
+    pub fn try_collect_garbage(&self) -> Result<bool, StoreError> {
+        let Some(lock) = StoreLock::try_exclusive(&self.root.join("locks/content.lock"))? else {
+            return Ok(false);
+        };
+        self.collect_garbage(&lock)?;
+        Ok(true)
+    }
+
+    /// Removes unreferenced layers and blobs. The exclusive lock proves no
+    /// writer holds content it has not recorded yet.
+    pub fn collect_garbage(&self, _exclusive: &StoreLock) -> Result<(), StoreError> {
+        let (layers, blobs) = self.referenced_content()?;
+        let layer_store = self.layers();
+        for chain_id in layer_store.list()? {
+            if !layers.contains(&chain_id) {
+                tracing::debug!(%chain_id, "removing unreferenced layer");
+                layer_store.delete(&chain_id)?;
+            }
+        }
+        let blob_store = self.blobs();
+        for digest in blob_store.list()? {
+            if !blobs.contains(&digest) {
+                tracing::debug!(%digest, "removing unreferenced blob");
+                blob_store.delete(&digest)?;
+            }
+        }
+        self.remove_staging();
+        Ok(())
+    }
+
     /// Removes staging entries left by killed processes. Only done when no
     /// other process holds the content lock, i.e. nobody is writing.
     fn clean_stale_staging(&self) {
@@ -83,6 +120,10 @@ impl Store {
         else {
             return;
         };
+        self.remove_staging();
+    }
+
+    fn remove_staging(&self) {
         let staging = self.root.join("tmp");
         let Ok(entries) = std::fs::read_dir(&staging) else {
             return;

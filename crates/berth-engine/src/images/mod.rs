@@ -1,0 +1,30 @@
+//! Image services: everything `berth image …` and the API's `/images` do.
+
+mod archive;
+mod history;
+mod inspect;
+mod list;
+mod prune;
+mod remove;
+mod resolve;
+mod tag;
+
+pub use archive::{import_image, load_images, save_images, ImportRequest};
+pub use history::{image_history, HistoryEntry};
+pub use inspect::inspect_image;
+pub use list::{list_images, ImageSummary, ListOptions};
+pub use prune::{prune_images, PruneReport};
+pub use remove::{remove_image, RemovalEvent};
+pub use resolve::{parse_reference, resolve_image};
+pub use tag::tag_image;
+
+/// Repository and tag of a stored full reference, in Docker's familiar form.
+pub(crate) fn familiar_parts(reference: &str) -> (String, String) {
+    match berth_types::Reference::parse_normalized(reference) {
+        Ok(parsed) => (
+            parsed.familiar_name(),
+            parsed.tag().unwrap_or("<none>").to_owned(),
+        ),
+        Err(_) => (reference.to_owned(), "<none>".to_owned()),
+    }
+}

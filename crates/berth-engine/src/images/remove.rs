@@ -1,0 +1,77 @@
+//! `rmi` / `image rm`.
+
+use std::collections::BTreeSet;
+
+use berth_store::Store;
+use berth_types::Digest;
+
+use super::resolve::resolve_image;
+use crate::EngineError;
+
+/// What `rmi` did, in the order Docker prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RemovalEvent {
+    /// `Untagged: busybox:latest`
+    Untagged(String),
+    /// `Deleted: sha256:…` (the image id, then each layer removed)
+    Deleted(Digest),
+}
+
+/// Removes a name or, when `text` names an image by id (or its last name),
+/// the image and every layer and blob no other image uses.
+pub fn remove_image(
+    store: &mut Store,
+    text: &str,
+    force: bool,
+) -> Result<Vec<RemovalEvent>, EngineError> {
+    let image = resolve_image(store, text)?;
+    let mut events = Vec::new();
+
+    // Removing by name when the image has other names only untags.
+    let named_tag = super::parse_reference(text)
+        .ok()
+        .map(|reference| reference.to_string())
+        .filter(|reference| image.tags.contains(reference));
+    if let Some(tag) = &named_tag {
+        if image.tags.len() > 1 {
+            store.remove_tag(tag)?;
+            events.push(RemovalEvent::Untagged(familiar(tag)));
+            return Ok(events);
+        }
+    } else {
+        // By id: several repositories need --force (same repository is fine).
+        let repositories: BTreeSet<String> = image
+            .tags
+            .iter()
+            .map(|tag| super::familiar_parts(tag).0)
+            .collect();
+        if repositories.len() > 1 && !force {
+            return Err(EngineError::ImageReferencedByTags {
+                id: image.id.short().to_owned(),
+            });
+        }
+    }
+
+    let _lock = store.lock_exclusive()?;
+    for tag in image.tags.iter().chain(image.repo_digests.iter()) {
+        events.push(RemovalEvent::Untagged(familiar(tag)));
+    }
+    let removed = store.delete_image(&image.id)?;
+    events.push(RemovalEvent::Deleted(image.id.clone()));
+    let layers = store.layers();
+    for chain_id in removed.layers.iter().rev() {
+        layers.delete(chain_id)?;
+        events.push(RemovalEvent::Deleted(chain_id.clone()));
+    }
+    let blobs = store.blobs();
+    for digest in &removed.blobs {
+        blobs.delete(digest)?;
+    }
+    Ok(events)
+}
+
+fn familiar(reference: &str) -> String {
+    berth_types::Reference::parse_normalized(reference)
+        .map(|parsed| parsed.familiar_string())
+        .unwrap_or_else(|_| reference.to_owned())
+}

@@ -1,0 +1,54 @@
+//! `inspect` / `image inspect`.
+
+use berth_engine::images::{inspect_image, resolve_image};
+use berth_engine::Engine;
+use clap::Args;
+
+use crate::commands::output;
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// Format output using a custom template ('json' or a Go template)
+    #[arg(short, long)]
+    pub format: Option<String>,
+    /// Return JSON for specified type (only "image" exists so far)
+    #[arg(long = "type", value_name = "type")]
+    pub kind: Option<String>,
+    /// Display total file sizes if the type is container
+    #[arg(short, long)]
+    pub size: bool,
+    /// NAME|ID
+    #[arg(required = true)]
+    pub names: Vec<String>,
+}
+
+pub fn run(engine: &Engine, args: &InspectArgs) -> anyhow::Result<i32> {
+    if let Some(kind) = args.kind.as_deref() {
+        anyhow::ensure!(
+            kind == "image",
+            "\"{kind}\" is not a valid value for --type"
+        );
+    }
+    let mut found = Vec::new();
+    let mut status = 0;
+    for name in &args.names {
+        match resolve_image(engine.store(), name) {
+            Ok(image) => found.push(inspect_image(engine.store(), &image)?),
+            Err(error) if error.is_not_found() => {
+                // Docker names the object as typed, not normalised.
+                eprintln!("Error: No such object: {name}");
+                status = crate::exit::FAILURE;
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+    match args.format.as_deref() {
+        None | Some("json") => println!("{}", output::json_array(&found)),
+        Some(format) => {
+            for value in &found {
+                println!("{}", output::render_one(format, value)?);
+            }
+        }
+    }
+    Ok(status)
+}

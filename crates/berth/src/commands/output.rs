@@ -1,0 +1,89 @@
+//! Printing records the way the docker CLI does: default tables, `table …`
+//! templates with headers, plain templates, `json`, and inspect arrays.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::format::Template;
+
+/// Column headers Docker prints for row fields.
+const HEADERS: &[(&str, &str)] = &[
+    ("Repository", "REPOSITORY"),
+    ("Tag", "TAG"),
+    ("Digest", "DIGEST"),
+    ("ID", "IMAGE ID"),
+    ("CreatedSince", "CREATED"),
+    ("CreatedAt", "CREATED AT"),
+    ("CreatedBy", "CREATED BY"),
+    ("Size", "SIZE"),
+    ("Comment", "COMMENT"),
+    ("Containers", "CONTAINERS"),
+    ("SharedSize", "SHARED SIZE"),
+    ("UniqueSize", "UNIQUE SIZE"),
+    ("VirtualSize", "VIRTUAL SIZE"),
+];
+
+/// Renders `rows` with `format` (None or "table": the command's default
+/// table; "json": one JSON object per line). `overrides` replace headers
+/// (e.g. `ID` is "IMAGE" in `history`).
+pub fn render_rows(
+    format: Option<&str>,
+    default_table: &str,
+    rows: &[Value],
+    overrides: &[(&str, &str)],
+) -> anyhow::Result<String> {
+    let headers: Vec<(&str, &str)> = HEADERS
+        .iter()
+        .filter(|(field, _)| !overrides.iter().any(|(over, _)| over == field))
+        .chain(overrides)
+        .copied()
+        .collect();
+    Ok(crate::format::render_rows(
+        format,
+        default_table,
+        &headers,
+        rows,
+    )?)
+}
+
+/// One object through `--format` (inspect, info): "json" or a template.
+pub fn render_one(format: &str, value: &Value) -> anyhow::Result<String> {
+    let format = if format == "json" {
+        "{{json .}}"
+    } else {
+        format
+    };
+    // Docker does not interpret `\t` escapes for inspect-style formats.
+    Ok(Template::parse(format)?.render(value)?)
+}
+
+/// `inspect` output: a JSON array indented with four spaces, as Docker's.
+pub fn json_array<T: Serialize>(values: &[T]) -> String {
+    let mut buffer = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut serializer = serde_json::Serializer::with_formatter(&mut buffer, formatter);
+    values
+        .serialize(&mut serializer)
+        .expect("JSON values always serialize");
+    String::from_utf8(buffer).expect("serde_json writes UTF-8")
+}
+
+/// A value as Go's `fmt.Print` shows it.
+pub fn plain(value: &Value) -> String {
+    crate::format::gofmt::sprint(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn empty_inspect_is_an_empty_array() {
+        assert_eq!(json_array::<Value>(&[]), "[]");
+        assert_eq!(
+            json_array(&[json!({"A": 1})]),
+            "[\n    {\n        \"A\": 1\n    }\n]"
+        );
+    }
+}

@@ -1,0 +1,4 @@
+pub mod info;
+pub mod version;
+
+pub use info::InfoArgs;

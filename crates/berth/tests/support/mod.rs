@@ -1,0 +1,209 @@
+//! Shared pieces of berth's integration tests: the fixture images (built
+//! once per target dir from Debian's busybox-static by
+//! scripts/make-fixtures.sh), a private berth root per test, and the real
+//! Docker engine when one is reachable.
+#![allow(dead_code, clippy::unwrap_used)] // test support: a failed step is a failed test
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/berth lives two levels below the workspace")
+        .to_owned()
+}
+
+/// The fixture directory: `$BERTH_FIXTURES`, or built on first use under the
+/// target directory (guarded by a lock so parallel test processes build it
+/// once).
+pub fn fixtures() -> PathBuf {
+    if let Some(directory) = std::env::var_os("BERTH_FIXTURES") {
+        return PathBuf::from(directory);
+    }
+    let directory = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
+    let marker = directory.join("image-ids.txt");
+    std::fs::create_dir_all(&directory).unwrap();
+    let lock = std::fs::File::create(directory.with_extension("lock")).unwrap();
+    let _guard = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).unwrap();
+    if !marker.exists() {
+        let status = Command::new("bash")
+            .arg(workspace_root().join("scripts/make-fixtures.sh"))
+            .arg(&directory)
+            .stdout(Stdio::null())
+            .status()
+            .expect("run scripts/make-fixtures.sh");
+        assert!(status.success(), "scripts/make-fixtures.sh failed");
+    }
+    directory
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    let path = fixtures().join(name);
+    assert!(path.exists(), "missing fixture {path:?}");
+    path
+}
+
+/// The image id make-fixtures.sh recorded for `reference` in `archive`.
+pub fn fixture_id(archive: &str, reference: &str) -> String {
+    let ids = std::fs::read_to_string(fixtures().join("image-ids.txt")).unwrap();
+    ids.lines()
+        .map(|line| line.split('\t').collect::<Vec<_>>())
+        .find(|fields| fields.len() == 3 && fields[0] == archive && fields[1] == reference)
+        .map(|fields| fields[2].to_owned())
+        .unwrap_or_else(|| panic!("no id for {archive} {reference} in image-ids.txt:\n{ids}"))
+}
+
+/// A private berth root for one test.
+pub struct Berth {
+    pub root: tempfile::TempDir,
+    pub run_root: tempfile::TempDir,
+}
+
+pub struct Run {
+    pub output: Output,
+}
+
+impl Run {
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+    pub fn code(&self) -> i32 {
+        self.output.status.code().unwrap_or(-1)
+    }
+    /// Asserts success and returns stdout.
+    #[track_caller]
+    pub fn ok(&self) -> String {
+        assert!(
+            self.output.status.success(),
+            "berth failed ({:?})\nstdout:\n{}\nstderr:\n{}",
+            self.output.status,
+            self.stdout(),
+            self.stderr()
+        );
+        self.stdout()
+    }
+    /// Asserts failure with `code` and returns stderr.
+    #[track_caller]
+    pub fn fails(&self, code: i32) -> String {
+        assert_eq!(
+            self.code(),
+            code,
+            "expected exit {code}\nstdout:\n{}\nstderr:\n{}",
+            self.stdout(),
+            self.stderr()
+        );
+        self.stderr()
+    }
+}
+
+impl Berth {
+    pub fn new() -> Self {
+        Self {
+            root: tempfile::Builder::new()
+                .prefix("berth-root-")
+                .tempdir()
+                .unwrap(),
+            run_root: tempfile::Builder::new()
+                .prefix("berth-run-")
+                .tempdir()
+                .unwrap(),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
+        command
+            .env("BERTH_ROOT", self.root.path())
+            .env("BERTH_RUN_ROOT", self.run_root.path())
+            .env_remove("BERTH_LOG");
+        command
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.run_with_stdin(args, None)
+    }
+
+    pub fn run_with_stdin(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
+        let mut command = self.command();
+        command
+            .args(args)
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().expect("spawn berth");
+        if let Some(bytes) = stdin {
+            let mut pipe = child.stdin.take().unwrap();
+            // A failing berth may close stdin early; that is its business.
+            let _ = pipe.write_all(bytes);
+        }
+        Run {
+            output: child.wait_with_output().unwrap(),
+        }
+    }
+
+    /// Loads a fixture archive and returns stdout.
+    pub fn load(&self, archive: &str) -> String {
+        let path = fixture(archive);
+        self.run(&["load", "-i", path.to_str().unwrap()]).ok()
+    }
+
+    /// Every file and directory under the root's content directories
+    /// (`blobs`, `layers`, `tmp`), to prove that failures leave nothing.
+    pub fn content(&self) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        for directory in ["blobs/sha256", "layers", "tmp"] {
+            let path = self.root().join(directory);
+            if let Ok(entries) = std::fs::read_dir(&path) {
+                found.extend(entries.flatten().map(|entry| entry.path()));
+            }
+        }
+        found.sort();
+        found
+    }
+}
+
+/// The Docker engine to compare with, or None with the reason printed.
+pub fn docker_host() -> Option<String> {
+    let Some(host) = std::env::var("BERTH_TEST_DOCKER_HOST")
+        .ok()
+        .filter(|host| !host.is_empty())
+    else {
+        eprintln!(
+            "SKIP: no Docker engine (BERTH_TEST_DOCKER_HOST unset; scripts/test.sh starts one)"
+        );
+        return None;
+    };
+    let answered = Command::new("docker")
+        .args(["-H", &host, "version", "--format", "{{.Server.Version}}"])
+        .output()
+        .map(|output| output.status.success())
+        .unwrap_or(false);
+    if !answered {
+        eprintln!("SKIP: the Docker engine at {host} does not answer");
+        return None;
+    }
+    Some(host)
+}
+
+pub fn docker(host: &str, args: &[&str]) -> Output {
+    Command::new("docker")
+        .arg("-H")
+        .arg(host)
+        .args(args)
+        .output()
+        .expect("run docker")
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# scripts/test.sh — berth's test command (what CI runs; see scripts/README.md).
+#
+#   1. builds the test images into target/fixtures and exports BERTH_FIXTURES
+#   2. starts a private Docker engine (scripts/docker-engine.sh) and, when it can run
+#      containers, exports BERTH_TEST_DOCKER_HOST and checks the fixtures against it;
+#      without a usable Docker the conformance tests skip themselves — not an error
+#   3. cargo fmt --check, cargo clippy -D warnings, cargo build, cargo nextest run
+#   4. stops the Docker engine it started (trap)
+# Every step runs even when an earlier one fails; the exit status is non-zero if any failed.
+#
+# Environment: BERTH_FIXTURES (output dir, default target/fixtures), BERTH_TEST_DOCKER=0 to
+# skip Docker, NEXTEST_ARGS (extra args for `cargo nextest run`, e.g. a filter).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+failed=()
+step() {
+    local name=$1
+    shift
+    echo
+    echo "=== $name: $*"
+    if "$@"; then
+        echo "=== $name: ok"
+    else
+        echo "=== $name: FAILED (exit $?)"
+        failed+=("$name")
+    fi
+}
+
+# ---- 1. fixtures
+export BERTH_FIXTURES=${BERTH_FIXTURES:-$ROOT/target/fixtures}
+case $BERTH_FIXTURES in /*) ;; *) BERTH_FIXTURES=$ROOT/$BERTH_FIXTURES ;; esac
+echo "=== fixtures -> $BERTH_FIXTURES"
+scripts/make-fixtures.sh "$BERTH_FIXTURES"
+
+# ---- 2. real Docker engine for conformance tests (optional)
+unset BERTH_TEST_DOCKER_HOST
+stop_docker=false
+cleanup() { if $stop_docker; then scripts/docker-engine.sh stop || true; fi; }
+trap cleanup EXIT
+
+docker_why=""
+if [[ ${BERTH_TEST_DOCKER:-1} == 0 ]]; then
+    docker_why="BERTH_TEST_DOCKER=0"
+elif [[ $(id -u) -ne 0 ]]; then
+    docker_why="not root"
+elif ! command -v dockerd >/dev/null 2>&1; then
+    docker_why="dockerd not installed (apt-get install docker.io)"
+else
+    scripts/docker-engine.sh status >/dev/null 2>&1 || stop_docker=true # leave a running one alone
+    if host=$(scripts/docker-engine.sh start); then
+        docker=docker; [[ -x /usr/bin/docker ]] && docker=/usr/bin/docker
+        # "Works" means it can load an image and run a container, not just answer.
+        if out=$("$docker" -H "$host" load -i "$BERTH_FIXTURES/busybox-docker.tar" 2>&1) &&
+            out=$("$docker" -H "$host" run --rm --network none busybox:latest echo hello 2>&1) &&
+            [[ $out == hello ]]; then
+            export BERTH_TEST_DOCKER_HOST=$host
+        else
+            docker_why="docker engine at $host cannot run containers: $out"
+        fi
+    else
+        docker_why="docker engine did not start (see /tmp/berth-test-dockerd.log)"
+    fi
+fi
+if [[ -n ${BERTH_TEST_DOCKER_HOST:-} ]]; then
+    echo "=== docker: BERTH_TEST_DOCKER_HOST=$BERTH_TEST_DOCKER_HOST"
+    step fixtures-vs-docker scripts/check-fixtures-docker.sh "$BERTH_FIXTURES" "$BERTH_TEST_DOCKER_HOST"
+else
+    echo "=== docker: not available, conformance tests will skip: $docker_why"
+fi
+
+# ---- 3. cargo
+step fmt cargo fmt --all -- --check
+step clippy cargo clippy --workspace --all-targets -- -D warnings
+step build cargo build --workspace --all-targets
+if cargo nextest --version >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    step nextest cargo nextest run --workspace --no-fail-fast ${NEXTEST_ARGS:-}
+else
+    echo "=== cargo-nextest missing (cargo install cargo-nextest --locked); using cargo test"
+    step test cargo test --workspace --no-fail-fast
+fi
+
+echo
+if ((${#failed[@]})); then
+    echo "=== FAILED: ${failed[*]}"
+    exit 1
+fi
+echo "=== all passed"
