@@ -1,5 +1,17 @@
-//! The namespace container runtime: seccomp, cgroups, and (coming) the
-//! clone3/pivot_root/exec path and the per-container monitor.
+//! The namespace container runtime: clone3 into new namespaces, overlayfs
+//! root, pivot_root, Docker's mounts, capabilities, seccomp, cgroups, and
+//! the exec path. The engine's monitor process drives it.
 
+pub mod capabilities;
 pub mod cgroups;
+mod clone;
+pub mod in_root;
+pub mod init;
+pub mod launch;
+pub mod rootfs;
 pub mod seccomp;
+pub mod spec;
+pub mod user;
+
+pub use launch::{launch, LaunchError, Launched, Stdio};
+pub use spec::{ContainerSpec, MountKind, MountSpec, NetworkMode, ProcessSpec, Rlimit};

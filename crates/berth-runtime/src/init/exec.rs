@@ -1,0 +1,177 @@
+//! The last steps before `execve`: limits, working directory, identity,
+//! capabilities, no_new_privs and seccomp (in runc's order), then the
+//! program itself, found on the container's PATH.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use nix::unistd::{Gid, Uid};
+
+use super::{InitFailure, InitResult, Never};
+use crate::capabilities;
+use crate::spec::{ContainerSpec, DEFAULT_PATH};
+
+pub(super) fn finish_and_exec(spec: &ContainerSpec) -> InitResult<Never> {
+    let process = &spec.process;
+    for limit in &process.rlimits {
+        let value = libc::rlimit {
+            rlim_cur: limit.soft,
+            rlim_max: limit.hard,
+        };
+        // SAFETY: setrlimit reads one valid rlimit struct.
+        if unsafe { libc::setrlimit(limit.resource as _, &value) } != 0 {
+            let error = std::io::Error::last_os_error();
+            let hint = if error.raw_os_error() == Some(libc::EPERM) {
+                " (raising a hard limit needs CAP_SYS_RESOURCE, which this host does not grant)"
+            } else {
+                ""
+            };
+            return Err(InitFailure::new(
+                &format!("set rlimit {}", limit.resource),
+                format!("{error}{hint}"),
+                error.raw_os_error().unwrap_or(0),
+            ));
+        }
+    }
+
+    let cwd = Path::new(&process.cwd);
+    if std::fs::metadata(cwd).is_err() {
+        // Docker creates a missing working directory.
+        std::fs::create_dir_all(cwd).map_err(|error| {
+            InitFailure::io(&format!("create working directory {}", process.cwd), error)
+        })?;
+        let _ = nix::unistd::chown(
+            cwd,
+            Some(Uid::from_raw(process.uid)),
+            Some(Gid::from_raw(process.gid)),
+        );
+    }
+
+    // Resolve the program before dropping privileges: the lookup needs to
+    // read directories the user may not; the error is what Docker reports.
+    let program = find_program(&process.args, &process.env)?;
+
+    capabilities::limit_bounding_set(&process.capabilities)
+        .map_err(|error| InitFailure::new("drop bounding capabilities", &error, libc::EPERM))?;
+    if let Some(filter) = &process.seccomp {
+        if !process.no_new_privileges {
+            // Without no_new_privs, installing a filter needs CAP_SYS_ADMIN,
+            // which we still hold here (runc does the same).
+            filter
+                .install()
+                .map_err(|error| InitFailure::new("install seccomp filter", &error, libc::EPERM))?;
+        }
+    }
+    // SAFETY: PR_SET_KEEPCAPS takes an integer flag and touches no memory.
+    unsafe { libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0) };
+    let groups: Vec<Gid> = process
+        .additional_gids
+        .iter()
+        .map(|gid| Gid::from_raw(*gid))
+        .collect();
+    nix::unistd::setgroups(&groups).map_err(|error| InitFailure::nix("setgroups", error))?;
+    let gid = Gid::from_raw(process.gid);
+    nix::unistd::setresgid(gid, gid, gid).map_err(|error| InitFailure::nix("setgid", error))?;
+    let uid = Uid::from_raw(process.uid);
+    nix::unistd::setresuid(uid, uid, uid).map_err(|error| InitFailure::nix("setuid", error))?;
+    capabilities::set_process(&process.capabilities, false)
+        .map_err(|error| InitFailure::new("set capabilities", &error, libc::EPERM))?;
+    if process.no_new_privileges {
+        // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments only.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return Err(InitFailure::io(
+                "set no_new_privs",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        if let Some(filter) = &process.seccomp {
+            filter
+                .install()
+                .map_err(|error| InitFailure::new("install seccomp filter", &error, libc::EPERM))?;
+        }
+    }
+
+    let argv = c_strings(&process.args)?;
+    let envp = c_strings(&process.env)?;
+    let path = CString::new(program.as_os_str().as_bytes())
+        .map_err(|_| InitFailure::new("exec", "program path contains NUL", libc::EINVAL))?;
+    let error = nix::unistd::execve(&path, &argv, &envp)
+        .err()
+        .unwrap_or(nix::Error::UnknownErrno);
+    Err(exec_failure(&process.args[0], error))
+}
+
+fn c_strings(items: &[String]) -> InitResult<Vec<CString>> {
+    items
+        .iter()
+        .map(|item| {
+            CString::new(item.as_bytes()).map_err(|_| {
+                InitFailure::new(
+                    "exec",
+                    format!("argument {item:?} contains NUL"),
+                    libc::EINVAL,
+                )
+            })
+        })
+        .collect()
+}
+
+/// Docker's (runc's) wording for programs that cannot run.
+fn exec_failure(program: &str, error: nix::Error) -> InitFailure {
+    let message = match error {
+        nix::Error::ENOENT => {
+            format!("exec: {program:?}: stat {program}: no such file or directory")
+        }
+        nix::Error::EACCES => format!("exec: {program:?}: permission denied"),
+        other => format!("exec: {program:?}: {}", other.desc()),
+    };
+    InitFailure::new("exec", message, error as i32)
+}
+
+/// Docker's rule: a name with `/` is used as is; otherwise the first
+/// executable match on the container's PATH.
+fn find_program(args: &[String], env: &[String]) -> InitResult<PathBuf> {
+    let Some(program) = args.first() else {
+        return Err(InitFailure::new(
+            "exec",
+            "no command specified",
+            libc::ENOENT,
+        ));
+    };
+    if program.contains('/') {
+        return Ok(PathBuf::from(program));
+    }
+    let path_value = env
+        .iter()
+        .rev()
+        .find_map(|entry| entry.strip_prefix("PATH="))
+        .unwrap_or(&DEFAULT_PATH[5..]);
+    let mut denied = false;
+    for directory in path_value.split(':') {
+        let directory = if directory.is_empty() { "." } else { directory };
+        let candidate = Path::new(directory).join(program);
+        let Ok(metadata) = std::fs::metadata(&candidate) else {
+            continue;
+        };
+        if metadata.is_dir() {
+            continue;
+        }
+        if nix::unistd::access(&candidate, nix::unistd::AccessFlags::X_OK).is_ok() {
+            return Ok(candidate);
+        }
+        denied = true;
+    }
+    if denied {
+        return Err(InitFailure::new(
+            "exec",
+            format!("exec: {program:?}: permission denied"),
+            libc::EACCES,
+        ));
+    }
+    Err(InitFailure::new(
+        "exec",
+        format!("exec: {program:?}: executable file not found in $PATH"),
+        libc::ENOENT,
+    ))
+}

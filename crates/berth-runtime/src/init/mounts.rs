@@ -1,0 +1,334 @@
+//! The container's mount table, built inside its new mount namespace:
+//! standard filesystems, per-container /etc files, user mounts, then
+//! `pivot_root`, Docker's masked and read-only paths and `--read-only`.
+
+use std::path::{Path, PathBuf};
+
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+
+use super::{devices, InitFailure, InitResult};
+use crate::spec::{ContainerSpec, MountKind, MountSpec, NetworkMode};
+
+const NONE: Option<&str> = None;
+
+fn step_error(step: &str, target: &Path, error: nix::Error) -> InitFailure {
+    InitFailure::new(
+        &format!("{step} {}", target.display()),
+        error.desc(),
+        error as i32,
+    )
+}
+
+fn do_mount(
+    source: &str,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: MsFlags,
+    data: Option<&str>,
+) -> InitResult<()> {
+    mount(Some(source), target, fstype, flags, data)
+        .map_err(|error| step_error("mount", target, error))
+}
+
+/// `path` inside the container root as a host path, creating it (as a
+/// directory or an empty file) when missing. The parent chain is created
+/// through the root with no symlink escaping it.
+fn target_in_root(rootfs: &Path, path: &Path, as_file: bool) -> InitResult<PathBuf> {
+    let relative = path.strip_prefix("/").unwrap_or(path);
+    let target = crate::in_root::resolve_in_root(rootfs, relative).or_else(|_| {
+        // Create what is missing, one component at a time, inside the root.
+        let mut current = PathBuf::new();
+        let components: Vec<_> = relative.components().collect();
+        for (index, component) in components.iter().enumerate() {
+            current.push(component);
+            let last = index + 1 == components.len();
+            if crate::in_root::resolve_in_root(rootfs, &current).is_ok() {
+                continue;
+            }
+            let parent = crate::in_root::resolve_in_root(
+                rootfs,
+                current.parent().unwrap_or(Path::new(".")),
+            )?;
+            let host = parent.join(component);
+            if last && as_file {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(&host)?;
+            } else {
+                std::fs::create_dir(&host).or_else(|error| match error.kind() {
+                    std::io::ErrorKind::AlreadyExists => Ok(()),
+                    _ => Err(error),
+                })?;
+            }
+        }
+        crate::in_root::resolve_in_root(rootfs, relative)
+    });
+    let target = target.map_err(|error| {
+        InitFailure::io(&format!("create mount point {}", path.display()), error)
+    })?;
+    if !target.starts_with(rootfs) {
+        return Err(InitFailure::new(
+            &format!("mount point {}", path.display()),
+            "resolves outside the container root",
+            libc::EPERM,
+        ));
+    }
+    Ok(target)
+}
+
+/// Everything before `pivot_root`, with host paths under `spec.rootfs`.
+pub(super) fn prepare_root(spec: &ContainerSpec) -> InitResult<()> {
+    let rootfs = &spec.rootfs;
+    // Nothing we mount may propagate back to the host.
+    do_mount(
+        "none",
+        Path::new("/"),
+        None,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None,
+    )?;
+    // pivot_root needs the new root to be a mount point of its own.
+    do_mount(
+        &rootfs.display().to_string(),
+        rootfs,
+        None,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None,
+    )?;
+
+    let common = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC | MsFlags::MS_NODEV;
+    do_mount(
+        "proc",
+        &target_in_root(rootfs, Path::new("/proc"), false)?,
+        Some("proc"),
+        common,
+        None,
+    )?;
+
+    let dev = target_in_root(rootfs, Path::new("/dev"), false)?;
+    do_mount(
+        "tmpfs",
+        &dev,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_STRICTATIME,
+        Some("mode=755,size=65536k"),
+    )?;
+    devices::populate(&dev, spec.privileged)?;
+    let pts = dev.join("pts");
+    std::fs::create_dir_all(&pts).map_err(|error| InitFailure::io("create /dev/pts", error))?;
+    do_mount(
+        "devpts",
+        &pts,
+        Some("devpts"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=0620,gid=5"),
+    )?;
+    let shm = dev.join("shm");
+    std::fs::create_dir_all(&shm).map_err(|error| InitFailure::io("create /dev/shm", error))?;
+    do_mount(
+        "shm",
+        &shm,
+        Some("tmpfs"),
+        common,
+        Some(&format!("mode=1777,size={}", spec.shm_size)),
+    )?;
+    let mqueue = dev.join("mqueue");
+    std::fs::create_dir_all(&mqueue)
+        .map_err(|error| InitFailure::io("create /dev/mqueue", error))?;
+    do_mount("mqueue", &mqueue, Some("mqueue"), common, None)?;
+
+    let sys = target_in_root(rootfs, Path::new("/sys"), false)?;
+    if spec.network == NetworkMode::Host {
+        // sysfs of a network namespace we do not own cannot be mounted anew.
+        do_mount("/sys", &sys, None, MsFlags::MS_BIND | MsFlags::MS_REC, None)?;
+        if !spec.privileged {
+            remount_readonly(&sys, MsFlags::MS_BIND | MsFlags::MS_REC)?;
+        }
+    } else {
+        let flags = if spec.privileged {
+            common
+        } else {
+            common | MsFlags::MS_RDONLY
+        };
+        do_mount("sysfs", &sys, Some("sysfs"), flags, None)?;
+    }
+    mount_cgroups(spec, &sys)?;
+
+    for (host, container) in &spec.etc_files {
+        let target = target_in_root(rootfs, container, true)?;
+        do_mount(
+            &host.display().to_string(),
+            &target,
+            None,
+            MsFlags::MS_BIND,
+            None,
+        )?;
+    }
+    for user_mount in &spec.mounts {
+        apply_user_mount(rootfs, user_mount)?;
+    }
+    Ok(())
+}
+
+/// The container's view of its cgroup, read-only (Docker's default), in
+/// its own cgroup namespace.
+fn mount_cgroups(spec: &ContainerSpec, sys: &Path) -> InitResult<()> {
+    let cgroup_root = sys.join("fs/cgroup");
+    if std::fs::create_dir_all(&cgroup_root).is_err() {
+        // Read-only sysfs without the directory: nothing to mount on.
+        return Ok(());
+    }
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC | MsFlags::MS_NODEV | MsFlags::MS_RDONLY;
+    if spec.cgroup_v2 {
+        return do_mount("cgroup", &cgroup_root, Some("cgroup2"), flags, None);
+    }
+    if spec.cgroup_v1_hierarchies.is_empty() {
+        return Ok(());
+    }
+    do_mount(
+        "tmpfs",
+        &cgroup_root,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC | MsFlags::MS_NODEV,
+        Some("mode=755"),
+    )?;
+    for hierarchy in &spec.cgroup_v1_hierarchies {
+        let directory = cgroup_root.join(hierarchy.trim_start_matches("name="));
+        std::fs::create_dir_all(&directory)
+            .map_err(|error| InitFailure::io("create cgroup mount point", error))?;
+        // Each v1 hierarchy mounted anew in the cgroup namespace shows the
+        // container's cgroup as its root.
+        if let Err(error) = mount(
+            Some("cgroup"),
+            &directory,
+            Some("cgroup"),
+            flags,
+            Some(hierarchy.as_str()),
+        ) {
+            tracing::debug!(hierarchy, %error, "cgroup hierarchy not mounted in the container");
+            let _ = std::fs::remove_dir(&directory);
+        }
+    }
+    remount_readonly(
+        &cgroup_root,
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC | MsFlags::MS_NODEV,
+    )
+}
+
+fn apply_user_mount(rootfs: &Path, user_mount: &MountSpec) -> InitResult<()> {
+    let mut flags = MsFlags::empty();
+    if user_mount.nosuid {
+        flags |= MsFlags::MS_NOSUID;
+    }
+    if user_mount.nodev {
+        flags |= MsFlags::MS_NODEV;
+    }
+    if user_mount.noexec {
+        flags |= MsFlags::MS_NOEXEC;
+    }
+    match &user_mount.kind {
+        MountKind::Bind { source, recursive } => {
+            let is_file = source
+                .metadata()
+                .map(|metadata| !metadata.is_dir())
+                .unwrap_or(false);
+            let target = target_in_root(rootfs, &user_mount.destination, is_file)?;
+            let mut bind = MsFlags::MS_BIND;
+            if *recursive {
+                bind |= MsFlags::MS_REC;
+            }
+            do_mount(&source.display().to_string(), &target, None, bind, None)?;
+            if user_mount.readonly || !flags.is_empty() {
+                let readonly = if user_mount.readonly {
+                    MsFlags::MS_RDONLY
+                } else {
+                    MsFlags::empty()
+                };
+                remount_readonly_with(&target, bind | flags | readonly)?;
+            }
+        }
+        MountKind::Tmpfs { size, mode } => {
+            let target = target_in_root(rootfs, &user_mount.destination, false)?;
+            let mut data = vec![format!("mode={:o}", mode.unwrap_or(0o1777))];
+            if let Some(size) = size {
+                data.push(format!("size={size}"));
+            }
+            if user_mount.readonly {
+                flags |= MsFlags::MS_RDONLY;
+            }
+            do_mount(
+                "tmpfs",
+                &target,
+                Some("tmpfs"),
+                flags,
+                Some(&data.join(",")),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn remount_readonly(target: &Path, flags: MsFlags) -> InitResult<()> {
+    remount_readonly_with(target, flags | MsFlags::MS_RDONLY)
+}
+
+fn remount_readonly_with(target: &Path, flags: MsFlags) -> InitResult<()> {
+    mount(
+        NONE,
+        target,
+        NONE,
+        flags | MsFlags::MS_REMOUNT | MsFlags::MS_BIND,
+        NONE,
+    )
+    .map_err(|error| step_error("remount", target, error))
+}
+
+/// `pivot_root(new, new)` then detach the old root (the "." trick runc
+/// uses: no directory for the old root is needed).
+pub(super) fn pivot_into(rootfs: &Path) -> InitResult<()> {
+    nix::unistd::chdir(rootfs).map_err(|error| step_error("chdir", rootfs, error))?;
+    nix::unistd::pivot_root(".", ".").map_err(|error| step_error("pivot_root", rootfs, error))?;
+    umount2(".", MntFlags::MNT_DETACH)
+        .map_err(|error| step_error("unmount old root", rootfs, error))?;
+    nix::unistd::chdir("/").map_err(|error| step_error("chdir", Path::new("/"), error))
+}
+
+/// Masked and read-only paths, and `--read-only`, inside the new root.
+pub(super) fn after_pivot(spec: &ContainerSpec) -> InitResult<()> {
+    for path in &spec.masked_paths {
+        let path = Path::new(path);
+        match std::fs::symlink_metadata(path) {
+            Ok(metadata) if metadata.is_dir() => {
+                do_mount("tmpfs", path, Some("tmpfs"), MsFlags::MS_RDONLY, None)?;
+            }
+            Ok(_) => do_mount("/dev/null", path, None, MsFlags::MS_BIND, None)?,
+            Err(_) => {} // absent on this kernel: nothing to hide
+        }
+    }
+    for path in &spec.readonly_paths {
+        let path = Path::new(path);
+        if path.exists() {
+            do_mount(
+                &path.display().to_string(),
+                path,
+                None,
+                MsFlags::MS_BIND | MsFlags::MS_REC,
+                None,
+            )?;
+            remount_readonly(
+                path,
+                MsFlags::MS_BIND
+                    | MsFlags::MS_REC
+                    | MsFlags::MS_NOSUID
+                    | MsFlags::MS_NODEV
+                    | MsFlags::MS_NOEXEC,
+            )?;
+        }
+    }
+    if spec.readonly_rootfs {
+        remount_readonly(Path::new("/"), MsFlags::MS_BIND)?;
+    }
+    Ok(())
+}

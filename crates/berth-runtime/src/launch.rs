@@ -1,0 +1,165 @@
+//! Starting a container's first process: the parent side of `clone3`.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+
+use nix::sys::wait::waitpid;
+use nix::unistd::Pid;
+
+use crate::cgroups::CgroupManager;
+use crate::clone::{clone3, Forked};
+use crate::init::{self, InitChannels, InitFailure};
+use crate::spec::{ContainerSpec, NetworkMode};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("failed to create a pipe")]
+    Pipe(#[source] nix::Error),
+    #[error("failed to create the container's namespaces")]
+    Clone(#[source] nix::Error),
+    #[error("failed to join the network namespace {path:?}")]
+    JoinNetwork {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to place the container in its cgroup")]
+    Cgroup(#[source] crate::cgroups::CgroupError),
+    #[error("failed to read the container's start report")]
+    Report(#[source] std::io::Error),
+    /// The container's own setup failed; the step says where.
+    #[error(transparent)]
+    Init(InitFailure),
+}
+
+impl LaunchError {
+    /// Docker's exit status for a `run` that failed here: 127 when the
+    /// command was not found, 126 when it could not be invoked, else 125.
+    pub fn exit_status(&self) -> i32 {
+        match self {
+            LaunchError::Init(failure) if failure.step == "exec" => match failure.errno {
+                libc::ENOENT => 127,
+                libc::EACCES | libc::ENOEXEC | libc::EISDIR => 126,
+                _ => 125,
+            },
+            _ => 125,
+        }
+    }
+}
+
+/// The container's standard streams as the first process gets them.
+pub struct Stdio {
+    pub stdin: OwnedFd,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+}
+
+/// A running container process.
+#[derive(Debug)]
+pub struct Launched {
+    pub pid: Pid,
+    pub pidfd: OwnedFd,
+}
+
+/// Clones the container's first process into new namespaces, places it in
+/// `cgroup`, lets it build its root and exec. Returns once the program is
+/// running (or reports why it is not).
+pub fn launch(
+    spec: &ContainerSpec,
+    stdio: Stdio,
+    cgroup: &dyn CgroupManager,
+) -> Result<Launched, LaunchError> {
+    let (go_read, go_write) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(LaunchError::Pipe)?;
+    let (report_read, report_write) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(LaunchError::Pipe)?;
+
+    let mut namespaces = libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWUTS
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWCGROUP;
+    match &spec.network {
+        NetworkMode::New => namespaces |= libc::CLONE_NEWNET,
+        NetworkMode::Host => {}
+        NetworkMode::Join(path) => join_network(path)?,
+    }
+    let cgroup_fd = cgroup.open_for_clone_into().map_err(LaunchError::Cgroup)?;
+
+    let forked = match clone3(namespaces, cgroup_fd.as_ref().map(|fd| fd.as_fd())) {
+        Ok(forked) => forked,
+        // Kernels before 5.7 lack CLONE_INTO_CGROUP: join after clone.
+        Err(nix::Error::EINVAL | nix::Error::E2BIG) if cgroup_fd.is_some() => {
+            clone3(namespaces, None).map_err(LaunchError::Clone)?
+        }
+        Err(error) => return Err(LaunchError::Clone(error)),
+    };
+    match forked {
+        Forked::Child => {
+            drop((go_write, report_read));
+            init::run(
+                spec,
+                InitChannels {
+                    go: go_read,
+                    report: report_write,
+                    stdin: stdio.stdin,
+                    stdout: stdio.stdout,
+                    stderr: stdio.stderr,
+                },
+            )
+        }
+        Forked::Parent { child, pidfd } => {
+            drop((go_read, report_write, stdio));
+            let result = finish_start(child, go_write, report_read, cgroup, cgroup_fd.is_some());
+            if result.is_err() {
+                let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
+                let _ = waitpid(child, None);
+            }
+            result.map(|()| Launched { pid: child, pidfd })
+        }
+    }
+}
+
+fn finish_start(
+    child: Pid,
+    go: OwnedFd,
+    report: OwnedFd,
+    cgroup: &dyn CgroupManager,
+    placed_by_clone: bool,
+) -> Result<(), LaunchError> {
+    if !placed_by_clone {
+        cgroup.add_process(child).map_err(LaunchError::Cgroup)?;
+    }
+    let mut go = std::fs::File::from(go);
+    // The child may already have died; its report says why.
+    let _ = go.write_all(b"g");
+    drop(go);
+    let mut bytes = Vec::new();
+    std::fs::File::from(report)
+        .read_to_end(&mut bytes)
+        .map_err(LaunchError::Report)?;
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    let failure = serde_json::from_slice(&bytes).unwrap_or_else(|_| InitFailure {
+        step: "start".to_owned(),
+        errno: 0,
+        message: String::from_utf8_lossy(&bytes).into_owned(),
+    });
+    Err(LaunchError::Init(failure))
+}
+
+/// `--network container:NAME`: the child inherits the namespace we enter
+/// here (the monitor is a throwaway process, so entering it is harmless).
+fn join_network(path: &std::path::Path) -> Result<(), LaunchError> {
+    let file = std::fs::File::open(path).map_err(|source| LaunchError::JoinNetwork {
+        path: path.to_owned(),
+        source,
+    })?;
+    nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).map_err(|error| {
+        LaunchError::JoinNetwork {
+            path: path.to_owned(),
+            source: std::io::Error::from(error),
+        }
+    })
+}

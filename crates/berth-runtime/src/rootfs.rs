@@ -1,0 +1,177 @@
+//! The container root on the host: overlayfs with the image layers as lower
+//! dirs and a per-container upper/work dir. Mounted on the host (not only in
+//! the container's namespace) so that `cp`, `export` and `diff` can reach it.
+
+use std::path::{Path, PathBuf};
+
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RootfsError {
+    #[error("failed to create {path:?}")]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to mount the container root at {target:?} (lowerdir has {layers} layers)")]
+    Mount {
+        target: PathBuf,
+        layers: usize,
+        #[source]
+        source: nix::Error,
+    },
+    #[error("failed to unmount {target:?}")]
+    Unmount {
+        target: PathBuf,
+        #[source]
+        source: nix::Error,
+    },
+}
+
+/// Where one container's root lives.
+#[derive(Clone, Debug)]
+pub struct RootfsPaths {
+    pub upper: PathBuf,
+    pub work: PathBuf,
+    pub merged: PathBuf,
+}
+
+impl RootfsPaths {
+    pub fn under(container_directory: &Path) -> Self {
+        Self {
+            upper: container_directory.join("upper"),
+            work: container_directory.join("work"),
+            merged: container_directory.join("merged"),
+        }
+    }
+}
+
+/// Mounts overlayfs at `paths.merged`. `layers` are bottom first (as the
+/// image lists them); overlayfs wants the top first.
+pub fn mount_rootfs(layers: &[PathBuf], paths: &RootfsPaths) -> Result<(), RootfsError> {
+    for directory in [&paths.upper, &paths.work, &paths.merged] {
+        std::fs::create_dir_all(directory).map_err(|source| RootfsError::Create {
+            path: directory.clone(),
+            source,
+        })?;
+    }
+    if is_mounted(&paths.merged) {
+        return Ok(());
+    }
+    let lower: Vec<String> = layers
+        .iter()
+        .rev()
+        .map(|layer| escape(&layer.display().to_string()))
+        .collect();
+    // An image with no layers (possible with `import` of an empty tar is not,
+    // but a config with zero diff_ids is) still needs a lower dir.
+    let lower = if lower.is_empty() {
+        let empty = paths.work.with_file_name("empty-lower");
+        std::fs::create_dir_all(&empty).map_err(|source| RootfsError::Create {
+            path: empty.clone(),
+            source,
+        })?;
+        escape(&empty.display().to_string())
+    } else {
+        lower.join(":")
+    };
+    let data = format!(
+        "lowerdir={lower},upperdir={},workdir={}",
+        escape(&paths.upper.display().to_string()),
+        escape(&paths.work.display().to_string())
+    );
+    mount(
+        Some("overlay"),
+        &paths.merged,
+        Some("overlay"),
+        MsFlags::empty(),
+        Some(data.as_str()),
+    )
+    .map_err(|source| RootfsError::Mount {
+        target: paths.merged.clone(),
+        layers: layers.len(),
+        source,
+    })
+}
+
+/// Unmounts the container root; not mounted is fine.
+pub fn unmount_rootfs(paths: &RootfsPaths) -> Result<(), RootfsError> {
+    if !is_mounted(&paths.merged) {
+        return Ok(());
+    }
+    umount2(&paths.merged, MntFlags::MNT_DETACH).map_err(|source| RootfsError::Unmount {
+        target: paths.merged.clone(),
+        source,
+    })
+}
+
+/// Overlay mount options separate with `,` and `:`; escape them.
+fn escape(path: &str) -> String {
+    path.replace('\\', "\\\\")
+        .replace(',', "\\,")
+        .replace(':', "\\:")
+}
+
+/// True when `path` is a mount point (its device differs from its parent's,
+/// or mountinfo lists it).
+pub fn is_mounted(path: &Path) -> bool {
+    let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let wanted = path.display().to_string();
+    mountinfo.lines().any(|line| {
+        line.split(' ')
+            .nth(4)
+            .is_some_and(|mount_point| unescape_octal(mount_point) == wanted)
+    })
+}
+
+fn unescape_octal(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut output = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'\\' && index + 4 <= bytes.len() {
+            if let Ok(value) = u8::from_str_radix(&text[index + 1..index + 4], 8) {
+                output.push(value);
+                index += 4;
+                continue;
+            }
+        }
+        output.push(bytes[index]);
+        index += 1;
+    }
+    String::from_utf8_lossy(&output).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_overlay_separators() {
+        assert_eq!(escape("/a,b:c"), "/a\\,b\\:c");
+        assert_eq!(unescape_octal("/a\\040b"), "/a b");
+    }
+
+    #[test]
+    fn mounts_and_unmounts_an_overlay() {
+        let directory = tempfile::tempdir().unwrap();
+        let lower = directory.path().join("lower");
+        std::fs::create_dir(&lower).unwrap();
+        std::fs::write(lower.join("file"), "lower").unwrap();
+        let paths = RootfsPaths::under(&directory.path().join("container"));
+        mount_rootfs(std::slice::from_ref(&lower), &paths).unwrap();
+        assert!(is_mounted(&paths.merged));
+        std::fs::write(paths.merged.join("new"), "upper").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(paths.merged.join("file")).unwrap(),
+            "lower"
+        );
+        unmount_rootfs(&paths).unwrap();
+        assert!(!is_mounted(&paths.merged));
+        assert!(paths.upper.join("new").exists());
+        assert!(!lower.join("new").exists());
+    }
+}

@@ -1,0 +1,121 @@
+//! What the runtime needs to start one container: plain, validated data
+//! (the engine builds it from the image config and the user's flags).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use crate::capabilities::Capability;
+
+#[derive(Clone, Debug)]
+pub struct ContainerSpec {
+    pub id: String,
+    /// The container's root: an overlayfs mount already in place on the host.
+    pub rootfs: PathBuf,
+    pub readonly_rootfs: bool,
+    pub hostname: String,
+    pub process: ProcessSpec,
+    /// User mounts, applied in order after the standard ones.
+    pub mounts: Vec<MountSpec>,
+    /// Per-container files bind-mounted over /etc/hosts, /etc/hostname,
+    /// /etc/resolv.conf (host path, container path).
+    pub etc_files: Vec<(PathBuf, PathBuf)>,
+    pub network: NetworkMode,
+    /// Docker's masked and read-only paths (empty with --privileged).
+    pub masked_paths: Vec<String>,
+    pub readonly_paths: Vec<String>,
+    pub privileged: bool,
+    /// `--init`: pid 1 is berth's own minimal init, which forwards signals
+    /// and reaps zombies; the command runs as its child.
+    pub init: bool,
+    /// Size of /dev/shm in bytes (Docker's default 64 MiB).
+    pub shm_size: u64,
+    /// cgroup v1 controller mount points, so the container sees its own
+    /// cgroup under /sys/fs/cgroup (empty on v2).
+    pub cgroup_v1_hierarchies: Vec<String>,
+    pub cgroup_v2: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct ProcessSpec {
+    pub args: Vec<String>,
+    pub env: Vec<String>,
+    pub cwd: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub additional_gids: Vec<u32>,
+    pub capabilities: BTreeSet<Capability>,
+    pub no_new_privileges: bool,
+    pub rlimits: Vec<Rlimit>,
+    /// Compiled seccomp filter, or None for `seccomp=unconfined`.
+    pub seccomp: Option<crate::seccomp::Filter>,
+    pub tty: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rlimit {
+    /// `libc::RLIMIT_*`
+    pub resource: u32,
+    pub soft: u64,
+    pub hard: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NetworkMode {
+    /// A new network namespace with only loopback.
+    New,
+    /// The host's network namespace.
+    Host,
+    /// Join an existing namespace (e.g. another container's).
+    Join(PathBuf),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MountKind {
+    Bind {
+        source: PathBuf,
+        recursive: bool,
+    },
+    Tmpfs {
+        size: Option<u64>,
+        mode: Option<u32>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountSpec {
+    pub kind: MountKind,
+    /// Absolute path inside the container.
+    pub destination: PathBuf,
+    pub readonly: bool,
+    pub nosuid: bool,
+    pub nodev: bool,
+    pub noexec: bool,
+}
+
+/// Docker's default masked paths (moby `oci/defaults.go`).
+pub const DEFAULT_MASKED_PATHS: &[&str] = &[
+    "/proc/asound",
+    "/proc/acpi",
+    "/proc/interrupts",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+];
+
+/// Docker's default read-only paths.
+pub const DEFAULT_READONLY_PATHS: &[&str] = &[
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+];
+
+/// PATH when neither image nor user sets one (Docker's default).
+pub const DEFAULT_PATH: &str = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";

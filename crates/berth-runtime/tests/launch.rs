@@ -1,0 +1,225 @@
+//! Starts real containers from the busybox fixture rootfs with the runtime
+//! alone (no engine): isolation as seen from inside.
+
+#![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use berth_runtime::cgroups::{new_manager, CgroupDriver, CgroupVersion, Resources};
+use berth_runtime::rootfs::{mount_rootfs, unmount_rootfs, RootfsPaths};
+use berth_runtime::spec::{DEFAULT_MASKED_PATHS, DEFAULT_PATH, DEFAULT_READONLY_PATHS};
+use berth_runtime::{capabilities, launch, ContainerSpec, NetworkMode, ProcessSpec, Stdio};
+
+fn rootfs_tar() -> PathBuf {
+    let directory = match std::env::var_os("BERTH_FIXTURES") {
+        Some(directory) => PathBuf::from(directory),
+        None => {
+            let directory = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
+            let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .ancestors()
+                .nth(2)
+                .unwrap();
+            let lock = std::fs::File::create(
+                PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fixtures.lock"),
+            )
+            .unwrap();
+            let _guard =
+                nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).unwrap();
+            if !directory.join("image-ids.txt").exists() {
+                let status = std::process::Command::new("bash")
+                    .arg(workspace.join("scripts/make-fixtures.sh"))
+                    .arg(&directory)
+                    .stdout(std::process::Stdio::null())
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            }
+            directory
+        }
+    };
+    directory.join("rootfs.tar")
+}
+
+struct Container {
+    _directory: tempfile::TempDir,
+    paths: RootfsPaths,
+    spec: ContainerSpec,
+}
+
+fn container(args: &[&str]) -> Container {
+    let directory = tempfile::tempdir().unwrap();
+    let lower = directory.path().join("lower");
+    std::fs::create_dir(&lower).unwrap();
+    let mut archive = tar::Archive::new(std::fs::File::open(rootfs_tar()).unwrap());
+    archive.set_preserve_permissions(true);
+    archive.set_preserve_ownerships(true);
+    archive.unpack(&lower).unwrap();
+    let paths = RootfsPaths::under(&directory.path().join("container"));
+    mount_rootfs(&[lower], &paths).unwrap();
+    let id = format!("runtime-test-{}-{}", std::process::id(), rand_suffix());
+    let etc = directory.path().join("hostname");
+    std::fs::write(&etc, "testhost\n").unwrap();
+    let spec = ContainerSpec {
+        id,
+        rootfs: paths.merged.clone(),
+        readonly_rootfs: false,
+        hostname: "testhost".into(),
+        process: ProcessSpec {
+            args: args.iter().map(|arg| arg.to_string()).collect(),
+            env: vec![DEFAULT_PATH.to_owned()],
+            cwd: "/".into(),
+            uid: 0,
+            gid: 0,
+            additional_gids: vec![],
+            capabilities: capabilities::resolve(&[], &[], false).unwrap(),
+            no_new_privileges: false,
+            rlimits: vec![],
+            seccomp: Some(
+                berth_runtime::seccomp::compile(
+                    &berth_runtime::seccomp::Profile::docker_default(),
+                    &capabilities::resolve(&[], &[], false)
+                        .unwrap()
+                        .iter()
+                        .map(|capability| capabilities::name(*capability).to_owned())
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap(),
+            ),
+            tty: false,
+        },
+        mounts: vec![],
+        etc_files: vec![(etc, PathBuf::from("/etc/hostname"))],
+        network: NetworkMode::New,
+        masked_paths: DEFAULT_MASKED_PATHS
+            .iter()
+            .map(|path| path.to_string())
+            .collect(),
+        readonly_paths: DEFAULT_READONLY_PATHS
+            .iter()
+            .map(|path| path.to_string())
+            .collect(),
+        privileged: false,
+        init: false,
+        shm_size: 64 << 20,
+        cgroup_v1_hierarchies: vec![],
+        cgroup_v2: false,
+    };
+    Container {
+        _directory: directory,
+        paths,
+        spec,
+    }
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        % 1_000_000
+}
+
+/// Runs the container to completion; returns (exit code, stdout, stderr).
+fn run(container: &Container) -> (i32, String, String) {
+    let version = CgroupVersion::detect().unwrap();
+    let cgroup = new_manager(
+        &version,
+        CgroupDriver::default()
+            .container_path(None, &container.spec.id)
+            .unwrap(),
+    );
+    cgroup.create(&Resources::default()).unwrap();
+    let (out_read, out_write) = nix::unistd::pipe().unwrap();
+    let (err_read, err_write) = nix::unistd::pipe().unwrap();
+    let stdin: OwnedFd = std::fs::File::open("/dev/null").unwrap().into();
+    let result = launch(
+        &container.spec,
+        Stdio {
+            stdin,
+            stdout: out_write,
+            stderr: err_write,
+        },
+        cgroup.as_ref(),
+    );
+    let launched = match result {
+        Ok(launched) => launched,
+        Err(error) => {
+            cgroup.delete().unwrap();
+            unmount_rootfs(&container.paths).unwrap();
+            return (error.exit_status(), String::new(), format!("{error}"));
+        }
+    };
+    let mut stdout = String::new();
+    std::fs::File::from(out_read)
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let mut stderr = String::new();
+    std::fs::File::from(err_read)
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = nix::sys::wait::waitpid(launched.pid, None).unwrap();
+    let code = match status {
+        nix::sys::wait::WaitStatus::Exited(_, code) => code,
+        nix::sys::wait::WaitStatus::Signaled(_, signal, _) => 128 + signal as i32,
+        other => panic!("unexpected {other:?}"),
+    };
+    cgroup.delete().unwrap();
+    unmount_rootfs(&container.paths).unwrap();
+    (code, stdout, stderr)
+}
+
+#[test]
+fn runs_a_command_as_pid_one_with_its_own_hostname() {
+    let container = container(&["sh", "-c", "echo $$; hostname; cat /etc/hostname; id -u"]);
+    let (code, stdout, stderr) = run(&container);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "1\ntesthost\ntesthost\n0\n");
+}
+
+#[test]
+fn sees_no_host_processes_and_cannot_mount() {
+    let container = container(&[
+        "sh",
+        "-c",
+        "ls /proc | grep -c '^[0-9]'; mount -t tmpfs none /mnt 2>&1; echo mount=$?",
+    ]);
+    let (code, stdout, stderr) = run(&container);
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    // sh, ls and grep: only the container's own processes.
+    assert!(lines[0].parse::<u32>().unwrap() <= 4, "{stdout}");
+    assert!(
+        stdout.contains("mount=1") || stdout.contains("mount=255"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("permission denied"), "{stdout}");
+}
+
+#[test]
+fn masked_paths_and_capabilities_match_docker() {
+    let container = container(&["sh", "-c", "cat /proc/kcore | wc -c; grep CapEff /proc/self/status; grep Seccomp: /proc/self/status; echo x 2>&1 > /proc/sys/kernel/domainname || true"]);
+    let (code, stdout, stderr) = run(&container);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.starts_with("0\n"), "{stdout}");
+    // Docker's 14 default capabilities: 0x00000000a80425fb.
+    assert!(stdout.contains("CapEff:\t00000000a80425fb"), "{stdout}");
+    assert!(stdout.contains("Seccomp:\t2"), "{stdout}");
+    assert!(stdout.contains("Read-only file system"), "{stdout}");
+}
+
+#[test]
+fn missing_command_is_127_and_says_so() {
+    let container = container(&["no-such-command"]);
+    let (code, _, error) = run(&container);
+    assert_eq!(code, 127, "{error}");
+    assert!(
+        error.contains("executable file not found in $PATH"),
+        "{error}"
+    );
+}
+
+#[allow(dead_code)]
+fn unused(_: BTreeSet<u8>) {}
