@@ -24,21 +24,55 @@ pub enum EngineError {
     Save(#[source] ArchiveError),
     #[error("failed to import the root filesystem")]
     Import(#[source] ImportError),
+    #[error("No such container: {0}")]
+    NoSuchContainer(String),
+    #[error("multiple containers found with provided prefix: {0}")]
+    AmbiguousContainer(String),
+    #[error("Conflict. The container name \"/{name}\" is already in use. You have to remove (or rename) that container to be able to reuse that name.")]
+    NameInUse { name: String },
+    #[error("cannot remove container \"{id}\": container is running: stop the container before removing or force remove")]
+    ContainerRunning { id: String },
+    #[error("Container {id} is not running")]
+    ContainerNotRunning { id: String },
+    #[error("failed to signal container {id}")]
+    Signal {
+        id: String,
+        #[source]
+        source: nix::Error,
+    },
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("failed to start the container: {0}")]
+    Start(String),
+    #[error(transparent)]
+    StartFailed(crate::containers::StartFailure),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
 impl EngineError {
+    /// The exit status `run` uses for this error (Docker's: 125 unless the
+    /// command could not be invoked (126) or found (127)).
+    pub fn run_status(&self) -> i32 {
+        match self {
+            Self::StartFailed(failure) => failure.status,
+            _ => 125,
+        }
+    }
+
     /// True for "not found" errors (exit status and HTTP 404 map from it).
     pub fn is_not_found(&self) -> bool {
-        matches!(self, Self::NoSuchImage(_))
+        matches!(self, Self::NoSuchImage(_) | Self::NoSuchContainer(_))
     }
 
     /// True for conflicts (HTTP 409).
     pub fn is_conflict(&self) -> bool {
         matches!(
             self,
-            Self::ImageReferencedByTags { .. } | Self::ImageInUse { .. }
+            Self::ImageReferencedByTags { .. }
+                | Self::ImageInUse { .. }
+                | Self::NameInUse { .. }
+                | Self::ContainerRunning { .. }
         )
     }
 }

@@ -2,7 +2,10 @@
 //! HTTP: inputs are plain values, outputs are records and Docker-shaped JSON.
 
 mod error;
+pub mod containers;
+pub mod copy;
 pub mod images;
+pub mod logs;
 
 use std::path::{Path, PathBuf};
 

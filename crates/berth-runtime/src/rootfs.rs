@@ -77,7 +77,9 @@ pub fn mount_rootfs(layers: &[PathBuf], paths: &RootfsPaths) -> Result<(), Rootf
         lower.join(":")
     };
     let data = format!(
-        "lowerdir={lower},upperdir={},workdir={}",
+        // redirect_dir and metacopy off: `diff` and `commit` read the upper
+        // dir as plain files and whiteouts (berth-image `changes`).
+        "lowerdir={lower},upperdir={},workdir={},redirect_dir=off,metacopy=off",
         escape(&paths.upper.display().to_string()),
         escape(&paths.work.display().to_string())
     );

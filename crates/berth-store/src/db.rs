@@ -52,6 +52,20 @@ const MIGRATIONS: &[&str] = &[
         image_id  TEXT NOT NULL REFERENCES images(id) ON DELETE CASCADE
     );
     "#,
+    // 2: containers. The engine owns the JSON shapes of `record` (what was
+    // asked for: config, host config, resolved image) and `state` (what is
+    // happening: status, pids, exit code).
+    r#"
+    CREATE TABLE containers (
+        id       TEXT PRIMARY KEY,
+        name     TEXT NOT NULL UNIQUE,
+        image_id TEXT NOT NULL REFERENCES images(id),
+        created  TEXT NOT NULL,
+        record   TEXT NOT NULL,
+        state    TEXT NOT NULL
+    );
+    CREATE INDEX containers_by_image ON containers(image_id);
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -12,6 +12,7 @@
 //! a killed process never leaves a partial blob or layer where readers look.
 
 mod blobs;
+mod containers;
 mod db;
 mod error;
 mod images;
@@ -21,6 +22,7 @@ mod lock;
 use std::path::{Path, PathBuf};
 
 pub use blobs::{BlobStore, BlobWriter};
+pub use containers::{ContainerRow, ContainerStoreError};
 pub use db::SCHEMA_VERSION;
 pub use error::StoreError;
 pub use images::{ImageRecord, LayerRecord, MovedTag, NewImage, RemovedImage};

@@ -1,6 +1,7 @@
 //! Plain data shared by every berth crate: digests, image references, image
 //! configs and manifests. No I/O happens here.
 
+pub mod container;
 pub mod digest;
 pub mod image;
 pub mod reference;

@@ -188,30 +188,9 @@ impl<R: Read> LayerStream<R> {
     /// says what went wrong: the input, the decompressor, an early end, or a bad archive.
     pub(super) fn classify(&self, error: io::Error, entry: Option<PathBuf>) -> UnpackError {
         let compression = self.compression;
-        let kind = error.kind();
-        let fault = match error.get_ref().map(|inner| inner.is::<StreamFault>()) {
-            Some(true) => error
-                .into_inner()
-                .and_then(|inner| inner.downcast::<StreamFault>().ok())
-                .map(|fault| *fault),
-            _ => {
-                return if self.decoded_end || kind == io::ErrorKind::UnexpectedEof {
-                    UnpackError::Truncated {
-                        compression,
-                        entry,
-                        source: error,
-                    }
-                } else {
-                    UnpackError::MalformedArchive {
-                        entry,
-                        source: error,
-                    }
-                };
-            }
-        };
-        match fault {
-            Some(StreamFault::Input(source)) => UnpackError::ReadInput { source },
-            Some(StreamFault::Decompress(source))
+        match into_fault(error) {
+            Ok(StreamFault::Input(source)) => UnpackError::ReadInput { source },
+            Ok(StreamFault::Decompress(source))
                 if source.kind() == io::ErrorKind::UnexpectedEof || self.raw_reached_end() =>
             {
                 UnpackError::Truncated {
@@ -220,14 +199,19 @@ impl<R: Read> LayerStream<R> {
                     source,
                 }
             }
-            Some(StreamFault::Decompress(source)) => UnpackError::Decompress {
+            Ok(StreamFault::Decompress(source)) => UnpackError::Decompress {
                 compression,
                 source,
             },
-            None => UnpackError::MalformedArchive {
-                entry,
-                source: io::Error::new(kind, "layer stream failed"),
-            },
+            // The tar reader's own complaint, or our check of an entry's data length.
+            Err(source) if self.decoded_end || source.kind() == io::ErrorKind::UnexpectedEof => {
+                UnpackError::Truncated {
+                    compression,
+                    entry,
+                    source,
+                }
+            }
+            Err(source) => UnpackError::MalformedArchive { entry, source },
         }
     }
 
@@ -236,20 +220,31 @@ impl<R: Read> LayerStream<R> {
     }
 
     fn input_error(error: io::Error) -> UnpackError {
-        let source = match error.get_ref().map(|inner| inner.is::<StreamFault>()) {
-            Some(true) => match error
-                .into_inner()
-                .map(|inner| inner.downcast::<StreamFault>())
-            {
-                Some(Ok(fault)) => match *fault {
-                    StreamFault::Input(source) | StreamFault::Decompress(source) => source,
-                },
-                Some(Err(other)) => io::Error::other(other),
-                None => io::Error::other("layer input read failed"),
-            },
-            _ => error,
+        let source = match into_fault(error) {
+            Ok(StreamFault::Input(source) | StreamFault::Decompress(source)) | Err(source) => {
+                source
+            }
         };
         UnpackError::ReadInput { source }
+    }
+}
+
+/// The `StreamFault` inside `error`, or `error` itself if it carries none.
+fn into_fault(error: io::Error) -> Result<StreamFault, io::Error> {
+    if !error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<StreamFault>())
+    {
+        return Err(error);
+    }
+    let kind = error.kind();
+    match error
+        .into_inner()
+        .map(|inner| inner.downcast::<StreamFault>())
+    {
+        Some(Ok(fault)) => Ok(*fault),
+        // Checked just above; keep the kind if the impossible happens.
+        _ => Err(io::Error::from(kind)),
     }
 }
 

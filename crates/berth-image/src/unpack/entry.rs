@@ -128,7 +128,14 @@ impl Unpacker {
             EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => {
                 self.regular_file(entry, parents, name, metadata, path)
             }
-            EntryType::Symlink => Ok(self.symlink(entry, parents, name, metadata, path)?),
+            EntryType::Symlink => {
+                // Docker's layer size counts a symlink as the length of its
+                // target (lstat's st_size), so `images` sizes agree.
+                let target_length = entry.link_name_bytes().map_or(0, |target| target.len() as u64);
+                self.symlink(entry, parents, name, metadata, path)?;
+                self.written += target_length;
+                Ok(())
+            }
             EntryType::Link => Ok(self.hardlink(entry, parents, name, path)?),
             EntryType::Char | EntryType::Block | EntryType::Fifo => {
                 Ok(self.node(entry.header(), entry_type, parents, name, metadata, path)?)
@@ -182,12 +189,15 @@ impl Unpacker {
             // std's `remove_dir_all` does not follow symlinks inside the tree
             // (CVE-2022-21658); the parents on this path are real directories.
             fs_err::remove_dir_all(self.destination.join(&relative)).map_err(remove_error)?;
-            self.resolver.invalidate();
             self.directory_times.forget_under(&relative);
         } else {
             nix::unistd::unlinkat(Some(raw(dir.fd())), name, UnlinkatFlags::NoRemoveDir)
                 .map_err(|errno| remove_error(errno.into()))?;
         }
+        // Only a child of the resolver's deepest directory is ever removed, so its cached
+        // walk stays true; starting afresh after a (rare) removal keeps that from being
+        // something the next reader has to prove.
+        self.resolver.invalidate();
         Ok(())
     }
 

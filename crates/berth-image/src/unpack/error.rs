@@ -1,7 +1,8 @@
 //! Everything that can go wrong while unpacking one layer.
 //!
 //! `entry` fields hold the entry's path as written in the archive; `path` fields hold the
-//! place on disk (inside the destination) where a file system call failed.
+//! place where a file system call failed, relative to the destination and with symlinks
+//! in the parent path resolved (so it can differ from `entry`).
 
 use std::ffi::OsString;
 use std::io;

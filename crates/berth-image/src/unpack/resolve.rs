@@ -11,7 +11,7 @@
 //! directories and, for each component of the last parent path, how deep the stack was
 //! after it. A new path only walks the components after the common prefix. Only this
 //! unpacker writes into the destination (the caller owns it), so the cache stays true
-//! until we remove a directory ourselves, which calls `invalidate`.
+//! until we remove something ourselves, which calls `invalidate`.
 
 use std::borrow::Cow;
 use std::ffi::OsStr;
@@ -96,7 +96,7 @@ impl Resolver {
         &self.root
     }
 
-    /// Forgets the cached walk; called after a directory was removed.
+    /// Forgets the cached walk; called after anything was removed.
     pub(super) fn invalidate(&mut self) {
         self.stack.clear();
         self.key.clear();

@@ -10,10 +10,9 @@ use nix::unistd::{Gid, Uid};
 
 use super::{InitFailure, InitResult, Never};
 use crate::capabilities;
-use crate::spec::{ContainerSpec, DEFAULT_PATH};
+use crate::spec::{ProcessSpec, DEFAULT_PATH};
 
-pub(super) fn finish_and_exec(spec: &ContainerSpec) -> InitResult<Never> {
-    let process = &spec.process;
+pub(crate) fn finish_and_exec(process: &ProcessSpec) -> InitResult<Never> {
     for limit in &process.rlimits {
         let value = libc::rlimit {
             rlim_cur: limit.soft,

@@ -4,7 +4,7 @@
 //! on `execve` (it is close-on-exec).
 
 mod devices;
-mod exec;
+pub(crate) mod exec;
 mod mounts;
 mod reaper;
 
@@ -80,7 +80,7 @@ pub fn run(spec: &ContainerSpec, channels: InitChannels) -> ! {
     unsafe { libc::_exit(125) }
 }
 
-fn report(fd: RawFd, failure: &InitFailure) {
+pub(crate) fn report(fd: RawFd, failure: &InitFailure) {
     let bytes = serde_json::to_vec(failure).unwrap_or_default();
     // SAFETY: `fd` is the open report pipe this process owns.
     let mut file = std::mem::ManuallyDrop::new(unsafe {
@@ -89,7 +89,7 @@ fn report(fd: RawFd, failure: &InitFailure) {
     let _ = file.write_all(&bytes);
 }
 
-enum Never {}
+pub(crate) enum Never {}
 
 struct SetupChannels {
     go: OwnedFd,
@@ -124,10 +124,10 @@ fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<N
         // berth's init stays pid 1; the command runs as its child.
         reaper::fork_and_reap(channels.report_fd)?;
     }
-    exec::finish_and_exec(spec)
+    exec::finish_and_exec(&spec.process)
 }
 
-fn set_stdio(stdin: &OwnedFd, stdout: &OwnedFd, stderr: &OwnedFd, tty: bool) -> InitResult<()> {
+pub(crate) fn set_stdio(stdin: &OwnedFd, stdout: &OwnedFd, stderr: &OwnedFd, tty: bool) -> InitResult<()> {
     if tty {
         nix::unistd::setsid().map_err(|error| InitFailure::nix("setsid", error))?;
     }

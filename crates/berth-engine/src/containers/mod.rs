@@ -1,0 +1,30 @@
+//! Containers: create, start (through a per-container monitor process),
+//! stop, kill, wait, remove, list, inspect — daemonless.
+
+mod exec;
+mod inspect;
+mod lookup;
+mod manage;
+pub mod merge;
+pub mod monitor;
+pub mod names;
+pub mod paths;
+mod reconcile;
+pub mod record;
+mod remove;
+mod spec;
+mod start;
+pub mod state;
+mod stop;
+
+pub use exec::{exec_in_container, ExecRequest};
+pub use inspect::{inspect_container, list_containers, status_text};
+pub use lookup::{find_container, Container};
+pub use manage::{
+    container_processes, container_stats, pause_container, prune_containers, rename_container, unpause_container,
+    update_container,
+};
+pub use monitor::Attachment;
+pub use remove::remove_container;
+pub use start::{start_container, StartFailure, StartedContainer};
+pub use stop::{kill_container, parse_signal, stop_container, wait_container};

@@ -1,0 +1,176 @@
+//! The monitor's copy loop: container output to the json-file log and to
+//! the attached CLI, the CLI's stdin to the container, until the container's
+//! first process exits.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use crate::logs::{LogWriter, Stream};
+
+/// The monitor's ends of the container's standard streams.
+pub struct ContainerIo {
+    /// stdout, or the pty master with a tty (which carries both streams).
+    pub output: OwnedFd,
+    /// stderr without a tty.
+    pub errors: Option<OwnedFd>,
+    /// Where the CLI's stdin goes (the stdin pipe, or the pty master).
+    pub input: Option<OwnedFd>,
+}
+
+/// The attached CLI's streams (dups the CLI handed over).
+#[derive(Default)]
+pub struct Attachment {
+    pub stdin: Option<OwnedFd>,
+    pub stdout: Option<OwnedFd>,
+    pub stderr: Option<OwnedFd>,
+}
+
+const BUFFER: usize = 64 * 1024;
+
+/// Copies until `pidfd` says the process exited, then drains what is left.
+pub fn copy_until_exit(io: &mut ContainerIo, attachment: &mut Attachment, log: &mut Option<LogWriter>, pidfd: &OwnedFd, tty: bool) {
+    let mut buffer = vec![0u8; BUFFER];
+    let mut output_open = true;
+    let mut errors_open = io.errors.is_some();
+    let mut exited = false;
+    while !exited {
+        let mut fds = Vec::with_capacity(4);
+        fds.push(PollFd::new(pidfd.as_fd(), PollFlags::POLLIN));
+        let output_index = output_open.then(|| {
+            fds.push(PollFd::new(io.output.as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let errors_index = match (&io.errors, errors_open) {
+            (Some(errors), true) => {
+                fds.push(PollFd::new(errors.as_fd(), PollFlags::POLLIN));
+                Some(fds.len() - 1)
+            }
+            _ => None,
+        };
+        let stdin_index = match (&attachment.stdin, &io.input) {
+            (Some(stdin), Some(_)) => {
+                fds.push(PollFd::new(stdin.as_fd(), PollFlags::POLLIN));
+                Some(fds.len() - 1)
+            }
+            _ => None,
+        };
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) => {}
+            Err(nix::Error::EINTR) => continue,
+            Err(_) => break,
+        }
+        let ready = |index: Option<usize>| {
+            index.is_some_and(|index| {
+                fds[index]
+                    .revents()
+                    .is_some_and(|events| events.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR))
+            })
+        };
+        let pid_ready = ready(Some(0));
+        let output_ready = ready(output_index);
+        let errors_ready = ready(errors_index);
+        let stdin_ready = ready(stdin_index);
+        drop(fds);
+        if output_ready {
+            output_open = pump(&io.output, &mut buffer, Stream::Stdout, log, attachment.stdout.as_ref());
+        }
+        if errors_ready {
+            if let Some(errors) = &io.errors {
+                errors_open = pump(errors, &mut buffer, Stream::Stderr, log, attachment.stderr.as_ref());
+            }
+        }
+        if stdin_ready {
+            forward_stdin(io, attachment, &mut buffer, tty);
+        }
+        exited = pid_ready;
+    }
+    // The process is gone; take what it wrote last. Nothing in its pid
+    // namespace survives it, so the pipes reach EOF (a pty gives EIO).
+    drain(&io.output, &mut buffer, Stream::Stdout, log, attachment.stdout.as_ref());
+    if let Some(errors) = &io.errors {
+        drain(errors, &mut buffer, Stream::Stderr, log, attachment.stderr.as_ref());
+    }
+    if let Some(log) = log.as_mut() {
+        let _ = log.flush(chrono::Utc::now());
+    }
+}
+
+/// One read from `source` to the log and the attached stream; false at EOF.
+fn pump(source: &OwnedFd, buffer: &mut [u8], stream: Stream, log: &mut Option<LogWriter>, attached: Option<&OwnedFd>) -> bool {
+    let read = match nix::unistd::read(source.as_raw_fd(), buffer) {
+        Ok(0) | Err(nix::Error::EIO) => return false,
+        Ok(read) => read,
+        Err(nix::Error::EINTR | nix::Error::EAGAIN) => return true,
+        Err(_) => return false,
+    };
+    deliver(&buffer[..read], stream, log, attached);
+    true
+}
+
+fn deliver(bytes: &[u8], stream: Stream, log: &mut Option<LogWriter>, attached: Option<&OwnedFd>) {
+    if let Some(log) = log.as_mut() {
+        if let Err(error) = log.write(stream, bytes, chrono::Utc::now()) {
+            tracing::warn!(%error, "failed to write the container log");
+        }
+    }
+    if let Some(fd) = attached {
+        // A CLI that went away stops receiving; the container goes on.
+        let _ = write_all(fd, bytes);
+    }
+}
+
+fn write_all(fd: &OwnedFd, mut bytes: &[u8]) -> nix::Result<()> {
+    while !bytes.is_empty() {
+        match nix::unistd::write(fd, bytes) {
+            Ok(written) => bytes = &bytes[written..],
+            Err(nix::Error::EINTR) => continue,
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
+
+fn drain(source: &OwnedFd, buffer: &mut [u8], stream: Stream, log: &mut Option<LogWriter>, attached: Option<&OwnedFd>) {
+    let flags = nix::fcntl::fcntl(source.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL).unwrap_or(0);
+    let _ = nix::fcntl::fcntl(
+        source.as_raw_fd(),
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK),
+    );
+    loop {
+        match nix::unistd::read(source.as_raw_fd(), buffer) {
+            Ok(0) => break,
+            Ok(read) => deliver(&buffer[..read], stream, log, attached),
+            Err(nix::Error::EINTR) => continue,
+            Err(_) => break,
+        }
+    }
+}
+
+fn forward_stdin(io: &mut ContainerIo, attachment: &mut Attachment, buffer: &mut [u8], tty: bool) {
+    let (Some(stdin), Some(input)) = (attachment.stdin.as_ref(), io.input.as_ref()) else {
+        return;
+    };
+    let mut stdin_file = std::mem::ManuallyDrop::new(
+        // SAFETY: the descriptor stays owned by `attachment`; ManuallyDrop
+        // keeps this temporary File from closing it.
+        unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(stdin.as_raw_fd()) },
+    );
+    match stdin_file.read(buffer) {
+        Ok(0) | Err(_) => {
+            // EOF on the CLI's stdin: close the container's stdin (with a
+            // pipe); a tty keeps its line open, as Docker does.
+            attachment.stdin = None;
+            if !tty {
+                io.input = None;
+            }
+        }
+        Ok(read) => {
+            if write_all(input, &buffer[..read]).is_err() {
+                io.input = None;
+            }
+        }
+    }
+    let _ = stdin_file.flush();
+}

@@ -1,0 +1,276 @@
+//! The per-container monitor: a fork of the `berth` process that started
+//! the container. It is the parent of the container's first process, copies
+//! its output, records its exit, applies the restart policy, removes `--rm`
+//! containers, and exits when its container is gone. No other berth process
+//! stays behind.
+
+mod io;
+pub mod protocol;
+
+use std::os::fd::OwnedFd;
+use std::time::Duration;
+
+use berth_runtime::cgroups::{new_manager, CgroupDriver, CgroupManager, CgroupVersion};
+use berth_runtime::rootfs::unmount_rootfs;
+use berth_runtime::{launch, Stdio};
+use berth_store::Store;
+
+pub use io::{Attachment, ContainerIo};
+use protocol::{MonitorMessage, MonitorSender};
+
+use super::paths::ContainerPaths;
+use super::record::ContainerRecord;
+use super::spec::build_spec;
+use super::state::{now, process_start_time, ContainerState, Status};
+use crate::logs::LogWriter;
+use crate::{EngineConfig, EngineError};
+
+/// Runs in the forked monitor; never returns.
+pub(crate) fn run(config: EngineConfig, record: ContainerRecord, attachment: Attachment, status: OwnedFd) -> ! {
+    become_monitor();
+    let mut sender = MonitorSender::new(status);
+    let code = match supervise(&config, &record, attachment, &mut sender) {
+        Ok(()) => 0,
+        Err(error) => {
+            tracing::error!(container = %record.id, error = %format!("{error:#}"), "monitor failed");
+            sender.send(&MonitorMessage::Failed {
+                message: error.to_string(),
+                status: 125,
+            });
+            1
+        }
+    };
+    // SAFETY: _exit leaves without running destructors or atexit handlers
+    // inherited from the CLI process this was forked from.
+    unsafe { libc::_exit(code) }
+}
+
+/// Detaches from the CLI's session and terminal signals; becomes the
+/// subreaper for anything the container leaves.
+fn become_monitor() {
+    let _ = nix::unistd::setsid();
+    for signal in [
+        nix::sys::signal::Signal::SIGINT,
+        nix::sys::signal::Signal::SIGHUP,
+        nix::sys::signal::Signal::SIGQUIT,
+        nix::sys::signal::Signal::SIGPIPE,
+        nix::sys::signal::Signal::SIGTSTP,
+        nix::sys::signal::Signal::SIGTTOU,
+        nix::sys::signal::Signal::SIGTTIN,
+    ] {
+        // SAFETY: SIG_IGN installs no handler code; it only changes the
+        // disposition for this process.
+        unsafe {
+            let _ = nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::SigIgn);
+        }
+    }
+    // SAFETY: PR_SET_CHILD_SUBREAPER takes an integer flag only.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    // The monitor's own stdio must not keep the CLI's terminal or pipes open.
+    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+        for target in 0..=2 {
+            // SAFETY: dup2 onto 0..2 replaces this process's standard
+            // streams with /dev/null, which it owns.
+            unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), target) };
+        }
+    }
+    // Debug logs would otherwise go to /dev/null now; route them to a file
+    // only when asked, keeping the monitor quiet and small by default.
+}
+
+fn supervise(config: &EngineConfig, record: &ContainerRecord, mut attachment: Attachment, sender: &mut MonitorSender) -> Result<(), EngineError> {
+    let store = Store::open(&config.root)?;
+    let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
+    let cgroups = CgroupVersion::detect().map_err(|error| EngineError::Start(error.to_string()))?;
+    let cgroup_path = CgroupDriver::default()
+        .container_path(None, &record.id)
+        .map_err(|error| EngineError::Start(error.to_string()))?;
+    let cgroup = new_manager(&cgroups, cgroup_path);
+    let mut log = LogWriter::open(&paths.log(&record.id)).ok();
+    let monitor_pid = std::process::id() as i32;
+    let mut restarts = read_state(&store, &record.id).map_or(0, |state| state.restart_count);
+    let mut first = true;
+
+    let exit_code = loop {
+        let started = start_once(config, record, &paths, &cgroups, cgroup.as_ref(), &mut attachment, first);
+        let (launched, mut container_io) = match started {
+            Ok(started) => started,
+            Err((message, status)) => {
+                let mut state = read_state(&store, &record.id).unwrap_or_default();
+                state.error = message.clone();
+                state.exit_code = status;
+                if !first {
+                    state.status = Status::Exited;
+                    state.finished_at = now();
+                }
+                write_state(&store, &record.id, &state);
+                cleanup(cgroup.as_ref(), &paths);
+                if record.run.auto_remove {
+                    super::remove::remove_files_and_row(&store, &paths, &record.id);
+                }
+                sender.send(&MonitorMessage::Failed { message, status });
+                return Ok(());
+            }
+        };
+        let mut state = read_state(&store, &record.id).unwrap_or_default();
+        state.status = Status::Running;
+        state.pid = launched.pid.as_raw();
+        state.exit_code = 0;
+        state.error.clear();
+        state.oom_killed = false;
+        state.started_at = now();
+        state.monitor_pid = monitor_pid;
+        state.monitor_start_time = process_start_time(monitor_pid).unwrap_or(0);
+        state.restart_count = restarts;
+        state.stopped_by_user = false;
+        write_state(&store, &record.id, &state);
+        if first {
+            sender.send(&MonitorMessage::Started { pid: launched.pid.as_raw() });
+        }
+        first = false;
+
+        io::copy_until_exit(&mut container_io, &mut attachment, &mut log, &launched.pidfd, record.run.tty);
+        let code = match nix::sys::wait::waitpid(launched.pid, None) {
+            Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => code,
+            Ok(nix::sys::wait::WaitStatus::Signaled(_, signal, _)) => 128 + signal as i32,
+            _ => 255,
+        };
+        let oom_killed = cgroup.stats().ok().and_then(|stats| stats.oom_kills).unwrap_or(0) > 0;
+        drop(container_io);
+
+        let mut state = read_state(&store, &record.id).unwrap_or_default();
+        state.pid = 0;
+        state.exit_code = code;
+        state.oom_killed = oom_killed;
+        state.finished_at = now();
+        let restart = should_restart(record, &state, restarts);
+        state.status = if restart { Status::Restarting } else { Status::Exited };
+        write_state(&store, &record.id, &state);
+        if !restart {
+            break code;
+        }
+        restarts += 1;
+        // Docker's backoff: 100 ms doubling, reset after a run of 10 s.
+        let delay = Duration::from_millis(100u64 << restarts.min(8));
+        std::thread::sleep(delay.min(Duration::from_secs(60)));
+        // The next run gets a fresh cgroup (its OOM counter included).
+        let _ = cgroup.delete();
+        if read_state(&store, &record.id).is_none_or(|state| state.stopped_by_user) {
+            break code;
+        }
+    };
+
+    cleanup(cgroup.as_ref(), &paths);
+    if record.run.auto_remove {
+        super::remove::remove_files_and_row(&store, &paths, &record.id);
+    }
+    sender.send(&MonitorMessage::Exited { code: exit_code });
+    sender.close();
+    Ok(())
+}
+
+type Started = (berth_runtime::Launched, ContainerIo);
+
+/// Builds the spec and launches one run of the container. Errors carry the
+/// message and Docker's exit status for it.
+fn start_once(
+    config: &EngineConfig,
+    record: &ContainerRecord,
+    paths: &ContainerPaths,
+    cgroups: &CgroupVersion,
+    cgroup: &dyn CgroupManager,
+    attachment: &mut Attachment,
+    first: bool,
+) -> Result<Started, (String, i32)> {
+    let spec = build_spec(record, paths, &config.root, &config.root.join("volumes"), cgroups)
+        .map_err(|error| (error.to_string(), 125))?;
+    cgroup
+        .create(&record.run.resources)
+        .map_err(|error| (format!("failed to create the container's cgroup: {error}"), 125))?;
+    let (stdio, container_io) = make_stdio(record, attachment, first).map_err(|error| (format!("failed to set up the container's stdio: {error}"), 125))?;
+    match launch(&spec, stdio, cgroup) {
+        Ok(launched) => Ok((launched, container_io)),
+        Err(error) => Err((error.to_string(), error.exit_status())),
+    }
+}
+
+fn make_stdio(record: &ContainerRecord, attachment: &Attachment, first: bool) -> nix::Result<(Stdio, ContainerIo)> {
+    let wants_stdin = record.run.open_stdin && attachment.stdin.is_some() && first;
+    if record.run.tty {
+        let pty = nix::pty::openpty(None, None)?;
+        let slave = pty.slave;
+        let stdio = Stdio {
+            stdin: slave.try_clone().map_err(|_| nix::Error::EMFILE)?,
+            stdout: slave.try_clone().map_err(|_| nix::Error::EMFILE)?,
+            stderr: slave,
+        };
+        let input = if wants_stdin {
+            Some(pty.master.try_clone().map_err(|_| nix::Error::EMFILE)?)
+        } else {
+            None
+        };
+        return Ok((
+            stdio,
+            ContainerIo {
+                output: pty.master,
+                errors: None,
+                input,
+            },
+        ));
+    }
+    let (out_read, out_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let (err_read, err_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let (stdin, input) = if wants_stdin {
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        (read, Some(write))
+    } else {
+        let null = std::fs::File::open("/dev/null").map_err(|_| nix::Error::ENOENT)?;
+        (OwnedFd::from(null), None)
+    };
+    Ok((
+        Stdio {
+            stdin,
+            stdout: out_write,
+            stderr: err_write,
+        },
+        ContainerIo {
+            output: out_read,
+            errors: Some(err_read),
+            input,
+        },
+    ))
+}
+
+/// Docker's restart rules.
+fn should_restart(record: &ContainerRecord, state: &ContainerState, restarts: u32) -> bool {
+    let policy = &record.run.restart;
+    if state.stopped_by_user || record.run.auto_remove {
+        return false;
+    }
+    match policy.name.as_str() {
+        "always" | "unless-stopped" => true,
+        "on-failure" => state.exit_code != 0 && (policy.maximum_retry_count == 0 || restarts < policy.maximum_retry_count),
+        _ => false,
+    }
+}
+
+fn cleanup(cgroup: &dyn CgroupManager, paths: &ContainerPaths) {
+    if let Err(error) = cgroup.delete() {
+        tracing::warn!(%error, "failed to delete the container cgroup");
+    }
+    if let Err(error) = unmount_rootfs(&paths.rootfs()) {
+        tracing::warn!(%error, "failed to unmount the container root");
+    }
+}
+
+pub(crate) fn read_state(store: &Store, id: &str) -> Option<ContainerState> {
+    let row = store.container(id).ok()??;
+    serde_json::from_str(&row.state).ok()
+}
+
+pub(crate) fn write_state(store: &Store, id: &str, state: &ContainerState) {
+    let json = serde_json::to_string(state).unwrap_or_default();
+    if let Err(error) = store.set_container_state(id, &json) {
+        tracing::warn!(%error, "failed to record the container state");
+    }
+}

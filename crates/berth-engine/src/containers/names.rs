@@ -1,0 +1,91 @@
+//! Container ids (64 hex, as Docker) and generated names
+//! (`adjective_noun`, berth's own word lists).
+
+use rand::Rng;
+
+/// A new random container id: 32 random bytes as 64 lowercase hex.
+pub fn new_id() -> String {
+    let bytes: [u8; 32] = rand::thread_rng().gen();
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+const ADJECTIVES: &[&str] = &[
+    "agile", "amber", "ample", "bold", "brave", "brisk", "calm", "clever", "cosy", "crisp",
+    "daring", "deft", "eager", "early", "epic", "fair", "fearless", "fond", "gentle", "glad",
+    "golden", "grand", "happy", "hardy", "humble", "jolly", "keen", "kind", "lively", "loyal",
+    "lucid", "merry", "mighty", "modest", "nimble", "noble", "patient", "plucky", "proud",
+    "quick", "quiet", "rapid", "sharp", "shiny", "silent", "sleek", "steady", "stoic", "sunny",
+    "swift", "tidy", "trusty", "vivid", "warm", "wise", "witty", "zealous",
+];
+
+const NOUNS: &[&str] = &[
+    "anchor", "atoll", "bay", "beacon", "bollard", "bow", "breeze", "buoy", "cabin", "cape",
+    "capstan", "cove", "current", "deck", "delta", "dinghy", "dock", "estuary", "ferry", "fjord",
+    "galley", "gull", "harbor", "haven", "helm", "inlet", "isle", "jetty", "keel", "kelp",
+    "lagoon", "lantern", "lighthouse", "mast", "mooring", "narrows", "oar", "pier", "port",
+    "quay", "reef", "rudder", "sail", "shoal", "skiff", "sound", "spray", "stern", "strait",
+    "tide", "wake", "wave", "wharf",
+];
+
+/// A random `adjective_noun` name; `attempt` > 0 appends a digit, as Docker
+/// does when a generated name is taken.
+pub fn generate_name(attempt: u32) -> String {
+    let mut random = rand::thread_rng();
+    let adjective = ADJECTIVES[random.gen_range(0..ADJECTIVES.len())];
+    let noun = NOUNS[random.gen_range(0..NOUNS.len())];
+    if attempt == 0 {
+        format!("{adjective}_{noun}")
+    } else {
+        format!("{adjective}_{noun}{}", random.gen_range(0..10))
+    }
+}
+
+/// Docker's rule for user-given names.
+pub fn validate_name(name: &str) -> Result<(), String> {
+    let name = name.strip_prefix('/').unwrap_or(name);
+    let mut characters = name.chars();
+    let valid = characters.next().is_some_and(|first| first.is_ascii_alphanumeric())
+        && name.len() >= 2
+        && characters.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "Invalid container name ({name}), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_64_hex() {
+        let id = new_id();
+        assert_eq!(id.len(), 64);
+        assert!(berth_types::digest::is_sha256_hex(&id));
+        assert_ne!(id, new_id());
+    }
+
+    #[test]
+    fn generated_names_are_valid() {
+        for attempt in 0..50 {
+            let name = generate_name(attempt % 3);
+            assert!(validate_name(&name).is_ok(), "{name}");
+            assert!(name.contains('_'));
+        }
+    }
+
+    #[test]
+    fn docker_name_rules() {
+        assert!(validate_name("web-1.prod_a").is_ok());
+        assert!(validate_name("/web").is_ok());
+        assert!(validate_name("a").is_err());
+        assert!(validate_name("-a").is_err());
+        assert_eq!(
+            validate_name("bad name").unwrap_err(),
+            "Invalid container name (bad name), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed"
+        );
+    }
+}

@@ -1,0 +1,103 @@
+//! What a container was asked to be: resolved once at `create` from the
+//! image config and the user's settings, stored as JSON, and used by every
+//! later `start` (and restart).
+
+use std::collections::BTreeMap;
+
+use berth_runtime::cgroups::Resources;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartPolicy {
+    /// "no", "always", "unless-stopped", "on-failure"
+    pub name: String,
+    pub maximum_retry_count: u32,
+}
+
+impl RestartPolicy {
+    pub fn is_none(&self) -> bool {
+        self.name.is_empty() || self.name == "no"
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SeccompChoice {
+    Default,
+    Unconfined,
+    /// A profile in Docker's JSON format (`--security-opt seccomp=FILE`).
+    Custom(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MountSource {
+    Bind { host_path: String, recursive: bool },
+    Volume { name: String },
+    Tmpfs { size: Option<u64>, mode: Option<u32> },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MountRequest {
+    pub source: MountSource,
+    pub destination: String,
+    pub readonly: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ulimit {
+    pub name: String,
+    pub soft: u64,
+    pub hard: u64,
+}
+
+/// Everything a start needs, already merged with the image config.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSettings {
+    pub args: Vec<String>,
+    pub env: Vec<String>,
+    pub working_dir: String,
+    /// As given (`-u` or the image's User), resolved at each start.
+    pub user: String,
+    pub group_add: Vec<String>,
+    pub hostname: String,
+    pub domainname: String,
+    pub tty: bool,
+    pub open_stdin: bool,
+    pub auto_remove: bool,
+    pub restart: RestartPolicy,
+    pub privileged: bool,
+    pub cap_add: Vec<String>,
+    pub cap_drop: Vec<String>,
+    pub no_new_privileges: bool,
+    pub seccomp: SeccompChoice,
+    pub readonly_rootfs: bool,
+    pub init: bool,
+    pub shm_size: u64,
+    /// "none", "host", "container:<id>", "bridge" (networking is not in
+    /// yet: bridge gets a private namespace with loopback only).
+    pub network_mode: String,
+    pub dns: Vec<String>,
+    pub dns_search: Vec<String>,
+    pub dns_options: Vec<String>,
+    pub extra_hosts: Vec<String>,
+    pub mounts: Vec<MountRequest>,
+    pub resources: Resources,
+    pub ulimits: Vec<Ulimit>,
+    pub stop_signal: String,
+    pub stop_timeout: Option<i64>,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// The stored container.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContainerRecord {
+    pub id: String,
+    pub name: String,
+    pub image_id: String,
+    /// The image as the user named it (`Config.Image`).
+    pub image_name: String,
+    pub created: String,
+    pub run: RunSettings,
+    /// Docker's `Config` and `HostConfig` as created, for `inspect`.
+    pub config: serde_json::Value,
+    pub host_config: serde_json::Value,
+}

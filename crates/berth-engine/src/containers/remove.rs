@@ -1,0 +1,41 @@
+//! `rm`: a stopped container's files and row; `-f` stops it first.
+
+use berth_store::Store;
+
+use super::lookup::find_container;
+use super::paths::ContainerPaths;
+use super::stop::kill_and_wait;
+use crate::{Engine, EngineError};
+
+/// Removes the container's directories and its row. Idempotent: another
+/// process may have removed it already.
+pub(crate) fn remove_files_and_row(store: &Store, paths: &ContainerPaths, id: &str) {
+    let _ = berth_runtime::rootfs::unmount_rootfs(&paths.rootfs());
+    for directory in [&paths.directory, &paths.runtime] {
+        if let Err(error) = std::fs::remove_dir_all(directory) {
+            if error.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!(path = %directory.display(), %error, "failed to remove container files");
+            }
+        }
+    }
+    if let Err(error) = store.delete_container(id) {
+        tracing::warn!(%error, "failed to remove the container record");
+    }
+}
+
+/// `rm [-f] NAME`; returns the name as given, as Docker prints it.
+pub fn remove_container(engine: &mut Engine, text: &str, force: bool) -> Result<(), EngineError> {
+    let config = engine.config().clone();
+    let container = find_container(engine.store(), &config, text)?;
+    if container.state.is_running() {
+        if !force {
+            return Err(EngineError::ContainerRunning {
+                id: container.record.id.clone(),
+            });
+        }
+        kill_and_wait(engine, &container, nix::sys::signal::Signal::SIGKILL)?;
+    }
+    let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
+    remove_files_and_row(engine.store(), &paths, &container.record.id);
+    Ok(())
+}

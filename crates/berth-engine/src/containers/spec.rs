@@ -1,0 +1,213 @@
+//! Turning a stored record into the runtime's `ContainerSpec` at each start:
+//! user lookup in the image, capabilities, seccomp (compiled once, cached),
+//! mounts, limits and the per-container /etc files.
+
+use std::path::{Path, PathBuf};
+
+use berth_runtime::capabilities;
+use berth_runtime::cgroups::CgroupVersion;
+use berth_runtime::seccomp::{compile_cached, Profile};
+use berth_runtime::spec::{DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS};
+use berth_runtime::{ContainerSpec, MountKind, MountSpec, NetworkMode, ProcessSpec, Rlimit};
+
+use super::paths::ContainerPaths;
+use super::record::{ContainerRecord, MountSource, SeccompChoice};
+use crate::EngineError;
+
+/// Resolves everything that can fail before any process exists.
+pub fn build_spec(
+    record: &ContainerRecord,
+    paths: &ContainerPaths,
+    root: &Path,
+    volumes_directory: &Path,
+    cgroups: &CgroupVersion,
+) -> Result<ContainerSpec, EngineError> {
+    let run = &record.run;
+    let rootfs = paths.rootfs().merged;
+    let user = berth_runtime::user::resolve_user(&rootfs, &run.user, &run.group_add)
+        .map_err(|error| EngineError::Start(error.to_string()))?;
+
+    let capability_set = capabilities::resolve(&run.cap_add, &run.cap_drop, run.privileged)
+        .map_err(|error| EngineError::InvalidArgument(error.to_string()))?;
+    let capability_names: Vec<String> = capability_set
+        .iter()
+        .map(|capability| capabilities::name(*capability).to_owned())
+        .collect();
+    let seccomp = match &run.seccomp {
+        SeccompChoice::Unconfined => None,
+        // Docker: --privileged runs without the default filter.
+        SeccompChoice::Default if run.privileged => None,
+        SeccompChoice::Default => Some(Profile::docker_default()),
+        SeccompChoice::Custom(json) => Some(
+            Profile::from_json(json.as_bytes())
+                .map_err(|error| EngineError::InvalidArgument(format!("invalid seccomp profile: {error}")))?,
+        ),
+    };
+    let seccomp = match seccomp {
+        Some(profile) if !profile.is_unconfined() => Some(
+            compile_cached(&profile, &capability_names, &root.join("cache/seccomp"))
+                .map_err(|error| EngineError::Start(format!("failed to compile the seccomp profile: {error}")))?,
+        ),
+        _ => None,
+    };
+
+    let mut env = run.env.clone();
+    if !env.iter().any(|entry| entry.starts_with("HOME=")) {
+        env.push(format!("HOME={}", user.home));
+    }
+    if !env.iter().any(|entry| entry.starts_with("HOSTNAME=")) {
+        env.insert(0, format!("HOSTNAME={}", run.hostname));
+    }
+    if run.tty && !env.iter().any(|entry| entry.starts_with("TERM=")) {
+        env.push("TERM=xterm".to_owned());
+    }
+
+    let rlimits = run
+        .ulimits
+        .iter()
+        .map(|limit| {
+            Ok(Rlimit {
+                resource: rlimit_resource(&limit.name)
+                    .ok_or_else(|| EngineError::InvalidArgument(format!("invalid ulimit type: {}", limit.name)))?,
+                soft: limit.soft,
+                hard: limit.hard,
+            })
+        })
+        .collect::<Result<Vec<_>, EngineError>>()?;
+
+    let mounts = run
+        .mounts
+        .iter()
+        .map(|request| {
+            let kind = match &request.source {
+                MountSource::Bind { host_path, recursive } => MountKind::Bind {
+                    source: PathBuf::from(host_path),
+                    recursive: *recursive,
+                },
+                MountSource::Volume { name } => MountKind::Bind {
+                    source: volumes_directory.join(name).join("_data"),
+                    recursive: true,
+                },
+                MountSource::Tmpfs { size, mode } => MountKind::Tmpfs {
+                    size: *size,
+                    mode: *mode,
+                },
+            };
+            let is_tmpfs = matches!(request.source, MountSource::Tmpfs { .. });
+            MountSpec {
+                kind,
+                destination: PathBuf::from(&request.destination),
+                readonly: request.readonly,
+                nosuid: is_tmpfs,
+                nodev: is_tmpfs,
+                noexec: false,
+            }
+        })
+        .collect();
+
+    let network = match run.network_mode.as_str() {
+        "host" => NetworkMode::Host,
+        _ => NetworkMode::New,
+    };
+    let (cgroup_v1_hierarchies, cgroup_v2) = match cgroups {
+        CgroupVersion::V1(hierarchies) => (
+            hierarchies
+                .mount_points()
+                .iter()
+                .filter_map(|path| path.file_name().map(|name| name.to_string_lossy().into_owned()))
+                .filter(|name| name != "systemd" && name != "unified")
+                .collect(),
+            false,
+        ),
+        CgroupVersion::V2(_) => (Vec::new(), true),
+    };
+    Ok(ContainerSpec {
+        id: record.id.clone(),
+        rootfs,
+        readonly_rootfs: run.readonly_rootfs,
+        hostname: run.hostname.clone(),
+        process: ProcessSpec {
+            args: run.args.clone(),
+            env,
+            cwd: if run.working_dir.is_empty() { "/".to_owned() } else { run.working_dir.clone() },
+            uid: user.uid,
+            gid: user.gid,
+            additional_gids: user.additional_gids,
+            capabilities: capability_set,
+            no_new_privileges: run.no_new_privileges,
+            rlimits,
+            seccomp,
+            tty: run.tty,
+        },
+        mounts,
+        etc_files: vec![
+            (paths.hostname(), PathBuf::from("/etc/hostname")),
+            (paths.hosts(), PathBuf::from("/etc/hosts")),
+            (paths.resolv_conf(), PathBuf::from("/etc/resolv.conf")),
+        ],
+        network,
+        masked_paths: if run.privileged { Vec::new() } else { DEFAULT_MASKED_PATHS.iter().map(|p| p.to_string()).collect() },
+        readonly_paths: if run.privileged { Vec::new() } else { DEFAULT_READONLY_PATHS.iter().map(|p| p.to_string()).collect() },
+        privileged: run.privileged,
+        init: run.init,
+        shm_size: if run.shm_size == 0 { 64 << 20 } else { run.shm_size },
+        cgroup_v1_hierarchies,
+        cgroup_v2,
+    })
+}
+
+/// Docker's `--ulimit` names.
+pub fn rlimit_resource(name: &str) -> Option<u32> {
+    Some(match name {
+        "core" => libc::RLIMIT_CORE,
+        "cpu" => libc::RLIMIT_CPU,
+        "data" => libc::RLIMIT_DATA,
+        "fsize" => libc::RLIMIT_FSIZE,
+        "locks" => libc::RLIMIT_LOCKS,
+        "memlock" => libc::RLIMIT_MEMLOCK,
+        "msgqueue" => libc::RLIMIT_MSGQUEUE,
+        "nice" => libc::RLIMIT_NICE,
+        "nofile" => libc::RLIMIT_NOFILE,
+        "nproc" => libc::RLIMIT_NPROC,
+        "rss" => libc::RLIMIT_RSS,
+        "rtprio" => libc::RLIMIT_RTPRIO,
+        "rttime" => libc::RLIMIT_RTTIME,
+        "sigpending" => libc::RLIMIT_SIGPENDING,
+        "stack" => libc::RLIMIT_STACK,
+        _ => return None,
+    })
+}
+
+/// Writes /etc/hostname, /etc/hosts and /etc/resolv.conf for the container.
+pub fn write_etc_files(record: &ContainerRecord, paths: &ContainerPaths) -> Result<(), EngineError> {
+    let run = &record.run;
+    let write = |path: PathBuf, content: String| {
+        fs_err::write(&path, content).map_err(|error| EngineError::Start(format!("{error}")))
+    };
+    write(paths.hostname(), format!("{}\n", run.hostname))?;
+    let mut hosts = String::from(
+        "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n",
+    );
+    for entry in &run.extra_hosts {
+        if let Some((name, address)) = entry.split_once(':') {
+            hosts.push_str(&format!("{address}\t{name}\n"));
+        }
+    }
+    write(paths.hosts(), hosts)?;
+    let resolv = if run.dns.is_empty() && run.dns_search.is_empty() && run.dns_options.is_empty() {
+        std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default()
+    } else {
+        let mut text = String::new();
+        for server in &run.dns {
+            text.push_str(&format!("nameserver {server}\n"));
+        }
+        if !run.dns_search.is_empty() {
+            text.push_str(&format!("search {}\n", run.dns_search.join(" ")));
+        }
+        if !run.dns_options.is_empty() {
+            text.push_str(&format!("options {}\n", run.dns_options.join(" ")));
+        }
+        text
+    };
+    write(paths.resolv_conf(), resolv)
+}

@@ -1,0 +1,127 @@
+//! `start`: mount the root, write /etc files, fork the monitor, and wait
+//! until the container's program is running (or report why not).
+
+use std::os::fd::OwnedFd;
+
+use berth_runtime::rootfs::mount_rootfs;
+use nix::unistd::{fork, ForkResult};
+
+use super::lookup::{find_container, Container};
+use super::monitor::protocol::{MonitorMessage, MonitorReceiver};
+use super::monitor::{self, Attachment};
+use super::paths::ContainerPaths;
+use super::spec::write_etc_files;
+use crate::{Engine, EngineError};
+
+/// A started container; with an attachment, `wait_exit` gives its status.
+pub struct StartedContainer {
+    pub id: String,
+    pub pid: i32,
+    pub monitor_pid: i32,
+    receiver: MonitorReceiver,
+}
+
+impl StartedContainer {
+    /// Blocks until the monitor reports the exit (after `--rm` removal).
+    /// None when the monitor died without saying (it was killed).
+    pub fn wait_exit(&mut self) -> Option<i32> {
+        loop {
+            match self.receiver.receive()? {
+                MonitorMessage::Exited { code } => {
+                    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(self.monitor_pid), Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+                    return Some(code);
+                }
+                MonitorMessage::Failed { status, .. } => return Some(status),
+                MonitorMessage::Started { .. } => continue,
+            }
+        }
+    }
+}
+
+/// Why `start` failed, with Docker's exit status for `run`.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct StartFailure {
+    pub message: String,
+    pub status: i32,
+}
+
+/// Starts `text` (id, name or prefix). `attachment` carries the CLI's
+/// streams for an attached run; None starts detached.
+pub fn start_container(engine: &mut Engine, text: &str, attachment: Option<Attachment>) -> Result<StartedContainer, EngineError> {
+    let config = engine.config().clone();
+    let container = find_container(engine.store(), &config, text)?;
+    if container.state.is_running() {
+        return Ok(StartedContainer {
+            id: container.record.id.clone(),
+            pid: container.state.pid,
+            monitor_pid: container.state.monitor_pid,
+            receiver: MonitorReceiver::new(closed_pipe()?),
+        });
+    }
+    prepare(engine, &container)?;
+
+    let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
+    let attachment = attachment.unwrap_or_default();
+    // SAFETY: the CLI is single-threaded here (no runtime, no worker
+    // threads), so the child cannot inherit a lock held by another thread.
+    match unsafe { fork() }.map_err(|error| EngineError::Start(format!("failed to fork the monitor: {error}")))? {
+        ForkResult::Child => {
+            drop(status_read);
+            monitor::run(config, container.record, attachment, status_write)
+        }
+        ForkResult::Parent { child } => {
+            drop(status_write);
+            drop(attachment);
+            let mut receiver = MonitorReceiver::new(status_read);
+            match receiver.receive() {
+                Some(MonitorMessage::Started { pid }) => Ok(StartedContainer {
+                    id: container.record.id,
+                    pid,
+                    monitor_pid: child.as_raw(),
+                    receiver,
+                }),
+                Some(MonitorMessage::Failed { message, status }) => {
+                    let _ = nix::sys::wait::waitpid(child, None);
+                    Err(EngineError::StartFailed(StartFailure { message, status }))
+                }
+                Some(MonitorMessage::Exited { code }) => Err(EngineError::StartFailed(StartFailure {
+                    message: format!("container exited before it was reported started (status {code})"),
+                    status: 125,
+                })),
+                None => {
+                    let _ = nix::sys::wait::waitpid(child, None);
+                    Err(EngineError::StartFailed(StartFailure {
+                        message: "the container's monitor exited before the container started".to_owned(),
+                        status: 125,
+                    }))
+                }
+            }
+        }
+    }
+}
+
+fn closed_pipe() -> Result<OwnedFd, EngineError> {
+    let (read, write) = nix::unistd::pipe().map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
+    drop(write);
+    Ok(read)
+}
+
+/// Mounts the root from the image layers and writes the /etc files.
+fn prepare(engine: &Engine, container: &Container) -> Result<(), EngineError> {
+    let config = engine.config();
+    let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
+    let image_id = berth_types::Digest::parse(&container.record.image_id).map_err(|error| EngineError::Start(error.to_string()))?;
+    let image = engine
+        .store()
+        .image(&image_id)?
+        .ok_or_else(|| EngineError::NoSuchImage(container.record.image_name.clone()))?;
+    let layers: Vec<_> = image.layers.iter().map(|chain_id| engine.store().layers().path(chain_id)).collect();
+    mount_rootfs(&layers, &paths.rootfs()).map_err(|error| EngineError::Start(format!("{error}: {}", error_source(&error))))?;
+    std::fs::create_dir_all(&paths.runtime).map_err(|error| EngineError::Start(format!("failed to create {:?}: {error}", paths.runtime)))?;
+    write_etc_files(&container.record, &paths)
+}
+
+fn error_source(error: &dyn std::error::Error) -> String {
+    error.source().map(ToString::to_string).unwrap_or_default()
+}

@@ -1,0 +1,147 @@
+//! A container's state, in Docker's `State` shape, plus what berth needs
+//! to find its monitor again.
+
+use serde::{Deserialize, Serialize};
+
+pub const ZERO_TIME: &str = "0001-01-01T00:00:00Z";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Created,
+    Running,
+    Paused,
+    Restarting,
+    Removing,
+    Exited,
+    Dead,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Created => "created",
+            Status::Running => "running",
+            Status::Paused => "paused",
+            Status::Restarting => "restarting",
+            Status::Removing => "removing",
+            Status::Exited => "exited",
+            Status::Dead => "dead",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ContainerState {
+    pub status: Status,
+    /// The container's first process as the host sees it (0 when stopped).
+    pub pid: i32,
+    pub exit_code: i32,
+    #[serde(rename = "OOMKilled")]
+    pub oom_killed: bool,
+    pub error: String,
+    pub started_at: String,
+    pub finished_at: String,
+    /// The monitor process and its start time (from /proc/PID/stat), so a
+    /// recycled pid is never mistaken for it.
+    #[serde(default)]
+    pub monitor_pid: i32,
+    #[serde(default)]
+    pub monitor_start_time: u64,
+    #[serde(default)]
+    pub restart_count: u32,
+    /// Set by `stop`/`kill`, so restart policies know the user asked.
+    #[serde(default)]
+    pub stopped_by_user: bool,
+}
+
+impl Default for ContainerState {
+    fn default() -> Self {
+        Self {
+            status: Status::Created,
+            pid: 0,
+            exit_code: 0,
+            oom_killed: false,
+            error: String::new(),
+            started_at: ZERO_TIME.to_owned(),
+            finished_at: ZERO_TIME.to_owned(),
+            monitor_pid: 0,
+            monitor_start_time: 0,
+            restart_count: 0,
+            stopped_by_user: false,
+        }
+    }
+}
+
+impl ContainerState {
+    pub fn is_running(&self) -> bool {
+        matches!(self.status, Status::Running | Status::Paused | Status::Restarting)
+    }
+
+    /// Docker's `State` object for `inspect`.
+    pub fn to_docker(&self) -> serde_json::Value {
+        serde_json::json!({
+            "Status": self.status.as_str(),
+            "Running": matches!(self.status, Status::Running | Status::Paused),
+            "Paused": self.status == Status::Paused,
+            "Restarting": self.status == Status::Restarting,
+            "OOMKilled": self.oom_killed,
+            "Dead": self.status == Status::Dead,
+            "Pid": self.pid,
+            "ExitCode": self.exit_code,
+            "Error": self.error,
+            "StartedAt": self.started_at,
+            "FinishedAt": self.finished_at,
+        })
+    }
+}
+
+/// The current time as Docker writes it (RFC 3339 with nanoseconds).
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
+}
+
+/// Field 22 of /proc/PID/stat: the process start time in clock ticks.
+pub fn process_start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces; fields after it are
+    // counted from the closing parenthesis.
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split(' ').nth(19)?.parse().ok()
+}
+
+/// True when the process `pid` exists and started at `start_time`.
+pub fn process_alive(pid: i32, start_time: u64) -> bool {
+    pid > 0 && process_start_time(pid) == Some(start_time)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docker_state_shape() {
+        let state = ContainerState {
+            status: Status::Exited,
+            exit_code: 3,
+            ..ContainerState::default()
+        };
+        let docker = state.to_docker();
+        assert_eq!(docker["Status"], "exited");
+        assert_eq!(docker["Running"], false);
+        assert_eq!(docker["ExitCode"], 3);
+        assert_eq!(docker["StartedAt"], ZERO_TIME);
+        let json = serde_json::to_string(&state).unwrap();
+        assert_eq!(serde_json::from_str::<ContainerState>(&json).unwrap(), state);
+    }
+
+    #[test]
+    fn knows_its_own_process() {
+        let pid = std::process::id() as i32;
+        let start = process_start_time(pid).unwrap();
+        assert!(process_alive(pid, start));
+        assert!(!process_alive(pid, start + 1));
+        assert!(!process_alive(0, start));
+    }
+}

@@ -1,0 +1,166 @@
+//! `stop`, `kill`, `wait`: signals to the container's first process, and
+//! waiting on processes through pidfds (no polling loops on the store).
+
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+
+use super::lookup::{find_container, Container};
+use super::monitor::{read_state, write_state};
+use super::state::{process_alive, Status};
+use crate::{Engine, EngineError};
+
+/// A pidfd for `pid`, or None when it is already gone.
+fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the kernel returned a new descriptor nothing else owns.
+    Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Waits until `pid` exits or `timeout` passes; true when it exited.
+fn wait_for_exit(pid: i32, timeout: Option<Duration>) -> bool {
+    let Some(pidfd) = pidfd_open(pid) else {
+        return true;
+    };
+    let deadline = timeout.map(|timeout| Instant::now() + timeout);
+    loop {
+        let remaining = match deadline {
+            None => PollTimeout::NONE,
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                PollTimeout::try_from(left.as_millis().min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX)
+            }
+        };
+        let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, remaining) {
+            Ok(0) => return false,
+            Ok(_) => return true,
+            Err(nix::Error::EINTR) => continue,
+            Err(_) => return true,
+        }
+    }
+}
+
+/// Waits for the monitor to finish (state recorded, cleanup done).
+fn wait_for_monitor(container: &Container) {
+    let state = &container.state;
+    if process_alive(state.monitor_pid, state.monitor_start_time) {
+        wait_for_exit(state.monitor_pid, None);
+    }
+}
+
+fn signal_container(container: &Container, signal: Signal) -> Result<(), EngineError> {
+    let pid = container.state.pid;
+    if pid <= 0 {
+        return Err(EngineError::ContainerNotRunning {
+            id: container.record.id.clone(),
+        });
+    }
+    match nix::sys::signal::kill(Pid::from_raw(pid), signal) {
+        Ok(()) | Err(nix::Error::ESRCH) => Ok(()),
+        Err(error) => Err(EngineError::Signal {
+            id: container.record.id.clone(),
+            source: error,
+        }),
+    }
+}
+
+fn mark_stopped_by_user(engine: &Engine, id: &str) {
+    if let Some(mut state) = read_state(engine.store(), id) {
+        state.stopped_by_user = true;
+        write_state(engine.store(), id, &state);
+    }
+}
+
+/// Sends `signal` and waits for the monitor to record the exit.
+pub(crate) fn kill_and_wait(engine: &Engine, container: &Container, signal: Signal) -> Result<(), EngineError> {
+    mark_stopped_by_user(engine, &container.record.id);
+    if container.state.status == Status::Paused {
+        thaw(engine, container);
+    }
+    signal_container(container, signal)?;
+    wait_for_monitor(container);
+    Ok(())
+}
+
+fn thaw(_engine: &Engine, container: &Container) {
+    use berth_runtime::cgroups::{new_manager, CgroupDriver, CgroupVersion};
+    if let (Ok(version), Ok(path)) = (CgroupVersion::detect(), CgroupDriver::default().container_path(None, &container.record.id)) {
+        let _ = new_manager(&version, path).thaw();
+    }
+}
+
+/// Docker's signal names and numbers (`KILL`, `SIGKILL`, `9`).
+pub fn parse_signal(text: &str) -> Result<Signal, EngineError> {
+    let invalid = || EngineError::InvalidArgument(format!("Invalid signal: {text}"));
+    if let Ok(number) = text.parse::<i32>() {
+        return Signal::try_from(number).map_err(|_| invalid());
+    }
+    let upper = text.to_ascii_uppercase();
+    let name = if upper.starts_with("SIG") { upper } else { format!("SIG{upper}") };
+    name.parse::<Signal>().map_err(|_| invalid())
+}
+
+/// `stop [-t N]`: the stop signal, then SIGKILL after the timeout.
+pub fn stop_container(engine: &mut Engine, text: &str, timeout: Option<i64>) -> Result<(), EngineError> {
+    let config = engine.config().clone();
+    let container = find_container(engine.store(), &config, text)?;
+    if !container.state.is_running() {
+        return Ok(());
+    }
+    mark_stopped_by_user(engine, &container.record.id);
+    if container.state.status == Status::Paused {
+        thaw(engine, &container);
+    }
+    let signal = if container.record.run.stop_signal.is_empty() {
+        Signal::SIGTERM
+    } else {
+        parse_signal(&container.record.run.stop_signal)?
+    };
+    let seconds = timeout.or(container.record.run.stop_timeout).unwrap_or(10);
+    signal_container(&container, signal)?;
+    let exited = seconds >= 0 && wait_for_exit(container.state.pid, Some(Duration::from_secs(seconds as u64)));
+    if !exited {
+        signal_container(&container, Signal::SIGKILL)?;
+    }
+    wait_for_monitor(&container);
+    Ok(())
+}
+
+/// `kill [-s SIGNAL]`.
+pub fn kill_container(engine: &mut Engine, text: &str, signal: &str) -> Result<(), EngineError> {
+    let config = engine.config().clone();
+    let container = find_container(engine.store(), &config, text)?;
+    if !container.state.is_running() {
+        return Err(EngineError::ContainerNotRunning {
+            id: container.record.id.clone(),
+        });
+    }
+    let signal = parse_signal(signal)?;
+    if matches!(signal, Signal::SIGKILL | Signal::SIGTERM | Signal::SIGINT) {
+        mark_stopped_by_user(engine, &container.record.id);
+    }
+    signal_container(&container, signal)
+}
+
+/// `wait`: blocks until the container is not running; returns its exit code.
+pub fn wait_container(engine: &mut Engine, text: &str) -> Result<i32, EngineError> {
+    let config = engine.config().clone();
+    let container = find_container(engine.store(), &config, text)?;
+    if container.state.is_running() {
+        wait_for_monitor(&container);
+    }
+    let row = super::lookup::find_row(engine.store(), &container.record.id);
+    match row {
+        Ok(row) => Ok(super::lookup::parse_row(&row)?.state.exit_code),
+        // Removed by --rm meanwhile: the last state we saw.
+        Err(_) => Ok(container.state.exit_code),
+    }
+}

@@ -1,0 +1,152 @@
+//! Everything that can go wrong in `cp` and the archive endpoints. Messages a Docker user
+//! knows keep Docker's words (moby `go-archive/copy.go`, `daemon/archive*.go`, docker/cli
+//! `cli/command/container/cp.go`, `cli/command/utils.go`).
+//!
+//! `path` fields hold the path as the user sees it: a path inside the container for
+//! container-side failures, a host path for host-side ones.
+
+use std::io;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CopyError {
+    // --- the daemon side (stat / archive / extract) ---
+    /// HTTP 404 in the API.
+    #[error("Could not find the file {path} in container {container}")]
+    NotFound { path: String, container: String },
+    #[error("extraction point is not a directory")]
+    ExtractionPointNotDirectory { path: String },
+    #[error("lstat {path}")]
+    StatInContainer {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("failed to look up user {user:?} in container")]
+    UnknownUser { user: String },
+    #[error("failed to look up group {group:?} in container")]
+    UnknownGroup { group: String },
+    #[error("failed to read {path} in the container")]
+    ReadUserDatabase {
+        path: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    #[error("unsupported archive compression {format}: send an uncompressed tar stream")]
+    CompressedArchive { format: &'static str },
+
+    // --- the client side of `docker cp` (path rules) ---
+    #[error("cannot copy directory")]
+    CannotCopyDirectory,
+    #[error("no such directory")]
+    NoSuchDirectory,
+    #[error("not a directory")]
+    NotADirectory,
+    #[error("destination \"{container}:{path}\" must be a directory")]
+    DestinationMustBeDirectory { container: String, path: String },
+    #[error("destination \"{container}:{path}\" must be a directory or a regular file: {kind}")]
+    DestinationNotFileOrDirectory {
+        container: String,
+        path: String,
+        kind: IrregularKind,
+    },
+    #[error("invalid output path: directory {dir:?} does not exist")]
+    OutputDirectoryMissing { dir: PathBuf },
+    #[error("invalid output path: {path:?} must be a directory or a regular file: {kind}")]
+    OutputNotFileOrDirectory { path: PathBuf, kind: IrregularKind },
+    #[error("too many symlinks in {path}")]
+    TooManySymlinks { path: PathBuf },
+    #[error("{operation} {path}")]
+    HostPath {
+        operation: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("failed to find the current directory")]
+    CurrentDirectory {
+        #[source]
+        source: io::Error,
+    },
+
+    // --- unpacking entries ---
+    #[error("invalid entry name {name:?}")]
+    InvalidEntryName { name: String },
+    #[error("invalid hardlink target {target:?}")]
+    InvalidHardlinkTarget { target: String },
+    #[error("cannot overwrite directory {path:?} with non-directory {destination:?}")]
+    OverwriteDirectory { path: String, destination: String },
+    #[error("cannot overwrite non-directory {path:?} with directory {destination:?}")]
+    OverwriteNonDirectory { path: String, destination: String },
+    #[error("unhandled tar header type {type_flag} for {name:?}")]
+    UnsupportedEntryType { name: String, type_flag: u8 },
+    #[error("failed to {operation} {path}")]
+    Extract {
+        operation: &'static str,
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+
+    // --- reading the source tree ---
+    #[error("failed to {operation} {path}")]
+    Source {
+        operation: &'static str,
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+
+    // --- the streams ---
+    #[error("failed to read the tar stream")]
+    ReadArchive {
+        #[source]
+        source: io::Error,
+    },
+    #[error("failed to write the tar stream")]
+    WriteArchive {
+        #[source]
+        source: io::Error,
+    },
+    #[error("failed to open the container root {root}")]
+    OpenRoot {
+        root: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Why a path is neither a directory nor a regular file (docker/cli
+/// `ValidateOutputPathFileMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IrregularKind {
+    Device,
+    Irregular,
+}
+
+impl std::fmt::Display for IrregularKind {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            Self::Device => "got a device",
+            Self::Irregular => "got an irregular file",
+        })
+    }
+}
+
+impl CopyError {
+    /// Docker answers these with 404.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound { .. })
+    }
+
+    /// Docker answers these with 400 (`errdefs.InvalidParameter`).
+    pub fn is_invalid_parameter(&self) -> bool {
+        matches!(
+            self,
+            Self::ExtractionPointNotDirectory { .. }
+                | Self::UnknownUser { .. }
+                | Self::UnknownGroup { .. }
+                | Self::CompressedArchive { .. }
+        )
+    }
+}

@@ -1,0 +1,93 @@
+//! `exec`: a new process inside a running container — its namespaces, its
+//! cgroup, and the same identity/capability/seccomp steps as the first
+//! process.
+
+use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use nix::sched::{setns, CloneFlags};
+use nix::unistd::{fork, ForkResult, Pid};
+
+use crate::cgroups::CgroupManager;
+use crate::init::{self, InitFailure};
+use crate::launch::{LaunchError, Stdio};
+use crate::spec::ProcessSpec;
+
+/// Namespaces an exec joins, in the order joined (mnt last: joining it
+/// changes what /proc paths mean, so all are opened first).
+const NAMESPACES: &[(&str, CloneFlags)] = &[
+    ("ipc", CloneFlags::CLONE_NEWIPC),
+    ("uts", CloneFlags::CLONE_NEWUTS),
+    ("net", CloneFlags::CLONE_NEWNET),
+    ("cgroup", CloneFlags::CLONE_NEWCGROUP),
+    ("mnt", CloneFlags::CLONE_NEWNS),
+];
+
+/// Starts `process` in the container whose first process is `container_pid`.
+/// The caller becomes the parent (it can `waitpid` the returned pid).
+/// Joining the pid namespace affects this process's future children only,
+/// which is why the caller must be a process that forks nothing else
+/// (the `berth exec` CLI).
+pub fn exec_in(container_pid: i32, process: &ProcessSpec, stdio: Stdio, cgroup: &dyn CgroupManager) -> Result<Pid, LaunchError> {
+    let open = |name: &str| {
+        std::fs::File::open(format!("/proc/{container_pid}/ns/{name}")).map_err(|source| LaunchError::JoinNetwork {
+            path: format!("/proc/{container_pid}/ns/{name}").into(),
+            source,
+        })
+    };
+    let pid_namespace = open("pid")?;
+    let others = NAMESPACES
+        .iter()
+        .map(|(name, flags)| open(name).map(|file| (file, *flags)))
+        .collect::<Result<Vec<_>, _>>()?;
+    setns(&pid_namespace, CloneFlags::CLONE_NEWPID).map_err(LaunchError::Clone)?;
+
+    let (report_read, report_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(LaunchError::Pipe)?;
+    // SAFETY: the exec CLI is single-threaded, so the child cannot inherit
+    // a lock held by another thread.
+    match unsafe { fork() }.map_err(LaunchError::Clone)? {
+        ForkResult::Child => {
+            drop(report_read);
+            let failure = match child(process, others, stdio, cgroup) {
+                Ok(never) => match never {},
+                Err(failure) => failure,
+            };
+            init::report(report_write.as_raw_fd(), &failure);
+            // SAFETY: leave the forked child without running the parent's
+            // destructors.
+            unsafe { libc::_exit(126) }
+        }
+        ForkResult::Parent { child } => {
+            drop(report_write);
+            drop(stdio);
+            let mut bytes = Vec::new();
+            std::fs::File::from(report_read).read_to_end(&mut bytes).map_err(LaunchError::Report)?;
+            if bytes.is_empty() {
+                return Ok(child);
+            }
+            let _ = nix::sys::wait::waitpid(child, None);
+            let failure = serde_json::from_slice(&bytes).unwrap_or_else(|_| InitFailure {
+                step: "exec".to_owned(),
+                errno: 0,
+                message: String::from_utf8_lossy(&bytes).into_owned(),
+            });
+            Err(LaunchError::Init(failure))
+        }
+    }
+}
+
+fn child(process: &ProcessSpec, namespaces: Vec<(std::fs::File, CloneFlags)>, stdio: Stdio, cgroup: &dyn CgroupManager) -> Result<init::Never, InitFailure> {
+    cgroup
+        .add_process(Pid::from_raw(0))
+        .or_else(|_| cgroup.add_process(nix::unistd::getpid()))
+        .map_err(|error| InitFailure::new("join the container's cgroup", error, libc::EPERM))?;
+    for (file, flags) in namespaces {
+        setns(&file, flags).map_err(|error| InitFailure::nix("join namespace", error))?;
+    }
+    let stdin: OwnedFd = stdio.stdin;
+    init::set_stdio(&stdin, &stdio.stdout, &stdio.stderr, process.tty)?;
+    drop((stdin, stdio.stdout, stdio.stderr));
+    let cwd = if process.cwd.is_empty() { "/" } else { process.cwd.as_str() };
+    nix::unistd::chdir(cwd).map_err(|error| InitFailure::nix(&format!("chdir to {cwd}"), error))?;
+    init::exec::finish_and_exec(process)
+}
