@@ -6,6 +6,7 @@ pub mod containers;
 pub mod copy;
 pub mod images;
 pub mod logs;
+pub mod volumes;
 
 use std::path::{Path, PathBuf};
 

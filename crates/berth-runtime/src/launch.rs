@@ -28,7 +28,7 @@ pub enum LaunchError {
     #[error("failed to read the container's start report")]
     Report(#[source] std::io::Error),
     /// The container's own setup failed; the step says where.
-    #[error(transparent)]
+    #[error("failed to start container process: {0}")]
     Init(InitFailure),
 }
 

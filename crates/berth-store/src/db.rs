@@ -66,6 +66,17 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX containers_by_image ON containers(image_id);
     "#,
+    // 3: named and anonymous volumes (local driver).
+    r#"
+    CREATE TABLE volumes (
+        name      TEXT PRIMARY KEY,
+        driver    TEXT NOT NULL,
+        created   TEXT NOT NULL,
+        labels    TEXT NOT NULL,
+        options   TEXT NOT NULL,
+        anonymous INTEGER NOT NULL
+    );
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -18,6 +18,7 @@ mod error;
 mod images;
 mod layers;
 mod lock;
+mod volumes;
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +29,7 @@ pub use error::StoreError;
 pub use images::{ImageRecord, LayerRecord, MovedTag, NewImage, RemovedImage};
 pub use layers::{LayerStore, StagedLayer};
 pub use lock::StoreLock;
+pub use volumes::VolumeRow;
 
 /// An open berth root. Cheap to open; each `berth` process opens its own.
 pub struct Store {
@@ -144,6 +146,23 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// Closes the database connection until `resume`. Required before
+    /// `fork`: SQLite keeps per-process lock state that a forked child
+    /// would inherit without the locks themselves, and a child that then
+    /// opens the same database can reset the WAL under another process
+    /// (sqlite.org/howtocorrupt.html, section 2.6).
+    pub fn suspend(&mut self) -> Result<(), StoreError> {
+        let placeholder = rusqlite::Connection::open_in_memory()?;
+        let connection = std::mem::replace(&mut self.connection, placeholder);
+        connection.close().map_err(|(_, error)| StoreError::Database(error))
+    }
+
+    /// Reopens the connection closed by `suspend`.
+    pub fn resume(&mut self) -> Result<(), StoreError> {
+        self.connection = db::open(&self.root.join("metadata.db"))?;
+        Ok(())
     }
 
     pub(crate) fn connection(&self) -> &rusqlite::Connection {

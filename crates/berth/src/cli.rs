@@ -4,10 +4,22 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::commands::container::exec::ExecArgs;
+use crate::commands::container::inspect::InspectArgs as AnyInspectArgs;
+use crate::commands::container::lifecycle::{
+    ContainersArgs, KillArgs, PruneArgs as ContainerPruneArgs, RenameArgs, RmArgs, StartArgs,
+    StopArgs,
+};
+use crate::commands::container::list::PsArgs;
+use crate::commands::container::logs::LogsArgs;
+use crate::commands::container::options::{CreateOptions, RunOptions};
+use crate::commands::container::top::{PortArgs, StatsArgs, TopArgs};
+use crate::commands::container::changes::{DiffArgs, ExportArgs};
 use crate::commands::image::{
     HistoryArgs, ImagesArgs, ImportArgs, InspectArgs, LoadArgs, PruneArgs, RmiArgs, SaveArgs,
     TagArgs,
 };
+use crate::commands::volume::VolumeCommand;
 use crate::commands::system::InfoArgs;
 
 /// A Docker-compatible container engine. No daemon: each command does its
@@ -50,7 +62,7 @@ pub struct GlobalOptions {
     #[arg(short = 'D', long, global = true)]
     pub debug: bool,
     /// Set the logging level ("debug"|"info"|"warn"|"error"|"fatal")
-    #[arg(short = 'l', long, global = true, default_value = "warn", value_name = "LEVEL",
+    #[arg(long, global = true, default_value = "warn", value_name = "LEVEL",
           value_parser = ["trace", "debug", "info", "warn", "error", "fatal"])]
     pub log_level: String,
 }
@@ -79,7 +91,99 @@ pub enum Command {
     /// Show the history of an image
     History(HistoryArgs),
     /// Return low-level information on berth objects
-    Inspect(InspectArgs),
+    Inspect(AnyInspectArgs),
+    /// Create and run a new container from an image
+    Run(RunOptions),
+    /// Create a new container
+    Create(CreateOptions),
+    /// Start one or more stopped containers
+    Start(StartArgs),
+    /// Stop one or more running containers
+    Stop(StopArgs),
+    /// Restart one or more containers
+    Restart(StopArgs),
+    /// Kill one or more running containers
+    Kill(KillArgs),
+    /// Remove one or more containers
+    Rm(RmArgs),
+    /// List containers
+    Ps(PsArgs),
+    /// Fetch the logs of a container
+    Logs(LogsArgs),
+    /// Execute a command in a running container
+    Exec(ExecArgs),
+    /// Block until one or more containers stop, then print their exit codes
+    Wait(ContainersArgs),
+    /// Display the running processes of a container
+    Top(TopArgs),
+    /// Pause all processes within one or more containers
+    Pause(ContainersArgs),
+    /// Unpause all processes within one or more containers
+    Unpause(ContainersArgs),
+    /// Rename a container
+    Rename(RenameArgs),
+    /// Display a live stream of container(s) resource usage statistics
+    Stats(StatsArgs),
+    /// List port mappings or a specific mapping for the container
+    Port(PortArgs),
+    /// Inspect changes to files or directories on a container's filesystem
+    Diff(DiffArgs),
+    /// Export a container's filesystem as a tar archive
+    Export(ExportArgs),
+    /// Manage containers
+    #[command(subcommand)]
+    Container(ContainerCommand),
+    /// Manage volumes
+    #[command(subcommand)]
+    Volume(VolumeCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ContainerCommand {
+    /// Create and run a new container from an image
+    Run(RunOptions),
+    /// Create a new container
+    Create(CreateOptions),
+    /// Start one or more stopped containers
+    Start(StartArgs),
+    /// Stop one or more running containers
+    Stop(StopArgs),
+    /// Restart one or more containers
+    Restart(StopArgs),
+    /// Kill one or more running containers
+    Kill(KillArgs),
+    /// Remove one or more containers
+    #[command(visible_alias = "remove")]
+    Rm(RmArgs),
+    /// List containers
+    #[command(visible_aliases = ["ps", "list"])]
+    Ls(PsArgs),
+    /// Fetch the logs of a container
+    Logs(LogsArgs),
+    /// Execute a command in a running container
+    Exec(ExecArgs),
+    /// Block until one or more containers stop, then print their exit codes
+    Wait(ContainersArgs),
+    /// Display the running processes of a container
+    Top(TopArgs),
+    /// Pause all processes within one or more containers
+    Pause(ContainersArgs),
+    /// Unpause all processes within one or more containers
+    Unpause(ContainersArgs),
+    /// Rename a container
+    Rename(RenameArgs),
+    /// Display a live stream of container(s) resource usage statistics
+    Stats(StatsArgs),
+    /// List port mappings or a specific mapping for the container
+    Port(PortArgs),
+    /// Display detailed information on one or more containers
+    Inspect(AnyInspectArgs),
+    /// Inspect changes to files or directories on a container's filesystem
+    Diff(DiffArgs),
+    /// Export a container's filesystem as a tar archive
+    Export(ExportArgs),
+    /// Remove all stopped containers
+    Prune(ContainerPruneArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -104,4 +208,16 @@ pub enum ImageCommand {
     History(HistoryArgs),
     /// Remove unused images
     Prune(PruneArgs),
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap's own consistency checks over every subcommand (duplicate short
+    /// flags between global and command options, bad defaults, …).
+    #[test]
+    fn command_line_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
 }

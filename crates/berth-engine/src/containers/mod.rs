@@ -1,6 +1,8 @@
 //! Containers: create, start (through a per-container monitor process),
 //! stop, kill, wait, remove, list, inspect — daemonless.
 
+mod changes;
+mod create;
 mod exec;
 mod inspect;
 mod lookup;
@@ -17,6 +19,8 @@ mod start;
 pub mod state;
 mod stop;
 
+pub use changes::{container_diff, export_container};
+pub use create::create_container;
 pub use exec::{exec_in_container, ExecRequest};
 pub use inspect::{inspect_container, list_containers, status_text};
 pub use lookup::{find_container, Container};

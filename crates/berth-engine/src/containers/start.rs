@@ -63,9 +63,15 @@ pub fn start_container(engine: &mut Engine, text: &str, attachment: Option<Attac
 
     let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
     let attachment = attachment.unwrap_or_default();
+    // No SQLite connection may cross the fork (see Store::suspend).
+    engine.store_mut().suspend()?;
     // SAFETY: the CLI is single-threaded here (no runtime, no worker
     // threads), so the child cannot inherit a lock held by another thread.
-    match unsafe { fork() }.map_err(|error| EngineError::Start(format!("failed to fork the monitor: {error}")))? {
+    let forked = unsafe { fork() };
+    if !matches!(forked, Ok(ForkResult::Child)) {
+        engine.store_mut().resume()?;
+    }
+    match forked.map_err(|error| EngineError::Start(format!("failed to fork the monitor: {error}")))? {
         ForkResult::Child => {
             drop(status_read);
             monitor::run(config, container.record, attachment, status_write)
@@ -118,6 +124,18 @@ fn prepare(engine: &Engine, container: &Container) -> Result<(), EngineError> {
         .ok_or_else(|| EngineError::NoSuchImage(container.record.image_name.clone()))?;
     let layers: Vec<_> = image.layers.iter().map(|chain_id| engine.store().layers().path(chain_id)).collect();
     mount_rootfs(&layers, &paths.rootfs()).map_err(|error| EngineError::Start(format!("{error}: {}", error_source(&error))))?;
+    let merged = paths.rootfs().merged;
+    for mount in &container.record.run.mounts {
+        if let super::record::MountSource::Volume { name } = &mount.source {
+            let data = crate::volumes::volume_data(&config.root, name);
+            std::fs::create_dir_all(&data).map_err(|error| EngineError::Start(format!("failed to create {data:?}: {error}")))?;
+            // Resolved inside the container root: image symlinks cannot
+            // point the copy at host files.
+            if let Ok(image_path) = berth_runtime::in_root::resolve_in_root(&merged, std::path::Path::new(&mount.destination)) {
+                crate::volumes::populate_from_image(&data, &image_path)?;
+            }
+        }
+    }
     std::fs::create_dir_all(&paths.runtime).map_err(|error| EngineError::Start(format!("failed to create {:?}: {error}", paths.runtime)))?;
     write_etc_files(&container.record, &paths)
 }

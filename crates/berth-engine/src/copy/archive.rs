@@ -47,8 +47,7 @@ pub(crate) fn archive_source(
     path: &[u8],
     asked: &str,
 ) -> Result<ArchiveSource, CopyError> {
-    let absolute =
-        paths::preserve_trailing_dot_or_separator(&paths::join(b"/", path), path);
+    let absolute = paths::preserve_trailing_dot_or_separator(&paths::join(b"/", path), path);
     let stat = stat::stat_in(root, container, &absolute, asked)?;
     let mut top = paths::base(&absolute);
     if top == b"/" {
@@ -78,8 +77,8 @@ pub fn archive_from_container(
     let root = container.open_root()?;
     let mut source_path = path.as_bytes().to_vec();
     if follow_link {
-        if let Some((resolved, _)) = follow_source_link(&root, container, path)? {
-            source_path = resolved;
+        if let Some(followed) = follow_source_link(&root, container, path) {
+            source_path = followed.path;
         }
     }
     let shown = sys::display(&source_path);
@@ -97,27 +96,32 @@ pub fn archive_from_container(
     Ok(source.stat)
 }
 
-/// `cp -L`'s first step (docker/cli `copyFromContainer`): when `path` is a symlink, the
-/// path it resolves to (with `path`'s trailing `/` or `/.`) and the name the copy must
-/// carry instead. `None` when it is not a symlink — or cannot be stat'ed, in which case
-/// the archive request reports the error.
+/// A source symlink followed for `cp -L`.
+pub(crate) struct FollowedLink {
+    /// What the link resolves to, with the trailing `/` or `/.` of the path as given.
+    pub path: Vec<u8>,
+    /// The link's own name, which the copy carries when it differs from the target's.
+    pub rebase_name: Option<Vec<u8>>,
+}
+
+/// `cp -L`'s first step (docker/cli `copyFromContainer`). `None` when `path` is not a
+/// symlink — or cannot be stat'ed, in which case the archive request reports the error.
 pub(crate) fn follow_source_link(
     root: &RootDir,
     container: &ContainerFs<'_>,
     path: &str,
-) -> Result<Option<(Vec<u8>, Option<Vec<u8>>)>, CopyError> {
-    let Ok(stat) = stat::stat_in(root, container, path.as_bytes(), path) else {
-        return Ok(None);
-    };
+) -> Option<FollowedLink> {
+    let stat = stat::stat_in(root, container, path.as_bytes(), path).ok()?;
     if !stat.is_symlink() {
-        return Ok(None);
+        return None;
     }
     let mut target = stat.link_target.into_bytes();
     if target.first() != Some(&b'/') {
         let (parent, _) = paths::split_dir_entry(path.as_bytes());
         target = paths::join(&parent, &target);
     }
-    Ok(Some(paths::rebase_name(path.as_bytes(), &target)))
+    let (path, rebase_name) = paths::rebase_name(path.as_bytes(), &target);
+    Some(FollowedLink { path, rebase_name })
 }
 
 /// `PUT /containers/{id}/archive?path=…`, and `cp - CONTAINER:DIR`: extracts the tar
@@ -132,8 +136,7 @@ pub fn extract_into_container(
     let root = container.open_root()?;
     let destination = extraction_point(&root, container, path)?;
     let owner = owner(&root, container, options.copy_uid_gid)?;
-    let mut extractor =
-        Extractor::new(&root, destination, owner, options.no_overwrite_dir_non_dir);
+    let mut extractor = Extractor::new(&root, destination, owner, options.no_overwrite_dir_non_dir);
     read_archive(input, &mut extractor)?;
     extractor.finish()
 }

@@ -53,9 +53,9 @@ pub fn copy_container_to_host(
     let mut source_path = source.as_bytes().to_vec();
     let mut rebase_name = None;
     if follow_link {
-        if let Some((resolved, name)) = archive::follow_source_link(&root, container, source)? {
-            source_path = resolved;
-            rebase_name = name;
+        if let Some(followed) = archive::follow_source_link(&root, container, source) {
+            source_path = followed.path;
+            rebase_name = followed.rebase_name;
         }
     }
     let shown = sys::display(&source_path);
@@ -305,8 +305,8 @@ fn copy_info_destination_path(path: &[u8]) -> Result<CopyInfo, CopyError> {
 /// `CopyInfoSourcePath` on the host.
 fn copy_info_source_path(path: &[u8], follow_link: bool) -> Result<CopyInfo, CopyError> {
     let (resolved, rebase_name) = resolve_host_source_path(path, follow_link)?;
-    let metadata =
-        std::fs::symlink_metadata(sys::host_path(&resolved)).map_err(host_error("lstat", &resolved))?;
+    let metadata = std::fs::symlink_metadata(sys::host_path(&resolved))
+        .map_err(host_error("lstat", &resolved))?;
     Ok(CopyInfo {
         path: resolved,
         exists: true,
@@ -379,8 +379,12 @@ fn validate_output_path(path: &[u8]) -> Result<(), CopyError> {
 
 /// `resolveLocalPath`: absolute, cleaned, with the trailing `/` or `/.` kept.
 fn resolve_local_path(path: &Path) -> Result<Vec<u8>, CopyError> {
-    let current = std::env::current_dir().map_err(|source| CopyError::CurrentDirectory { source })?;
-    Ok(local_path(path.as_os_str().as_bytes(), current.as_os_str().as_bytes()))
+    let current =
+        std::env::current_dir().map_err(|source| CopyError::CurrentDirectory { source })?;
+    Ok(local_path(
+        path.as_os_str().as_bytes(),
+        current.as_os_str().as_bytes(),
+    ))
 }
 
 fn local_path(path: &[u8], current_dir: &[u8]) -> Vec<u8> {

@@ -15,13 +15,25 @@ pub(crate) struct Timestamp {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum EntryKind {
-    Regular { size: u64 },
+    Regular {
+        size: u64,
+    },
     Directory,
-    Symlink { target: Vec<u8> },
+    Symlink {
+        target: Vec<u8>,
+    },
     /// `target` is another entry's name in the same archive.
-    HardLink { target: Vec<u8> },
-    CharDevice { major: u32, minor: u32 },
-    BlockDevice { major: u32, minor: u32 },
+    HardLink {
+        target: Vec<u8>,
+    },
+    CharDevice {
+        major: u32,
+        minor: u32,
+    },
+    BlockDevice {
+        major: u32,
+        minor: u32,
+    },
     Fifo,
 }
 

@@ -87,7 +87,11 @@ impl<'a> Extractor<'a> {
     }
 
     fn extract(&mut self, entry: &Entry, data: Data<'_>) -> Result<(), CopyError> {
-        let trimmed = entry.name.iter().position(|byte| *byte != b'/').unwrap_or(entry.name.len());
+        let trimmed = entry
+            .name
+            .iter()
+            .position(|byte| *byte != b'/')
+            .unwrap_or(entry.name.len());
         let name = paths::clean(&entry.name[trimmed..]);
         if name == b"." {
             return Ok(());
@@ -154,8 +158,13 @@ impl<'a> Extractor<'a> {
                     nix::sys::stat::mkdirat(parent_raw, base, Mode::from_bits_truncate(0o700))
                         .map_err(|errno| creation("create directory")(errno.into()))?;
                 }
-                let fd = sys::open_at(parent, base, OFlag::O_RDONLY | OFlag::O_DIRECTORY, Mode::empty())
-                    .map_err(creation("open"))?;
+                let fd = sys::open_at(
+                    parent,
+                    base,
+                    OFlag::O_RDONLY | OFlag::O_DIRECTORY,
+                    Mode::empty(),
+                )
+                .map_err(creation("open"))?;
                 Ok(Some(fd))
             }
             EntryKind::Regular { size } => {
@@ -166,9 +175,7 @@ impl<'a> Extractor<'a> {
                 );
                 let written = match data {
                     Data::File(source) => sys::copy_file_data(source, &file, *size),
-                    Data::Stream(reader) => {
-                        sys::copy_stream(&mut reader.take(*size), &mut &file)
-                    }
+                    Data::Stream(reader) => sys::copy_stream(&mut reader.take(*size), &mut &file),
                     Data::None => Ok(0),
                 }
                 .map_err(creation("write"))?;
@@ -202,20 +209,33 @@ impl<'a> Extractor<'a> {
                     SFlag::S_IFBLK
                 };
                 let device = nix::sys::stat::makedev(u64::from(*major), u64::from(*minor));
-                nix::sys::stat::mknodat(parent_raw, base, kind, Mode::from_bits_truncate(0o600), device)
-                    .map_err(|errno| creation("create device")(errno.into()))?;
+                nix::sys::stat::mknodat(
+                    parent_raw,
+                    base,
+                    kind,
+                    Mode::from_bits_truncate(0o600),
+                    device,
+                )
+                .map_err(|errno| creation("create device")(errno.into()))?;
                 self.pin(parent, base, path).map(Some)
             }
             EntryKind::Fifo => {
-                nix::sys::stat::mknodat(parent_raw, base, SFlag::S_IFIFO, Mode::from_bits_truncate(0o600), 0)
-                    .map_err(|errno| creation("create fifo")(errno.into()))?;
+                nix::sys::stat::mknodat(
+                    parent_raw,
+                    base,
+                    SFlag::S_IFIFO,
+                    Mode::from_bits_truncate(0o600),
+                    0,
+                )
+                .map_err(|errno| creation("create fifo")(errno.into()))?;
                 self.pin(parent, base, path).map(Some)
             }
         }
     }
 
     fn pin(&self, parent: BorrowedFd<'_>, base: &[u8], path: &[u8]) -> Result<OwnedFd, CopyError> {
-        sys::open_at(parent, base, OFlag::O_PATH, Mode::empty()).map_err(extract_error("open", path))
+        sys::open_at(parent, base, OFlag::O_PATH, Mode::empty())
+            .map_err(extract_error("open", path))
     }
 
     fn apply_metadata(
@@ -291,7 +311,10 @@ impl<'a> Extractor<'a> {
     fn hardlink_target(&self, target: &[u8]) -> Result<Vec<u8>, CopyError> {
         let mut cleaned = paths::clean(target);
         if cleaned.first() == Some(&b'/') {
-            let start = target.iter().position(|byte| *byte != b'/').unwrap_or(target.len());
+            let start = target
+                .iter()
+                .position(|byte| *byte != b'/')
+                .unwrap_or(target.len());
             cleaned = paths::clean(&target[start..]);
         }
         if cleaned == b"." || !paths::is_local(&cleaned) {
@@ -317,7 +340,10 @@ impl<'a> Extractor<'a> {
             .root
             .open_directory(&current)
             .map_err(extract_error("open", &current))?;
-        for component in resolved.split(|byte| *byte == b'/').filter(|part| !part.is_empty()) {
+        for component in resolved
+            .split(|byte| *byte == b'/')
+            .filter(|part| !part.is_empty())
+        {
             current = paths::join(&current, component);
             match nix::sys::stat::mkdirat(
                 Some(directory.as_raw_fd()),
@@ -325,16 +351,25 @@ impl<'a> Extractor<'a> {
                 Mode::from_bits_truncate(0o755),
             ) {
                 Ok(()) => {
-                    let created = sys::open_at(directory.as_fd(), component, OFlag::O_PATH, Mode::empty())
-                        .map_err(extract_error("open", &current))?;
+                    let created =
+                        sys::open_at(directory.as_fd(), component, OFlag::O_PATH, Mode::empty())
+                            .map_err(extract_error("open", &current))?;
                     // mkdir's mode went through the umask; implied parents are 0755.
-                    sys::chmod_fd(created.as_fd(), 0o755).map_err(extract_error("chmod", &current))?;
+                    sys::chmod_fd(created.as_fd(), 0o755)
+                        .map_err(extract_error("chmod", &current))?;
                 }
                 Err(nix::errno::Errno::EEXIST) => {}
-                Err(errno) => return Err(extract_error("create directory", &current)(errno.into())),
+                Err(errno) => {
+                    return Err(extract_error("create directory", &current)(errno.into()))
+                }
             }
-            directory = sys::open_at(directory.as_fd(), component, OFlag::O_PATH | OFlag::O_DIRECTORY, Mode::empty())
-                .map_err(extract_error("open", &current))?;
+            directory = sys::open_at(
+                directory.as_fd(),
+                component,
+                OFlag::O_PATH | OFlag::O_DIRECTORY,
+                Mode::empty(),
+            )
+            .map_err(extract_error("open", &current))?;
         }
         Ok(directory)
     }

@@ -61,7 +61,10 @@ pub(crate) fn base(path: &[u8]) -> Vec<u8> {
 
 /// `filepath.Dir`: everything but the last element, cleaned.
 pub(crate) fn dir(path: &[u8]) -> Vec<u8> {
-    let end = path.iter().rposition(|byte| *byte == b'/').map_or(0, |slash| slash + 1);
+    let end = path
+        .iter()
+        .rposition(|byte| *byte == b'/')
+        .map_or(0, |slash| slash + 1);
     clean(&path[..end])
 }
 
@@ -91,7 +94,10 @@ pub(crate) fn is_local(path: &[u8]) -> bool {
 }
 
 fn trim_trailing_slashes(path: &[u8]) -> &[u8] {
-    let end = path.iter().rposition(|byte| *byte != b'/').map_or(0, |last| last + 1);
+    let end = path
+        .iter()
+        .rposition(|byte| *byte != b'/')
+        .map_or(0, |last| last + 1);
     &path[..end]
 }
 
@@ -135,7 +141,10 @@ pub(crate) fn split_dir_entry(path: &[u8]) -> (Vec<u8>, Vec<u8>) {
 
 /// `filepath.Split`: everything up to and including the last `/`, and the rest.
 pub(crate) fn split(path: &[u8]) -> (&[u8], &[u8]) {
-    let at = path.iter().rposition(|byte| *byte == b'/').map_or(0, |slash| slash + 1);
+    let at = path
+        .iter()
+        .rposition(|byte| *byte == b'/')
+        .map_or(0, |slash| slash + 1);
     path.split_at(at)
 }
 
@@ -182,7 +191,10 @@ impl Rebase {
 
     pub(crate) fn apply(&self, name: &[u8]) -> Vec<u8> {
         if self.old.is_empty() {
-            let start = name.iter().position(|byte| *byte != b'/').unwrap_or(name.len());
+            let start = name
+                .iter()
+                .position(|byte| *byte != b'/')
+                .unwrap_or(name.len());
             let rest = &name[start..];
             if self.new.is_empty() {
                 return rest.to_vec();
@@ -296,11 +308,17 @@ mod tests {
     #[test]
     fn rebase_names_like_go() {
         let (resolved, name) = rebase_name(b"/src/link", b"/src/file");
-        assert_eq!((s(resolved), name.map(s)), ("/src/file".into(), Some("link".into())));
+        assert_eq!(
+            (s(resolved), name.map(s)),
+            ("/src/file".into(), Some("link".into()))
+        );
         let (resolved, name) = rebase_name(b"/src/dirlink/.", b"/src/dir");
         assert_eq!((s(resolved), name.map(s)), ("/src/dir/.".into(), None));
         let (resolved, name) = rebase_name(b"/src/dirlink/", b"/src/dir");
-        assert_eq!((s(resolved), name.map(s)), ("/src/dir/".into(), Some("dirlink".into())));
+        assert_eq!(
+            (s(resolved), name.map(s)),
+            ("/src/dir/".into(), Some("dirlink".into()))
+        );
 
         let rebase = Rebase::new(b"dir", b"new");
         assert_eq!(s(rebase.apply(b"dir/")), "new/");

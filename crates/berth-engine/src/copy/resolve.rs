@@ -107,24 +107,42 @@ mod tests {
         std::fs::write(base.join("src/up-target"), "x").unwrap();
         let root = RootDir::open(base).unwrap();
 
-        assert_eq!(resolved(&root, "/src/link", Missing::Keep).unwrap(), "/src/file");
-        assert_eq!(resolved(&root, "src/abs/x", Missing::Keep).unwrap(), "/src/dir/x");
-        assert_eq!(resolved(&root, "/src/up/etc/shadow", Missing::Keep).unwrap(), "/etc/shadow");
-        assert_eq!(resolved(&root, "/../../src", Missing::Keep).unwrap(), "/src");
+        assert_eq!(
+            resolved(&root, "/src/link", Missing::Keep).unwrap(),
+            "/src/file"
+        );
+        assert_eq!(
+            resolved(&root, "src/abs/x", Missing::Keep).unwrap(),
+            "/src/dir/x"
+        );
+        assert_eq!(
+            resolved(&root, "/src/up/etc/shadow", Missing::Keep).unwrap(),
+            "/etc/shadow"
+        );
+        assert_eq!(
+            resolved(&root, "/../../src", Missing::Keep).unwrap(),
+            "/src"
+        );
         assert_eq!(
             resolved(&root, "/src/dangling", Missing::Keep).unwrap(),
             "/src/nowhere/deeper"
         );
         assert_eq!(
-            resolved(&root, "/src/dangling", Missing::Fail).unwrap_err().raw_os_error(),
+            resolved(&root, "/src/dangling", Missing::Fail)
+                .unwrap_err()
+                .raw_os_error(),
             Some(libc::ENOENT)
         );
         assert_eq!(
-            resolved(&root, "/src/loop", Missing::Keep).unwrap_err().raw_os_error(),
+            resolved(&root, "/src/loop", Missing::Keep)
+                .unwrap_err()
+                .raw_os_error(),
             Some(libc::ELOOP)
         );
         assert_eq!(
-            resolved(&root, "/src/file/x", Missing::Keep).unwrap_err().raw_os_error(),
+            resolved(&root, "/src/file/x", Missing::Keep)
+                .unwrap_err()
+                .raw_os_error(),
             Some(libc::ENOTDIR)
         );
     }

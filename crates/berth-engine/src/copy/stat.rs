@@ -87,16 +87,20 @@ pub(crate) fn stat_in(
     let mode = go_file_mode(&stat);
     let mut link_target = String::new();
     if mode & file_mode::SYMLINK != 0 {
-        let resolved = resolve::resolve(root, &paths::clean(lookup), Missing::Keep).map_err(
-            |source| CopyError::StatInContainer {
-                path: asked.to_owned(),
-                source,
-            },
-        )?;
+        let resolved =
+            resolve::resolve(root, &paths::clean(lookup), Missing::Keep).map_err(|source| {
+                CopyError::StatInContainer {
+                    path: asked.to_owned(),
+                    source,
+                }
+            })?;
         link_target = sys::display(&resolved);
     }
-    let mtime = DateTime::from_timestamp(stat.st_mtime, u32::try_from(stat.st_mtime_nsec).unwrap_or(0))
-        .unwrap_or_default();
+    let mtime = DateTime::from_timestamp(
+        stat.st_mtime,
+        u32::try_from(stat.st_mtime_nsec).unwrap_or(0),
+    )
+    .unwrap_or_default();
     Ok(PathStat {
         name: sys::display(&paths::base(lookup)),
         size: stat.st_size,
@@ -185,11 +189,15 @@ mod tests {
             mtime: DateTime::from_timestamp(981_173_106, 0).unwrap(),
             ..stat.clone()
         };
-        assert!(serde_json::to_string(&whole).unwrap().contains(r#""mtime":"2001-02-03T04:05:06Z""#));
+        assert!(serde_json::to_string(&whole)
+            .unwrap()
+            .contains(r#""mtime":"2001-02-03T04:05:06Z""#));
         let half = PathStat {
             mtime: DateTime::from_timestamp(981_173_106, 500_000_000).unwrap(),
             ..stat
         };
-        assert!(serde_json::to_string(&half).unwrap().contains(r#""mtime":"2001-02-03T04:05:06.5Z""#));
+        assert!(serde_json::to_string(&half)
+            .unwrap()
+            .contains(r#""mtime":"2001-02-03T04:05:06.5Z""#));
     }
 }

@@ -71,7 +71,10 @@ impl RootDir {
 }
 
 fn trim_leading_slashes(path: &[u8]) -> &[u8] {
-    let start = path.iter().position(|byte| *byte != b'/').unwrap_or(path.len());
+    let start = path
+        .iter()
+        .position(|byte| *byte != b'/')
+        .unwrap_or(path.len());
     &path[start..]
 }
 
@@ -322,7 +325,11 @@ pub(crate) fn chown_fd(fd: BorrowedFd<'_>, uid: u32, gid: u32) -> io::Result<()>
 /// following a symlink.
 pub(crate) fn remove_all_at(directory: BorrowedFd<'_>, name: &[u8]) -> io::Result<()> {
     use nix::unistd::{unlinkat, UnlinkatFlags};
-    match unlinkat(Some(directory.as_raw_fd()), name, UnlinkatFlags::NoRemoveDir) {
+    match unlinkat(
+        Some(directory.as_raw_fd()),
+        name,
+        UnlinkatFlags::NoRemoveDir,
+    ) {
         Ok(()) | Err(Errno::ENOENT) => return Ok(()),
         Err(Errno::EISDIR) => {}
         Err(errno) => return Err(errno.into()),

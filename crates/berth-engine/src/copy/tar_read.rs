@@ -52,7 +52,10 @@ fn parse<R: Read>(entry: &mut tar::Entry<'_, R>) -> Result<Option<Entry>, CopyEr
     let shown = sys::display(&name);
     let field_error = |source| CopyError::ReadArchive { source };
     let type_flag = header.entry_type();
-    let link = entry.link_name_bytes().map(|link| link.into_owned()).unwrap_or_default();
+    let link = entry
+        .link_name_bytes()
+        .map(|link| link.into_owned())
+        .unwrap_or_default();
     let device = || -> Result<(u32, u32), CopyError> {
         let major = header.device_major().map_err(field_error)?.unwrap_or(0);
         let minor = header.device_minor().map_err(field_error)?.unwrap_or(0);
@@ -62,12 +65,10 @@ fn parse<R: Read>(entry: &mut tar::Entry<'_, R>) -> Result<Option<Entry>, CopyEr
         EntryType::XGlobalHeader => return Ok(None),
         // Old tars mark directories as regular files with a trailing `/` (Go's reader
         // turns those into directories).
-        EntryType::Regular | EntryType::Continuous if name.ends_with(b"/") => {
-            EntryKind::Directory
+        EntryType::Regular | EntryType::Continuous if name.ends_with(b"/") => EntryKind::Directory,
+        EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => {
+            EntryKind::Regular { size: entry.size() }
         }
-        EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => EntryKind::Regular {
-            size: entry.size(),
-        },
         EntryType::Directory => EntryKind::Directory,
         EntryType::Symlink => EntryKind::Symlink { target: link },
         EntryType::Link => EntryKind::HardLink { target: link },
@@ -149,7 +150,11 @@ fn parse_time(value: &[u8]) -> Option<Timestamp> {
     if !digits.chars().all(|digit| digit.is_ascii_digit()) {
         return None;
     }
-    let mut nanoseconds: u32 = if digits.is_empty() { 0 } else { digits.parse().ok()? };
+    let mut nanoseconds: u32 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse().ok()?
+    };
     for _ in digits.len()..9 {
         nanoseconds *= 10;
     }

@@ -24,7 +24,10 @@ pub(crate) fn lookup(root: &RootDir, user: &str) -> Result<(u32, u32), CopyError
 
 /// A number Go's `strconv.ParseUint(s, 10, 32)` accepts and that fits an int32.
 fn numeric(value: &str) -> Option<u32> {
-    value.parse::<u32>().ok().filter(|id| *id <= i32::MAX as u32)
+    value
+        .parse::<u32>()
+        .ok()
+        .filter(|id| *id <= i32::MAX as u32)
 }
 
 fn lookup_user(root: &RootDir, user: &str) -> Result<(u32, u32), CopyError> {
@@ -110,7 +113,13 @@ mod tests {
         assert_eq!(lookup(&root, "www-data:7").unwrap(), (33, 7));
         assert_eq!(lookup(&root, ":33").unwrap(), (0, 33));
         assert_eq!(lookup(&root, "33:").unwrap(), (33, 33));
-        assert!(matches!(lookup(&root, "nobody"), Err(CopyError::UnknownUser { .. })));
-        assert!(matches!(lookup(&root, "root:nogroup"), Err(CopyError::UnknownGroup { .. })));
+        assert!(matches!(
+            lookup(&root, "nobody"),
+            Err(CopyError::UnknownUser { .. })
+        ));
+        assert!(matches!(
+            lookup(&root, "root:nogroup"),
+            Err(CopyError::UnknownGroup { .. })
+        ));
     }
 }

@@ -42,7 +42,11 @@ pub(crate) struct WalkSpec<'a> {
 }
 
 /// Walks the source into `sink`; returns the total size of the regular files.
-pub(crate) fn walk(root: &RootDir, spec: &WalkSpec<'_>, sink: &mut dyn Sink) -> Result<u64, CopyError> {
+pub(crate) fn walk(
+    root: &RootDir,
+    spec: &WalkSpec<'_>,
+    sink: &mut dyn Sink,
+) -> Result<u64, CopyError> {
     let source_error = |operation: &'static str, rel: &[u8]| {
         let shown = shown_path(spec.shown_as, rel);
         move |source: io::Error| CopyError::Source {
@@ -69,7 +73,11 @@ pub(crate) fn walk(root: &RootDir, spec: &WalkSpec<'_>, sink: &mut dyn Sink) -> 
         return Ok(walker.total);
     }
 
-    walker.emit(sink, directory_entry(&stat, walker.name(b"", true)), Data::None)?;
+    walker.emit(
+        sink,
+        directory_entry(&stat, walker.name(b"", true)),
+        Data::None,
+    )?;
     let directory = reopen_directory(&top).map_err(source_error("open", b""))?;
     let names = sys::list_directory(directory.as_fd()).map_err(source_error("read", b""))?;
     let mut stack = vec![Level {
@@ -83,7 +91,8 @@ pub(crate) fn walk(root: &RootDir, spec: &WalkSpec<'_>, sink: &mut dyn Sink) -> 
             continue;
         };
         let rel = join_rel(&level.rel, &name);
-        let node = match sys::open_at(level.directory.as_fd(), &name, OFlag::O_PATH, Mode::empty()) {
+        let node = match sys::open_at(level.directory.as_fd(), &name, OFlag::O_PATH, Mode::empty())
+        {
             Ok(node) => node,
             Err(error) if sys::is_not_found(&error) => continue,
             Err(error) => return Err(source_error("open", &rel)(error)),
@@ -93,7 +102,11 @@ pub(crate) fn walk(root: &RootDir, spec: &WalkSpec<'_>, sink: &mut dyn Sink) -> 
             walker.add_node(sink, &node, &stat, &rel)?;
             continue;
         }
-        walker.emit(sink, directory_entry(&stat, walker.name(&rel, true)), Data::None)?;
+        walker.emit(
+            sink,
+            directory_entry(&stat, walker.name(&rel, true)),
+            Data::None,
+        )?;
         let directory = reopen_directory(&node).map_err(source_error("open", &rel))?;
         let names = sys::list_directory(directory.as_fd()).map_err(source_error("read", &rel))?;
         stack.push(Level {

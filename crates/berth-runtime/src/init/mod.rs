@@ -16,13 +16,25 @@ use serde::{Deserialize, Serialize};
 use crate::spec::ContainerSpec;
 
 /// Why the container's process could not start.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, thiserror::Error)]
-#[error("{step}: {message}")]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct InitFailure {
     pub step: String,
     pub errno: i32,
     pub message: String,
 }
+
+impl std::fmt::Display for InitFailure {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Exec messages already say `exec: "prog": …`, as runc words them.
+        if self.message.starts_with(&format!("{}:", self.step)) {
+            write!(formatter, "{}", self.message)
+        } else {
+            write!(formatter, "{}: {}", self.step, self.message)
+        }
+    }
+}
+
+impl std::error::Error for InitFailure {}
 
 impl InitFailure {
     pub(crate) fn new(step: &str, error: impl std::fmt::Display, errno: i32) -> Self {

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::serde_util::{is_false, is_none_or_empty, is_zero, nullable, string_or_list};
 pub use super::serde_util::EmptyObject;
+use super::serde_util::{is_false, is_none_or_empty, is_zero, nullable, string_or_list};
 
 /// The portable part of a container's configuration (`Config` in the Docker API;
 /// `ContainerConfig` here, because `HostConfig` is its sibling).
@@ -47,7 +47,11 @@ pub struct ContainerConfig {
     pub cmd: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub healthcheck: Option<HealthConfig>,
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_false"
+    )]
     pub args_escaped: bool,
     #[serde(default, deserialize_with = "nullable")]
     pub image: String,
@@ -59,7 +63,11 @@ pub struct ContainerConfig {
     /// `Some(vec![""])` resets the image's entrypoint (`--entrypoint ""`).
     #[serde(default, deserialize_with = "string_or_list")]
     pub entrypoint: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_false"
+    )]
     pub network_disabled: bool,
     /// Deprecated since API 1.44 in favour of the endpoint's `MacAddress`.
     #[serde(
@@ -102,15 +110,35 @@ pub struct HealthConfig {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub test: Vec<String>,
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_zero")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero"
+    )]
     pub interval: i64,
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_zero")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero"
+    )]
     pub timeout: i64,
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_zero")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero"
+    )]
     pub start_period: i64,
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_zero")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero"
+    )]
     pub start_interval: i64,
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_zero")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero"
+    )]
     pub retries: i64,
 }
 

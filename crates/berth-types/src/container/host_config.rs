@@ -8,9 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::mount::Mount;
 use super::resources::Resources;
-use super::serde_util::{
-    is_none_or_empty, nullable, optional_map_of_nullable, string_or_list,
-};
+use super::serde_util::{is_none_or_empty, nullable, optional_map_of_nullable, string_or_list};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]

@@ -21,7 +21,9 @@ pub use host_config::{HostConfig, LogConfig, PortBinding, RestartPolicy};
 pub use mount::{BindOptions, Mount, TmpfsOptions, VolumeDriver, VolumeOptions};
 pub use network::{EndpointIpamConfig, EndpointSettings, NetworkingConfig};
 pub use request::{CreateBody, CreateRequest};
-pub use resources::{DeviceMapping, DeviceRequest, Resources, ThrottleDevice, Ulimit, WeightDevice};
+pub use resources::{
+    DeviceMapping, DeviceRequest, Resources, ThrottleDevice, Ulimit, WeightDevice,
+};
 pub use validate::ValidationError;
 
 #[cfg(test)]

@@ -12,7 +12,9 @@ pub const TYPE_VOLUME: &str = "volume";
 pub const TYPE_TMPFS: &str = "tmpfs";
 
 /// Mount propagation modes Linux knows (`bind-propagation=`, `-v …:rshared`).
-pub const PROPAGATIONS: &[&str] = &["rprivate", "private", "rshared", "shared", "rslave", "slave"];
+pub const PROPAGATIONS: &[&str] = &[
+    "rprivate", "private", "rshared", "shared", "rslave", "slave",
+];
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -39,7 +41,11 @@ pub struct Mount {
         skip_serializing_if = "String::is_empty"
     )]
     pub target: String,
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_false"
+    )]
     pub read_only: bool,
     /// macOS-only hint (`consistent`, `cached`, `delegated`); ignored on Linux.
     #[serde(
@@ -65,20 +71,40 @@ pub struct BindOptions {
         skip_serializing_if = "String::is_empty"
     )]
     pub propagation: String,
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_false"
+    )]
     pub non_recursive: bool,
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_false"
+    )]
     pub create_mountpoint: bool,
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_false"
+    )]
     pub read_only_non_recursive: bool,
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_false"
+    )]
     pub read_only_force_recursive: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct VolumeOptions {
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_false"
+    )]
     pub no_copy: bool,
     #[serde(
         default,
@@ -118,9 +144,17 @@ pub struct VolumeDriver {
 #[serde(rename_all = "PascalCase")]
 pub struct TmpfsOptions {
     /// Bytes; `0` is the kernel's default (half of RAM).
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_zero")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero"
+    )]
     pub size_bytes: i64,
     /// Permission bits as a number (Go's `os.FileMode`), e.g. `1016` for `1770`.
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_zero")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero"
+    )]
     pub mode: u32,
 }

@@ -32,7 +32,9 @@ mod tests {
         for good in ["ab", "web-1", "a.b_c", "/web", "0x", "A9"] {
             assert!(is_valid_container_name(good), "{good}");
         }
-        for bad in ["", "a", "/a", "-ab", "_ab", ".ab", "a b", "a/b", "ab!", "//ab", "é1"] {
+        for bad in [
+            "", "a", "/a", "-ab", "_ab", ".ab", "a b", "a/b", "ab!", "//ab", "é1",
+        ] {
             assert!(!is_valid_container_name(bad), "{bad}");
         }
     }

@@ -4,21 +4,60 @@
 use crate::image::Platform;
 
 const KNOWN_OS: &[&str] = &[
-    "aix", "android", "darwin", "dragonfly", "freebsd", "hurd", "illumos", "ios", "js", "linux",
-    "nacl", "netbsd", "openbsd", "plan9", "solaris", "windows", "zos",
+    "aix",
+    "android",
+    "darwin",
+    "dragonfly",
+    "freebsd",
+    "hurd",
+    "illumos",
+    "ios",
+    "js",
+    "linux",
+    "nacl",
+    "netbsd",
+    "openbsd",
+    "plan9",
+    "solaris",
+    "windows",
+    "zos",
 ];
 
 const KNOWN_ARCHITECTURES: &[&str] = &[
-    "386", "amd64", "amd64p32", "arm", "armbe", "arm64", "arm64be", "ppc64", "ppc64le",
-    "loong64", "mips", "mipsle", "mips64", "mips64le", "mips64p32", "mips64p32le", "ppc",
-    "riscv", "riscv64", "s390", "s390x", "sparc", "sparc64", "wasm",
+    "386",
+    "amd64",
+    "amd64p32",
+    "arm",
+    "armbe",
+    "arm64",
+    "arm64be",
+    "ppc64",
+    "ppc64le",
+    "loong64",
+    "mips",
+    "mipsle",
+    "mips64",
+    "mips64le",
+    "mips64p32",
+    "mips64p32le",
+    "ppc",
+    "riscv",
+    "riscv64",
+    "s390",
+    "s390x",
+    "sparc",
+    "sparc64",
+    "wasm",
 ];
 
 /// containerd's wording; the trailing "invalid argument" is its error class.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlatformError {
     #[error("{component:?} is an invalid component of {specifier:?}: platform specifier component must match \"^[A-Za-z0-9_-]+$\": invalid argument")]
-    InvalidComponent { component: String, specifier: String },
+    InvalidComponent {
+        component: String,
+        specifier: String,
+    },
     #[error("{0:?}: unknown operating system or architecture: invalid argument")]
     Unknown(String),
     #[error("{0:?}: cannot parse platform specifier: invalid argument")]
@@ -50,7 +89,10 @@ pub fn parse_platform(specifier: &str) -> Result<Platform, PlatformError> {
         [only] => {
             let os = normalize_os(only);
             if KNOWN_OS.contains(&os.as_str()) {
-                return Ok(platform(os, (host_architecture().to_owned(), String::new())));
+                return Ok(platform(
+                    os,
+                    (host_architecture().to_owned(), String::new()),
+                ));
             }
             let (architecture, mut variant) = normalize_architecture(only, "");
             if architecture == "arm" && variant == "v7" {
@@ -162,8 +204,14 @@ mod tests {
     #[test]
     fn rejects_with_containerds_words() {
         let cases = [
-            ("foo", r#""foo": unknown operating system or architecture: invalid argument"#),
-            ("a/b/c/d", r#""a/b/c/d": cannot parse platform specifier: invalid argument"#),
+            (
+                "foo",
+                r#""foo": unknown operating system or architecture: invalid argument"#,
+            ),
+            (
+                "a/b/c/d",
+                r#""a/b/c/d": cannot parse platform specifier: invalid argument"#,
+            ),
             (
                 "linux/",
                 r#""" is an invalid component of "linux/": platform specifier component must match "^[A-Za-z0-9_-]+$": invalid argument"#,

@@ -56,7 +56,11 @@ pub struct Resources {
     #[serde(default)]
     pub device_requests: Option<Vec<DeviceRequest>>,
     /// Deprecated (kernel 5.4 removed `kmem.limit_in_bytes`); written only when set.
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "is_zero")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero"
+    )]
     pub kernel_memory: i64,
     #[serde(
         default,

@@ -51,7 +51,11 @@ pub struct InvalidSignal(pub String);
 pub fn parse_signal(text: &str) -> Result<i32, InvalidSignal> {
     let invalid = || InvalidSignal(text.to_owned());
     if let Ok(number) = text.parse::<i32>() {
-        return if number == 0 { Err(invalid()) } else { Ok(number) };
+        return if number == 0 {
+            Err(invalid())
+        } else {
+            Ok(number)
+        };
     }
     let upper = text.to_ascii_uppercase();
     let name = upper.strip_prefix("SIG").unwrap_or(&upper);

@@ -140,13 +140,26 @@ fn cli_bodies_round_trip_exactly() {
 
     let kitchen: CreateBody = assert_round_trip(CLI_KITCHEN_BODY);
     let host = kitchen.host_config.unwrap();
-    assert_eq!(kitchen.config.cmd, Some(vec!["-c".to_owned(), "echo hi".to_owned()]));
+    assert_eq!(
+        kitchen.config.cmd,
+        Some(vec!["-c".to_owned(), "echo hi".to_owned()])
+    );
     assert_eq!(kitchen.config.stop_timeout, Some(3));
     assert_eq!(kitchen.config.healthcheck.unwrap().interval, 10_000_000_000);
     assert_eq!(host.restart_policy.maximum_retry_count, 3);
     assert_eq!(host.resources.nano_cpus, 500_000_000);
-    assert_eq!(host.mounts.unwrap()[0].tmpfs_options.as_ref().unwrap().size_bytes, 1 << 20);
-    assert_eq!(host.port_bindings.unwrap()["80/tcp"][0].host_ip, "127.0.0.1");
+    assert_eq!(
+        host.mounts.unwrap()[0]
+            .tmpfs_options
+            .as_ref()
+            .unwrap()
+            .size_bytes,
+        1 << 20
+    );
+    assert_eq!(
+        host.port_bindings.unwrap()["80/tcp"][0].host_ip,
+        "127.0.0.1"
+    );
     assert_eq!(host.init, Some(true));
 }
 
@@ -196,15 +209,43 @@ fn accepts_nulls_missing_fields_and_string_commands() {
 fn omitempty_fields_are_left_out_when_empty() {
     let written = serde_json::to_value(CreateRequest::default().to_body()).unwrap();
     let object = written.as_object().unwrap();
-    for absent in ["ExposedPorts", "Healthcheck", "ArgsEscaped", "MacAddress", "StopSignal",
-        "StopTimeout", "Shell", "NetworkDisabled"] {
+    for absent in [
+        "ExposedPorts",
+        "Healthcheck",
+        "ArgsEscaped",
+        "MacAddress",
+        "StopSignal",
+        "StopTimeout",
+        "Shell",
+        "NetworkDisabled",
+    ] {
         assert!(!object.contains_key(absent), "{absent}");
     }
-    for present in ["Hostname", "Env", "Cmd", "Volumes", "Entrypoint", "OnBuild", "Labels"] {
-        assert_eq!(object.get(present).map(Value::is_null), Some(present != "Hostname"), "{present}");
+    for present in [
+        "Hostname",
+        "Env",
+        "Cmd",
+        "Volumes",
+        "Entrypoint",
+        "OnBuild",
+        "Labels",
+    ] {
+        assert_eq!(
+            object.get(present).map(Value::is_null),
+            Some(present != "Hostname"),
+            "{present}"
+        );
     }
     let host = object["HostConfig"].as_object().unwrap();
-    for absent in ["StorageOpt", "Tmpfs", "Sysctls", "Runtime", "Mounts", "Init", "KernelMemory"] {
+    for absent in [
+        "StorageOpt",
+        "Tmpfs",
+        "Sysctls",
+        "Runtime",
+        "Mounts",
+        "Init",
+        "KernelMemory",
+    ] {
         assert!(!host.contains_key(absent), "{absent}");
     }
     assert_eq!(host["ConsoleSize"], serde_json::json!([0, 0]));
@@ -229,5 +270,8 @@ fn mounts_write_only_what_is_set() {
     let expected = r#"{"Type":"volume","Source":"v1","Target":"/x","ReadOnly":true,
         "VolumeOptions":{"NoCopy":true,"DriverConfig":{}}}"#;
     assert_eq!(serde_json::to_value(&mount).unwrap(), compact(expected));
-    assert_eq!(serde_json::from_value::<Mount>(compact(expected)).unwrap(), mount);
+    assert_eq!(
+        serde_json::from_value::<Mount>(compact(expected)).unwrap(),
+        mount
+    );
 }

@@ -1,14 +1,18 @@
 //! One module per noun, one file per verb. Each command opens the engine,
 //! calls it, and prints what Docker would print.
 
+// Not wired into the command line yet; `run`/`create` land with the runtime.
+pub mod container;
 pub mod image;
 mod output;
 pub mod system;
+pub mod volume;
 
 use anyhow::Context;
 use berth_engine::{Engine, EngineConfig};
 
-use crate::cli::{Cli, Command, GlobalOptions, ImageCommand};
+use crate::cli::{Cli, Command, ContainerCommand, GlobalOptions, ImageCommand};
+use container::inspect::Kind;
 
 /// Runs a parsed command line; returns the exit status.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
@@ -37,17 +41,95 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::History(args) | Command::Image(ImageCommand::History(args)) => {
             image::history::run(&open(&global)?, &args)
         }
-        Command::Inspect(args) | Command::Image(ImageCommand::Inspect(args)) => {
-            image::inspect::run(&open(&global)?, &args)
+        Command::Image(ImageCommand::Inspect(args)) => image::inspect::run(&open(&global)?, &args),
+        Command::Inspect(args) => container::inspect::run(&open(&global)?, &args, Kind::Any),
+        Command::Container(ContainerCommand::Inspect(args)) => {
+            container::inspect::run(&open(&global)?, &args, Kind::Container)
         }
+        Command::Run(options) | Command::Container(ContainerCommand::Run(options)) => {
+            container::run::run(&mut open(&global)?, &options)
+        }
+        Command::Create(options) | Command::Container(ContainerCommand::Create(options)) => {
+            container::run::create(&mut open(&global)?, &options)
+        }
+        Command::Start(args) | Command::Container(ContainerCommand::Start(args)) => {
+            container::lifecycle::start(&mut open(&global)?, &args)
+        }
+        Command::Stop(args) | Command::Container(ContainerCommand::Stop(args)) => {
+            container::lifecycle::stop(&mut open(&global)?, &args)
+        }
+        Command::Restart(args) | Command::Container(ContainerCommand::Restart(args)) => {
+            container::lifecycle::restart(&mut open(&global)?, &args)
+        }
+        Command::Kill(args) | Command::Container(ContainerCommand::Kill(args)) => {
+            container::lifecycle::kill(&mut open(&global)?, &args)
+        }
+        Command::Rm(args) | Command::Container(ContainerCommand::Rm(args)) => {
+            container::lifecycle::remove(&mut open(&global)?, &args)
+        }
+        Command::Ps(args) | Command::Container(ContainerCommand::Ls(args)) => {
+            container::list::run(&open(&global)?, &args)
+        }
+        Command::Logs(args) | Command::Container(ContainerCommand::Logs(args)) => {
+            container::logs::run(&open(&global)?, &args)
+        }
+        Command::Exec(args) | Command::Container(ContainerCommand::Exec(args)) => {
+            container::exec::run(&open(&global)?, &args)
+        }
+        Command::Wait(args) | Command::Container(ContainerCommand::Wait(args)) => {
+            container::lifecycle::wait(&mut open(&global)?, &args)
+        }
+        Command::Top(args) | Command::Container(ContainerCommand::Top(args)) => {
+            container::top::top(&open(&global)?, &args)
+        }
+        Command::Pause(args) | Command::Container(ContainerCommand::Pause(args)) => {
+            container::lifecycle::pause(&mut open(&global)?, &args)
+        }
+        Command::Unpause(args) | Command::Container(ContainerCommand::Unpause(args)) => {
+            container::lifecycle::unpause(&mut open(&global)?, &args)
+        }
+        Command::Rename(args) | Command::Container(ContainerCommand::Rename(args)) => {
+            container::lifecycle::rename(&mut open(&global)?, &args)
+        }
+        Command::Stats(args) | Command::Container(ContainerCommand::Stats(args)) => {
+            container::top::stats(&open(&global)?, &args)
+        }
+        Command::Port(args) | Command::Container(ContainerCommand::Port(args)) => {
+            container::top::port(&open(&global)?, &args)
+        }
+        Command::Diff(args) | Command::Container(ContainerCommand::Diff(args)) => {
+            container::changes::diff(&open(&global)?, &args)
+        }
+        Command::Export(args) | Command::Container(ContainerCommand::Export(args)) => {
+            container::changes::export(&open(&global)?, &args)
+        }
+        Command::Container(ContainerCommand::Prune(args)) => {
+            container::lifecycle::prune(&mut open(&global)?, &args)
+        }
+        Command::Volume(command) => volume::run(&mut open(&global)?, &command),
         Command::Image(ImageCommand::Prune(args)) => image::prune::run(&mut open(&global)?, &args),
     }
 }
 
 pub fn open(global: &GlobalOptions) -> anyhow::Result<Engine> {
-    Engine::open(EngineConfig {
+    open_config(&EngineConfig {
         root: global.root.clone(),
         run_root: global.run_root.clone(),
     })
-    .with_context(|| format!("failed to open the berth root {:?}", global.root))
+}
+
+pub fn open_config(config: &EngineConfig) -> anyhow::Result<Engine> {
+    Engine::open(config.clone())
+        .with_context(|| format!("failed to open the berth root {:?}", config.root))
+}
+
+/// Docker's "Are you sure you want to continue? [y/N]" prompt; false
+/// unless the answer is yes.
+pub fn confirm(warning: &str) -> anyhow::Result<bool> {
+    use std::io::{BufRead, Write};
+    print!("{warning}\nAre you sure you want to continue? [y/N] ");
+    std::io::stdout().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
 }

@@ -74,8 +74,14 @@ fn become_monitor() {
             unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), target) };
         }
     }
-    // Debug logs would otherwise go to /dev/null now; route them to a file
-    // only when asked, keeping the monitor quiet and small by default.
+    // Diagnostics go to /dev/null unless BERTH_MONITOR_LOG names a file
+    // (for debugging a monitor; `--debug` output of the CLI stops here).
+    if let Some(path) = std::env::var_os("BERTH_MONITOR_LOG") {
+        if let Ok(file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            // SAFETY: dup2 onto fd 2 replaces stderr with a file we own.
+            unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&file), 2) };
+        }
+    }
 }
 
 fn supervise(config: &EngineConfig, record: &ContainerRecord, mut attachment: Attachment, sender: &mut MonitorSender) -> Result<(), EngineError> {

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use super::support::*;
 use crate::copy::{
-    copy_container_to_host, copy_host_to_container, extract_into_container, stat_path,
-    CopyError, ExtractOptions,
+    copy_container_to_host, copy_host_to_container, extract_into_container, stat_path, CopyError,
+    ExtractOptions,
 };
 
 const SECRET: &str = "host secret\n";
@@ -23,18 +23,32 @@ fn fixture_with_secret() -> (Fixture, PathBuf) {
 }
 
 fn extract(fixture: &Fixture, destination: &str, tar: &[u8]) -> Result<(), CopyError> {
-    extract_into_container(&fixture.container(), destination, tar, &ExtractOptions::default())
+    extract_into_container(
+        &fixture.container(),
+        destination,
+        tar,
+        &ExtractOptions::default(),
+    )
 }
 
 fn assert_untouched(fixture: &Fixture, secret: &PathBuf) {
     assert_eq!(fs::read_to_string(secret).unwrap(), SECRET);
-    assert!(!fixture.temp.path().join("outside").exists(), "a file appeared outside the root");
+    assert!(
+        !fixture.temp.path().join("outside").exists(),
+        "a file appeared outside the root"
+    );
 }
 
 #[test]
 fn dot_dot_entries_are_refused() {
     let (fixture, secret) = fixture_with_secret();
-    for name in ["../outside", "../../outside", "/../outside", "a/../../outside", "../secret"] {
+    for name in [
+        "../outside",
+        "../../outside",
+        "/../outside",
+        "a/../../outside",
+        "../secret",
+    ] {
         let tar = RawTar::new().file(name, "evil").finish();
         let error = extract(&fixture, "/dst", &tar).unwrap_err();
         assert!(
@@ -43,6 +57,11 @@ fn dot_dot_entries_are_refused() {
         );
         assert_eq!(error.to_string(), format!("invalid entry name {name:?}"));
     }
+    let tar = RawTar::new().directory("../outside/").finish();
+    assert!(matches!(
+        extract(&fixture, "/dst", &tar),
+        Err(CopyError::InvalidEntryName { .. })
+    ));
     // `..` that stays inside the destination is fine.
     let tar = RawTar::new().file("a/../inside", "ok").finish();
     extract(&fixture, "/dst", &tar).unwrap();
@@ -54,9 +73,15 @@ fn dot_dot_entries_are_refused() {
 fn absolute_entries_stay_below_the_destination() {
     let (fixture, secret) = fixture_with_secret();
     let host_path = secret.to_str().unwrap().to_owned();
-    let tar = RawTar::new().file(&host_path, "evil").file("/outside", "evil").finish();
+    let tar = RawTar::new()
+        .file(&host_path, "evil")
+        .file("/outside", "evil")
+        .finish();
     extract(&fixture, "/dst", &tar).unwrap();
-    assert_eq!(fs::read_to_string(fixture.inside(&format!("/dst{host_path}"))).unwrap(), "evil");
+    assert_eq!(
+        fs::read_to_string(fixture.inside(&format!("/dst{host_path}"))).unwrap(),
+        "evil"
+    );
     assert!(fixture.inside("/dst/outside").is_file());
     assert_untouched(&fixture, &secret);
 }
@@ -76,9 +101,18 @@ fn symlink_entries_cannot_redirect_later_entries_outside() {
         .finish();
     extract(&fixture, "/dst", &tar).unwrap();
     // `..` stops at the container root; absolute targets start from it.
-    assert_eq!(fs::read_to_string(fixture.inside("/outside")).unwrap(), "evil");
-    assert_eq!(fs::read_to_string(fixture.inside(&format!("{temp}/outside"))).unwrap(), "evil");
-    assert_eq!(fs::read_to_string(fixture.inside(&format!("{temp}/secret"))).unwrap(), "evil");
+    assert_eq!(
+        fs::read_to_string(fixture.inside("/outside")).unwrap(),
+        "evil"
+    );
+    assert_eq!(
+        fs::read_to_string(fixture.inside(&format!("{temp}/outside"))).unwrap(),
+        "evil"
+    );
+    assert_eq!(
+        fs::read_to_string(fixture.inside(&format!("{temp}/secret"))).unwrap(),
+        "evil"
+    );
     assert_untouched(&fixture, &secret);
 }
 
@@ -92,7 +126,10 @@ fn symlink_entry_replaced_by_file_is_not_followed() {
         .file("victim", "evil")
         .finish();
     extract(&fixture, "/dst", &tar).unwrap();
-    assert_eq!(fs::read_to_string(fixture.inside("/dst/victim")).unwrap(), "evil");
+    assert_eq!(
+        fs::read_to_string(fixture.inside("/dst/victim")).unwrap(),
+        "evil"
+    );
     assert_untouched(&fixture, &secret);
 }
 
@@ -143,7 +180,10 @@ fn container_symlinks_cannot_be_read_through_to_the_host() {
     ] {
         let error = copy_container_to_host(&container, &path, &out, false, false).unwrap_err();
         assert!(error.is_not_found(), "{path}: {error}");
-        assert!(stat_path(&container, &path).unwrap_err().is_not_found(), "{path}");
+        assert!(
+            stat_path(&container, &path).unwrap_err().is_not_found(),
+            "{path}"
+        );
     }
     assert!(!out.exists());
     // The link's target as seen from inside the container.
@@ -153,7 +193,11 @@ fn container_symlinks_cannot_be_read_through_to_the_host() {
     );
 
     // What the link points to inside the root is what gets copied.
-    write(&fixture.inside(&format!("{temp}/secret")), "inside\n", 0o600);
+    write(
+        &fixture.inside(&format!("{temp}/secret")),
+        "inside\n",
+        0o600,
+    );
     copy_container_to_host(&container, "/shadow", &out, true, false).unwrap();
     assert_eq!(fs::read_to_string(&out).unwrap(), "inside\n");
     assert_untouched(&fixture, &secret);
@@ -169,17 +213,33 @@ fn container_symlinks_cannot_be_written_through_to_the_host() {
     let container = fixture.container();
     let file = fixture.source.join("file");
 
-    // A file copied onto a symlink to a host path lands at that path inside the root.
+    // A file copied onto a symlink to a host path goes to that path inside the root:
+    // its directory does not exist there, so (as with Docker) the copy is not found…
+    let error = copy_host_to_container(&container, &file, "/dst/shadow", false, false).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("Could not find the file {temp} in container cpt")
+    );
+    // …and once it does, the file lands inside the root.
+    fs::create_dir_all(fixture.inside(&temp)).unwrap();
     copy_host_to_container(&container, &file, "/dst/shadow", false, false).unwrap();
-    assert_eq!(fs::read_to_string(fixture.inside(&temp).join("secret")).unwrap(), "hello\n");
+    assert_eq!(
+        fs::read_to_string(fixture.inside(&temp).join("secret")).unwrap(),
+        "hello\n"
+    );
     // A directory symlink to a host directory resolves inside the root too: here it
     // does not exist there, so the copy fails instead of writing to the host.
-    let error =
-        copy_host_to_container(&container, &file, "/dst/hostdir/outside/x", false, false)
-            .unwrap_err();
+    let error = copy_host_to_container(&container, &file, "/dst/hostdir/outside/x", false, false)
+        .unwrap_err();
     assert!(error.is_not_found(), "{error}");
-    copy_host_to_container(&container, &file, &format!("/etcroot{temp}/outside"), false, false)
-        .unwrap();
+    copy_host_to_container(
+        &container,
+        &file,
+        &format!("/etcroot{temp}/outside"),
+        false,
+        false,
+    )
+    .unwrap();
     assert!(fixture.inside(&format!("{temp}/outside")).is_file());
     assert_untouched(&fixture, &secret);
 }

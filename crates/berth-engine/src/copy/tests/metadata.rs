@@ -74,17 +74,30 @@ fn modes_times_and_directory_times_survive() {
     assert_eq!(mtime(&out.join("sticky")), (OLD_TIME + 2, 0));
     assert_eq!(mtime(&out), (OLD_TIME + 3, 0));
     let metadata = fs::metadata(out.join("setgid")).unwrap();
-    assert_eq!(metadata.atime(), metadata.mtime(), "atime is set to the mtime");
+    assert_eq!(
+        metadata.atime(),
+        metadata.mtime(),
+        "atime is set to the mtime"
+    );
 }
 
 #[test]
 fn existing_directories_are_merged_and_take_the_new_metadata() {
     let fixture = Fixture::new();
     write(&fixture.inside("/dst/existdir/dir/keep"), "kept", 0o644);
-    fs::set_permissions(fixture.inside("/dst/existdir/dir"), fs::Permissions::from_mode(0o700))
-        .unwrap();
-    copy_host_to_container(&fixture.container(), &fixture.source.join("dir"), "/dst/existdir", false, false)
-        .unwrap();
+    fs::set_permissions(
+        fixture.inside("/dst/existdir/dir"),
+        fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    copy_host_to_container(
+        &fixture.container(),
+        &fixture.source.join("dir"),
+        "/dst/existdir",
+        false,
+        false,
+    )
+    .unwrap();
     let merged = fixture.inside("/dst/existdir/dir");
     assert_eq!(fs::read_to_string(merged.join("keep")).unwrap(), "kept");
     assert_eq!(fs::read_to_string(merged.join("a")).unwrap(), "inner\n");
@@ -95,10 +108,17 @@ fn existing_directories_are_merged_and_take_the_new_metadata() {
 fn hardlinks_within_the_copy_only() {
     let fixture = Fixture::new();
     // A file linked from outside the copied tree is copied as a plain file.
-    fs::hard_link(fixture.inside("/src/file"), fixture.inside("/src/dir/sub/linked-out")).unwrap();
+    fs::hard_link(
+        fixture.inside("/src/file"),
+        fixture.inside("/src/dir/sub/linked-out"),
+    )
+    .unwrap();
     let out = fixture.host.join("out");
     copy_container_to_host(&fixture.container(), "/src/dir", &out, false, false).unwrap();
-    assert_eq!(fs::read_to_string(out.join("sub/linked-out")).unwrap(), "hello\n");
+    assert_eq!(
+        fs::read_to_string(out.join("sub/linked-out")).unwrap(),
+        "hello\n"
+    );
     assert_eq!(fs::metadata(out.join("sub/linked-out")).unwrap().nlink(), 1);
     assert_eq!(fs::metadata(out.join("a")).unwrap().nlink(), 2);
 }
@@ -108,8 +128,11 @@ fn special_files_are_copied_and_sockets_skipped() {
     let fixture = Fixture::new();
     let tree = fixture.inside("/src/special");
     fs::create_dir(&tree).unwrap();
-    nix::unistd::mkfifo(&tree.join("fifo"), nix::sys::stat::Mode::from_bits_truncate(0o640))
-        .unwrap();
+    nix::unistd::mkfifo(
+        &tree.join("fifo"),
+        nix::sys::stat::Mode::from_bits_truncate(0o640),
+    )
+    .unwrap();
     nix::sys::stat::mknod(
         &tree.join("null"),
         nix::sys::stat::SFlag::S_IFCHR,
@@ -123,9 +146,15 @@ fn special_files_are_copied_and_sockets_skipped() {
     use std::os::unix::fs::FileTypeExt;
     let kind = |name: &str| fs::symlink_metadata(out.join(name)).unwrap().file_type();
     assert!(kind("fifo").is_fifo());
-    assert_eq!(fs::symlink_metadata(out.join("fifo")).unwrap().mode() & 0o7777, 0o640);
+    assert_eq!(
+        fs::symlink_metadata(out.join("fifo")).unwrap().mode() & 0o7777,
+        0o640
+    );
     assert!(kind("null").is_char_device());
-    assert_eq!(fs::symlink_metadata(out.join("null")).unwrap().rdev(), nix::sys::stat::makedev(1, 3));
+    assert_eq!(
+        fs::symlink_metadata(out.join("null")).unwrap().rdev(),
+        nix::sys::stat::makedev(1, 3)
+    );
     assert!(!out.join("socket").exists());
 }
 
@@ -139,7 +168,8 @@ fn big_file_copies_in_the_kernel() {
         copy_container_to_host(&fixture.container(), "/src/big", &out, false, false).unwrap();
     assert_eq!(report.size, content.len() as u64);
     assert_eq!(fs::read(&out).unwrap(), content);
-    let back = copy_host_to_container(&fixture.container(), &out, "/dst/big", false, false).unwrap();
+    let back =
+        copy_host_to_container(&fixture.container(), &out, "/dst/big", false, false).unwrap();
     assert_eq!(back.size, content.len() as u64);
     assert_eq!(fs::read(fixture.inside("/dst/big")).unwrap(), content);
 }

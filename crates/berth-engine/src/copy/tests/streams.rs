@@ -27,7 +27,10 @@ fn directory_archive_is_named_after_the_directory() {
         "dir/sub/b 0 644 1234:5678",
     ];
     assert_eq!(tar_listing(&archive(&fixture, "/src/dir", false)), expected);
-    assert_eq!(tar_listing(&archive(&fixture, "/src/dir/", false)), expected);
+    assert_eq!(
+        tar_listing(&archive(&fixture, "/src/dir/", false)),
+        expected
+    );
     assert_eq!(
         tar_listing(&archive(&fixture, "/src/../src/dir/./sub", false)),
         ["sub/ 5 755 0:0", "sub/b 0 644 1234:5678"]
@@ -52,10 +55,22 @@ fn directory_contents_archive_is_named_dot() {
 #[test]
 fn file_and_symlink_archives() {
     let fixture = Fixture::new();
-    assert_eq!(tar_listing(&archive(&fixture, "/src/file", false)), ["file 0 644 0:0"]);
-    assert_eq!(tar_listing(&archive(&fixture, "src/file", false)), ["file 0 644 0:0"]);
-    assert_eq!(tar_listing(&archive(&fixture, "../../src/file", false)), ["file 0 644 0:0"]);
-    assert_eq!(tar_listing(&archive(&fixture, "/src/link", false)), ["link 2 777 0:0 -> file"]);
+    assert_eq!(
+        tar_listing(&archive(&fixture, "/src/file", false)),
+        ["file 0 644 0:0"]
+    );
+    assert_eq!(
+        tar_listing(&archive(&fixture, "src/file", false)),
+        ["file 0 644 0:0"]
+    );
+    assert_eq!(
+        tar_listing(&archive(&fixture, "../../src/file", false)),
+        ["file 0 644 0:0"]
+    );
+    assert_eq!(
+        tar_listing(&archive(&fixture, "/src/link", false)),
+        ["link 2 777 0:0 -> file"]
+    );
     assert_eq!(
         tar_listing(&archive(&fixture, "/src/dirlink/", false))[0],
         "dirlink/ 5 755 0:0"
@@ -67,9 +82,18 @@ fn follow_link_stream_carries_the_target_name() {
     // The docker CLI replaces the path by the link's target and does not rename entries
     // when writing to stdout: `docker cp -L cpt:/src/link -` lists `file`.
     let fixture = Fixture::new();
-    assert_eq!(tar_listing(&archive(&fixture, "/src/link", true)), ["file 0 644 0:0"]);
-    assert_eq!(tar_listing(&archive(&fixture, "/src/dirlink", true))[0], "dir/ 5 755 0:0");
-    assert_eq!(tar_listing(&archive(&fixture, "/src/file", true)), ["file 0 644 0:0"]);
+    assert_eq!(
+        tar_listing(&archive(&fixture, "/src/link", true)),
+        ["file 0 644 0:0"]
+    );
+    assert_eq!(
+        tar_listing(&archive(&fixture, "/src/dirlink", true))[0],
+        "dir/ 5 755 0:0"
+    );
+    assert_eq!(
+        tar_listing(&archive(&fixture, "/src/file", true)),
+        ["file 0 644 0:0"]
+    );
 }
 
 #[test]
@@ -77,7 +101,10 @@ fn root_archive_entries_start_with_a_slash() {
     let fixture = Fixture::new();
     let listing = tar_listing(&archive(&fixture, "/", false));
     assert_eq!(listing[0], "/ 5 755 0:0");
-    assert!(listing.contains(&"/src/file 0 644 0:0".to_owned()), "{listing:#?}");
+    assert!(
+        listing.contains(&"/src/file 0 644 0:0".to_owned()),
+        "{listing:#?}"
+    );
     let listing = tar_listing(&archive(&fixture, "/.", false));
     assert_eq!(listing[0], "./ 5 755 0:0");
 }
@@ -89,8 +116,12 @@ fn archive_returns_the_stat_and_fails_like_docker() {
     let stat = archive_from_container(&fixture.container(), "/src/dir", false, &mut out).unwrap();
     assert!(stat.is_dir());
     assert_eq!(stat.name, "dir");
-    let error = archive_from_container(&fixture.container(), "/nope", false, Vec::new()).unwrap_err();
-    assert_eq!(error.to_string(), "Could not find the file /nope in container cpt");
+    let error =
+        archive_from_container(&fixture.container(), "/nope", false, Vec::new()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "Could not find the file /nope in container cpt"
+    );
 }
 
 #[test]
@@ -104,14 +135,29 @@ fn stat_matches_docker() {
         r#"{"name":"file","size":6,"mode":420,"mtime":"2001-02-03T04:05:06Z","linkTarget":""}"#
     );
     let link = stat_path(&container, "/src/link").unwrap();
-    assert_eq!((link.mode, link.link_target.as_str()), (134_218_239, "/src/file"));
-    assert_eq!(stat_path(&container, "/src/abslink").unwrap().link_target, "/src/file");
-    assert_eq!(stat_path(&container, "/src/dirlink").unwrap().link_target, "/src/dir");
-    assert_eq!(stat_path(&container, "/dst/dangling").unwrap().link_target, "/dst/nowhere");
+    assert_eq!(
+        (link.mode, link.link_target.as_str()),
+        (134_218_239, "/src/file")
+    );
+    assert_eq!(
+        stat_path(&container, "/src/abslink").unwrap().link_target,
+        "/src/file"
+    );
+    assert_eq!(
+        stat_path(&container, "/src/dirlink").unwrap().link_target,
+        "/src/dir"
+    );
+    assert_eq!(
+        stat_path(&container, "/dst/dangling").unwrap().link_target,
+        "/dst/nowhere"
+    );
     let setuid = stat_path(&container, "/src/dir/a").unwrap();
     assert_eq!(setuid.mode, 8_389_101);
     let followed = stat_path(&container, "/src/dirlink/").unwrap();
-    assert_eq!((followed.name.as_str(), followed.mode), ("dirlink", 2_147_484_141));
+    assert_eq!(
+        (followed.name.as_str(), followed.mode),
+        ("dirlink", 2_147_484_141)
+    );
     assert_eq!(stat_path(&container, "/src/dir/.").unwrap().name, ".");
     assert_eq!(stat_path(&container, "/").unwrap().name, "/");
     assert!(stat_path(&container, "/nope").unwrap_err().is_not_found());
@@ -139,9 +185,8 @@ fn stream_destination_must_be_a_directory() {
     let fixture = Fixture::new();
     let tar = archive(&fixture, "/src/file", false);
     for destination in ["/dst/new", "/dst/existfile"] {
-        let error =
-            copy_stream_to_container(&fixture.container(), &tar[..], destination, false)
-                .unwrap_err();
+        let error = copy_stream_to_container(&fixture.container(), &tar[..], destination, false)
+            .unwrap_err();
         assert_eq!(
             error.to_string(),
             format!("destination \"cpt:{destination}\" must be a directory")
@@ -153,9 +198,8 @@ fn stream_destination_must_be_a_directory() {
 fn compressed_streams_are_refused_clearly() {
     let fixture = Fixture::new();
     let gzip = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0];
-    let error =
-        copy_stream_to_container(&fixture.container(), &gzip[..], "/dst/existdir", false)
-            .unwrap_err();
+    let error = copy_stream_to_container(&fixture.container(), &gzip[..], "/dst/existdir", false)
+        .unwrap_err();
     assert!(error.is_invalid_parameter());
     assert!(error.to_string().contains("gzip"), "{error}");
 }
@@ -169,8 +213,13 @@ fn api_extract_may_replace_directories_unless_told_not_to() {
         no_overwrite_dir_non_dir: true,
     };
     assert!(extract_into_container(&fixture.container(), "/dst", &tar[..], &strict).is_err());
-    extract_into_container(&fixture.container(), "/dst", &tar[..], &ExtractOptions::default())
-        .unwrap();
+    extract_into_container(
+        &fixture.container(),
+        "/dst",
+        &tar[..],
+        &ExtractOptions::default(),
+    )
+    .unwrap();
     assert_eq!(
         fs::read_to_string(fixture.inside("/dst/existdir")).unwrap(),
         "now a file\n"
@@ -182,16 +231,18 @@ fn extraction_point_errors() {
     let fixture = Fixture::new();
     let tar = RawTar::new().file("x", "x").finish();
     let options = ExtractOptions::default();
-    let error = extract_into_container(&fixture.container(), "/nope", &tar[..], &options).unwrap_err();
-    assert_eq!(error.to_string(), "Could not find the file /nope in container cpt");
     let error =
-        extract_into_container(&fixture.container(), "/dst/existfile", &tar[..], &options)
-            .unwrap_err();
+        extract_into_container(&fixture.container(), "/nope", &tar[..], &options).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "Could not find the file /nope in container cpt"
+    );
+    let error = extract_into_container(&fixture.container(), "/dst/existfile", &tar[..], &options)
+        .unwrap_err();
     assert_eq!(error.to_string(), "extraction point is not a directory");
     // A dangling symlink is not found either.
-    let error =
-        extract_into_container(&fixture.container(), "/dst/dangling", &tar[..], &options)
-            .unwrap_err();
+    let error = extract_into_container(&fixture.container(), "/dst/dangling", &tar[..], &options)
+        .unwrap_err();
     assert!(error.is_not_found());
 }
 
@@ -199,10 +250,18 @@ fn extraction_point_errors() {
 fn missing_parents_are_created_root_owned_0755() {
     let fixture = Fixture::new();
     let tar = RawTar::new().file("a/b/c", "deep").finish();
-    extract_into_container(&fixture.container(), "/dst", &tar[..], &ExtractOptions::default())
-        .unwrap();
+    extract_into_container(
+        &fixture.container(),
+        "/dst",
+        &tar[..],
+        &ExtractOptions::default(),
+    )
+    .unwrap();
     let lines = new_files(&fixture.inside("/dst"), DST_FIXTURES);
-    assert_eq!(lines, ["a d 755 0:0", "a/b d 755 0:0", "a/b/c f 644 0:0 deep"]);
+    assert_eq!(
+        lines,
+        ["a d 755 0:0", "a/b d 755 0:0", "a/b/c f 644 0:0 deep"]
+    );
 }
 
 #[test]
@@ -217,7 +276,10 @@ fn long_and_unicode_names_roundtrip() {
     let copied = fixture.inside("/dst/existdir/tree");
     assert_eq!(fs::read_to_string(copied.join(&long)).unwrap(), "long");
     assert_eq!(fs::read_to_string(copied.join("ünïcødé")).unwrap(), "utf8");
-    assert_eq!(fs::read_link(copied.join("longlink")).unwrap().to_str(), Some(&*"t".repeat(150)));
+    assert_eq!(
+        fs::read_link(copied.join("longlink")).unwrap().to_str(),
+        Some(&*"t".repeat(150))
+    );
 }
 
 #[test]
@@ -228,7 +290,10 @@ fn large_files_stream_in_chunks() {
     fs::write(fixture.inside("/src/big"), &content).unwrap();
     let tar = archive(&fixture, "/src/big", false);
     copy_stream_to_container(&fixture.container(), &tar[..], "/dst/existdir", false).unwrap();
-    assert_eq!(fs::read(fixture.inside("/dst/existdir/big")).unwrap(), content);
+    assert_eq!(
+        fs::read(fixture.inside("/dst/existdir/big")).unwrap(),
+        content
+    );
 }
 
 fn symlink_to(path: &std::path::Path, target: &str) {

@@ -131,13 +131,29 @@ pub fn listing(base: &Path) -> Vec<String> {
 pub fn new_files(base: &Path, fixtures: &[&str]) -> Vec<String> {
     listing(base)
         .into_iter()
-        .filter(|line| !fixtures.iter().any(|fixture| line.split(' ').next() == Some(fixture)))
+        .filter(|line| {
+            !fixtures
+                .iter()
+                .any(|fixture| line.split(' ').next() == Some(fixture))
+        })
         .collect()
 }
 
-pub const HOST_FIXTURES: &[&str] = &["existdir", "existfile", "dirsymlink", "filesymlink", "dangling"];
-pub const DST_FIXTURES: &[&str] =
-    &["existdir", "existfile", "dirsymlink", "filesymlink", "dangling", "abssym"];
+pub const HOST_FIXTURES: &[&str] = &[
+    "existdir",
+    "existfile",
+    "dirsymlink",
+    "filesymlink",
+    "dangling",
+];
+pub const DST_FIXTURES: &[&str] = &[
+    "existdir",
+    "existfile",
+    "dirsymlink",
+    "filesymlink",
+    "dangling",
+    "abssym",
+];
 
 fn collect(base: &Path, directory: &Path, lines: &mut Vec<String>) {
     for entry in fs::read_dir(directory).unwrap() {
@@ -145,19 +161,36 @@ fn collect(base: &Path, directory: &Path, lines: &mut Vec<String>) {
         let metadata = fs::symlink_metadata(&path).unwrap();
         let rel = path.strip_prefix(base).unwrap().display().to_string();
         let (kind, detail) = if metadata.is_symlink() {
-            ("l", format!("-> {}", fs::read_link(&path).unwrap().display()))
+            (
+                "l",
+                format!("-> {}", fs::read_link(&path).unwrap().display()),
+            )
         } else if metadata.is_dir() {
             ("d", String::new())
         } else if metadata.is_file() {
-            ("f", fs::read_to_string(&path).unwrap_or_default().trim_end().to_owned())
+            (
+                "f",
+                fs::read_to_string(&path)
+                    .unwrap_or_default()
+                    .trim_end()
+                    .to_owned(),
+            )
         } else {
             ("o", String::new())
         };
-        let mode = if metadata.is_symlink() { 0 } else { metadata.mode() & 0o7777 };
+        let mode = if metadata.is_symlink() {
+            0
+        } else {
+            metadata.mode() & 0o7777
+        };
         lines.push(
-            format!("{rel} {kind} {mode:o} {}:{} {detail}", metadata.uid(), metadata.gid())
-                .trim_end()
-                .to_owned(),
+            format!(
+                "{rel} {kind} {mode:o} {}:{} {detail}",
+                metadata.uid(),
+                metadata.gid()
+            )
+            .trim_end()
+            .to_owned(),
         );
         if metadata.is_dir() {
             collect(base, &path, lines);
@@ -205,7 +238,11 @@ impl RawTar {
         ustar.linkname[..link.len()].copy_from_slice(link.as_bytes());
         header.set_entry_type(kind);
         header.set_size(size);
-        header.set_mode(if kind == tar::EntryType::Directory { 0o755 } else { 0o644 });
+        header.set_mode(if kind == tar::EntryType::Directory {
+            0o755
+        } else {
+            0o644
+        });
         header.set_mtime(OLD_TIME as u64);
         header.set_cksum();
         header

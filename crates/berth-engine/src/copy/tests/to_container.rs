@@ -68,7 +68,10 @@ fn file_to_missing_path_with_trailing_slash_fails() {
 fn file_over_existing_file_replaces_it() {
     let fixture = Fixture::new();
     copy(&fixture, "file", "/dst/existfile").unwrap();
-    assert_eq!(fs::read_to_string(fixture.inside("/dst/existfile")).unwrap(), "hello\n");
+    assert_eq!(
+        fs::read_to_string(fixture.inside("/dst/existfile")).unwrap(),
+        "hello\n"
+    );
 }
 
 #[test]
@@ -76,7 +79,11 @@ fn file_into_existing_directory_keeps_its_name() {
     for destination in ["/dst/existdir", "/dst/existdir/", "/dst/existdir/."] {
         let fixture = Fixture::new();
         copy(&fixture, "file", destination).unwrap();
-        assert_eq!(created(&fixture), file_line("existdir/file"), "{destination}");
+        assert_eq!(
+            created(&fixture),
+            file_line("existdir/file"),
+            "{destination}"
+        );
     }
     let fixture = Fixture::new();
     copy(&fixture, "file", "/dst").unwrap();
@@ -95,7 +102,10 @@ fn file_into_missing_parent_is_not_found() {
     let fixture = Fixture::new();
     let error = copy(&fixture, "file", "/dst/nodir/x").unwrap_err();
     assert!(error.is_not_found());
-    assert_eq!(error.to_string(), "Could not find the file /dst/nodir in container cpt");
+    assert_eq!(
+        error.to_string(),
+        "Could not find the file /dst/nodir in container cpt"
+    );
 }
 
 #[test]
@@ -111,7 +121,11 @@ fn directory_to_missing_path_creates_it_with_the_contents() {
     for destination in ["/dst/new", "/dst/new/"] {
         let fixture = Fixture::new();
         copy(&fixture, "dir", destination).unwrap();
-        assert_eq!(created(&fixture), dir_lines("new", "1234:5678"), "{destination}");
+        assert_eq!(
+            created(&fixture),
+            dir_lines("new", "1234:5678"),
+            "{destination}"
+        );
         assert_eq!(
             inode(&fixture.inside("/dst/new/a")),
             inode(&fixture.inside("/dst/new/hard"))
@@ -133,7 +147,11 @@ fn directory_into_existing_directory_keeps_its_name() {
     for source in ["dir", "dir/"] {
         let fixture = Fixture::new();
         copy(&fixture, source, "/dst/existdir").unwrap();
-        assert_eq!(created(&fixture), dir_lines("existdir/dir", "1234:5678"), "{source}");
+        assert_eq!(
+            created(&fixture),
+            dir_lines("existdir/dir", "1234:5678"),
+            "{source}"
+        );
     }
 }
 
@@ -158,7 +176,10 @@ fn missing_source_fails_on_the_host() {
     let fixture = Fixture::new();
     // Docker: "lstat /tmp/cpx/s/nope: no such file or directory"
     let error = copy(&fixture, "nope", "/dst/new").unwrap_err();
-    assert_eq!(error.to_string(), format!("lstat {}/nope", fixture.source.display()));
+    assert_eq!(
+        error.to_string(),
+        format!("lstat {}/nope", fixture.source.display())
+    );
     assert!(anyhow_chain(&error).contains("No such file or directory"));
     // Docker: "not a directory"
     let error = copy(&fixture, "file/", "/dst/new").unwrap_err();
@@ -198,9 +219,15 @@ fn destination_symlinks_are_followed_inside_the_container() {
     copy(&fixture, "file", "/dst/dangling").unwrap();
     assert_eq!(
         created(&fixture),
-        vec!["existdir/file f 640 1234:5678 hello", "nowhere f 640 1234:5678 hello"]
+        vec![
+            "existdir/file f 640 1234:5678 hello",
+            "nowhere f 640 1234:5678 hello"
+        ]
     );
-    assert_eq!(fs::read_to_string(fixture.inside("/dst/existfile")).unwrap(), "hello\n");
+    assert_eq!(
+        fs::read_to_string(fixture.inside("/dst/existfile")).unwrap(),
+        "hello\n"
+    );
     fs::remove_file(fixture.inside("/dst/existdir/file")).unwrap();
     copy(&fixture, "file", "/dst/abssym").unwrap();
     assert!(fixture.inside("/dst/existdir/file").exists());
@@ -254,20 +281,43 @@ fn archive_flag_gives_files_to_the_configured_user() {
         0o644,
     );
     let container = ContainerFs::new(&fixture.root, NAME).with_user(Some("nobody"));
-    copy_host_to_container(&container, &fixture.source.join("dir"), "/dst/existdir", false, true)
-        .unwrap();
-    copy_host_to_container(&container, &fixture.source.join("file"), "/dst/plain", false, false)
-        .unwrap();
+    copy_host_to_container(
+        &container,
+        &fixture.source.join("dir"),
+        "/dst/existdir",
+        false,
+        true,
+    )
+    .unwrap();
+    copy_host_to_container(
+        &container,
+        &fixture.source.join("file"),
+        "/dst/plain",
+        false,
+        false,
+    )
+    .unwrap();
     let lines = created(&fixture);
-    assert!(lines.contains(&"existdir/dir d 755 65534:65534".to_owned()), "{lines:#?}");
+    assert!(
+        lines.contains(&"existdir/dir d 755 65534:65534".to_owned()),
+        "{lines:#?}"
+    );
     assert!(lines.contains(&"existdir/dir/sub/b f 644 65534:65534 deep".to_owned()));
     assert!(lines.contains(&"plain f 640 1234:5678 hello".to_owned()));
 
     let unknown = ContainerFs::new(&fixture.root, NAME).with_user(Some("ghost"));
-    let error =
-        copy_host_to_container(&unknown, &fixture.source.join("file"), "/dst/x", false, true)
-            .unwrap_err();
-    assert_eq!(error.to_string(), "failed to look up user \"ghost\" in container");
+    let error = copy_host_to_container(
+        &unknown,
+        &fixture.source.join("file"),
+        "/dst/x",
+        false,
+        true,
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "failed to look up user \"ghost\" in container"
+    );
 }
 
 #[test]
@@ -278,9 +328,14 @@ fn directories_and_files_do_not_replace_each_other() {
     let other = fixture.temp.path().join("other");
     write(&other.join("existdir"), "f\n", 0o644);
     write(&other.join("existfile/x"), "in\n", 0o644);
-    let error =
-        copy_host_to_container(&fixture.container(), &other.join("existdir"), "/dst/", false, false)
-            .unwrap_err();
+    let error = copy_host_to_container(
+        &fixture.container(),
+        &other.join("existdir"),
+        "/dst/",
+        false,
+        false,
+    )
+    .unwrap_err();
     assert_eq!(
         error.to_string(),
         "cannot overwrite directory \"/dst/existdir\" with non-directory \"/dst\""
@@ -298,7 +353,10 @@ fn directories_and_files_do_not_replace_each_other() {
         "cannot overwrite non-directory \"/dst/existfile\" with directory \"/dst\""
     );
     assert!(fixture.inside("/dst/existdir").is_dir());
-    assert_eq!(fs::read_to_string(fixture.inside("/dst/existfile")).unwrap(), "old\n");
+    assert_eq!(
+        fs::read_to_string(fixture.inside("/dst/existfile")).unwrap(),
+        "old\n"
+    );
 }
 
 #[test]

@@ -19,8 +19,14 @@ fn copy_with(
     follow_link: bool,
 ) -> Result<(), CopyError> {
     let destination = fixture.host.join(destination);
-    copy_container_to_host(&fixture.container(), source, &destination, follow_link, false)
-        .map(|_| ())
+    copy_container_to_host(
+        &fixture.container(),
+        source,
+        &destination,
+        follow_link,
+        false,
+    )
+    .map(|_| ())
 }
 
 fn created(fixture: &Fixture) -> Vec<String> {
@@ -52,7 +58,10 @@ fn file_to_missing_path_with_trailing_slash_fails() {
 fn file_over_existing_file_replaces_it() {
     let fixture = Fixture::new();
     copy(&fixture, "/src/file", "existfile").unwrap();
-    assert_eq!(fs::read_to_string(fixture.host.join("existfile")).unwrap(), "hello\n");
+    assert_eq!(
+        fs::read_to_string(fixture.host.join("existfile")).unwrap(),
+        "hello\n"
+    );
 }
 
 #[test]
@@ -60,7 +69,11 @@ fn file_into_existing_directory_keeps_its_name() {
     for destination in ["existdir", "existdir/", "existdir/."] {
         let fixture = Fixture::new();
         copy(&fixture, "/src/file", destination).unwrap();
-        assert_eq!(created(&fixture), file_line("existdir/file"), "{destination}");
+        assert_eq!(
+            created(&fixture),
+            file_line("existdir/file"),
+            "{destination}"
+        );
     }
 }
 
@@ -70,7 +83,10 @@ fn file_under_existing_file_fails() {
     // Docker: "stat /tmp/cpx/h/existfile/: not a directory"
     let error = copy(&fixture, "/src/file", "existfile/").unwrap_err();
     let shown = anyhow_chain(&error);
-    assert!(shown.starts_with(&format!("stat {}/existfile/", fixture.host.display())), "{shown}");
+    assert!(
+        shown.starts_with(&format!("stat {}/existfile/", fixture.host.display())),
+        "{shown}"
+    );
     assert!(shown.contains("Not a directory"), "{shown}");
     // Docker: "stat /tmp/cpx/h/existfile/x: not a directory"
     let error = copy(&fixture, "/src/file", "existfile/x").unwrap_err();
@@ -110,7 +126,10 @@ fn directory_over_existing_file_fails() {
         let fixture = Fixture::new();
         let error = copy(&fixture, source, "existfile").unwrap_err();
         assert_eq!(error.to_string(), "cannot copy directory");
-        assert_eq!(fs::read_to_string(fixture.host.join("existfile")).unwrap(), "old\n");
+        assert_eq!(
+            fs::read_to_string(fixture.host.join("existfile")).unwrap(),
+            "old\n"
+        );
     }
 }
 
@@ -119,7 +138,11 @@ fn directory_into_existing_directory_keeps_its_name() {
     for source in ["/src/dir", "/src/dir/"] {
         let fixture = Fixture::new();
         copy(&fixture, source, "existdir").unwrap();
-        assert_eq!(created(&fixture), dir_lines("existdir/dir", "0:0"), "{source}");
+        assert_eq!(
+            created(&fixture),
+            dir_lines("existdir/dir", "0:0"),
+            "{source}"
+        );
     }
 }
 
@@ -144,9 +167,15 @@ fn missing_source_is_not_found() {
     let fixture = Fixture::new();
     let error = copy(&fixture, "/src/nope", "new").unwrap_err();
     assert!(error.is_not_found());
-    assert_eq!(error.to_string(), "Could not find the file /src/nope in container cpt");
+    assert_eq!(
+        error.to_string(),
+        "Could not find the file /src/nope in container cpt"
+    );
     let error = copy(&fixture, "/src/nope/x", "new").unwrap_err();
-    assert_eq!(error.to_string(), "Could not find the file /src/nope/x in container cpt");
+    assert_eq!(
+        error.to_string(),
+        "Could not find the file /src/nope/x in container cpt"
+    );
 }
 
 #[test]
@@ -193,8 +222,13 @@ fn destination_symlinks_are_followed() {
         created(&fixture),
         vec!["existdir/file f 644 0:0 hello", "nowhere f 644 0:0 hello"]
     );
-    assert_eq!(fs::read_to_string(fixture.host.join("existfile")).unwrap(), "hello\n");
-    assert!(fs::symlink_metadata(fixture.host.join("filesymlink")).unwrap().is_symlink());
+    assert_eq!(
+        fs::read_to_string(fixture.host.join("existfile")).unwrap(),
+        "hello\n"
+    );
+    assert!(fs::symlink_metadata(fixture.host.join("filesymlink"))
+        .unwrap()
+        .is_symlink());
 }
 
 #[test]
@@ -268,8 +302,14 @@ fn the_root_directory() {
     copy(&fixture, "/", "into").unwrap();
     for copied in ["rootcopy", "into"] {
         let copied = fixture.host.join(copied);
-        assert_eq!(fs::read_to_string(copied.join("src/dir/sub/b")).unwrap(), "deep\n");
-        assert_eq!(fs::read_link(copied.join("dst/abssym")).unwrap().to_str(), Some("/dst/existdir"));
+        assert_eq!(
+            fs::read_to_string(copied.join("src/dir/sub/b")).unwrap(),
+            "deep\n"
+        );
+        assert_eq!(
+            fs::read_link(copied.join("dst/abssym")).unwrap().to_str(),
+            Some("/dst/existdir")
+        );
     }
 }
 

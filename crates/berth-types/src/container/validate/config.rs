@@ -14,7 +14,9 @@ pub(super) fn validate(config: &ContainerConfig) -> Result<(), ValidationError> 
         parse_signal(&config.stop_signal)?;
     }
     for variable in config.env.iter().flatten() {
-        let name = variable.split_once('=').map_or(variable.as_str(), |(name, _)| name);
+        let name = variable
+            .split_once('=')
+            .map_or(variable.as_str(), |(name, _)| name);
         if name.is_empty() {
             return Err(ValidationError::Environment(variable.clone()));
         }

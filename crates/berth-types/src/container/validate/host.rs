@@ -39,13 +39,11 @@ fn validate_restart_policy(host: &HostConfig) -> Result<(), ValidationError> {
     let policy = &host.restart_policy;
     match policy.name.as_str() {
         "" => Ok(()),
-        "no" | "always" | "unless-stopped" if policy.maximum_retry_count != 0 => Err(
-            ValidationError::RetryCountNotAllowed(policy.name.clone()),
-        ),
-        "no" | "always" | "unless-stopped" => Ok(()),
-        "on-failure" if policy.maximum_retry_count < 0 => {
-            Err(ValidationError::NegativeRetryCount)
+        "no" | "always" | "unless-stopped" if policy.maximum_retry_count != 0 => {
+            Err(ValidationError::RetryCountNotAllowed(policy.name.clone()))
         }
+        "no" | "always" | "unless-stopped" => Ok(()),
+        "on-failure" if policy.maximum_retry_count < 0 => Err(ValidationError::NegativeRetryCount),
         "on-failure" => Ok(()),
         other => Err(ValidationError::RestartPolicy(other.to_owned())),
     }
@@ -123,7 +121,39 @@ pub(super) fn validate_platform(host: &HostConfig) -> Result<(), ValidationError
     if !matches!(host.cgroupns_mode.as_str(), "" | "private" | "host") {
         return Err(ValidationError::CgroupnsMode(host.cgroupns_mode.clone()));
     }
-    Ok(())
+    host.security_opt
+        .iter()
+        .flatten()
+        .try_for_each(|option| validate_security_option(option))
+}
+
+/// What the daemon understands in `SecurityOpt` (moby `parseSecurityOpt`); the
+/// stage number is Docker's, telling a missing separator (1) from an unknown key or
+/// bad value (2).
+fn validate_security_option(option: &str) -> Result<(), ValidationError> {
+    let invalid = |stage| ValidationError::SecurityOption {
+        stage,
+        option: option.to_owned(),
+    };
+    if option == "no-new-privileges" || option == "disable" {
+        return Ok(());
+    }
+    let Some((key, value)) = option.split_once('=').or_else(|| option.split_once(':')) else {
+        return Err(invalid(1));
+    };
+    match key {
+        "label" | "apparmor" | "seccomp" => Ok(()),
+        "no-new-privileges" | "writable-cgroups" if is_go_bool(value) => Ok(()),
+        _ => Err(invalid(2)),
+    }
+}
+
+/// The spellings Go's `strconv.ParseBool` accepts.
+fn is_go_bool(value: &str) -> bool {
+    matches!(
+        value,
+        "1" | "t" | "T" | "TRUE" | "true" | "True" | "0" | "f" | "F" | "FALSE" | "false" | "False"
+    )
 }
 
 /// `""`, `none`, `private`, `shareable`, `host` or `container:<x>`.

@@ -65,6 +65,8 @@ pub enum ValidationError {
     UsernsMode(String),
     #[error("invalid cgroup namespace mode: {0}")]
     CgroupnsMode(String),
+    #[error("invalid --security-opt {stage}: {option:?}")]
+    SecurityOption { stage: u8, option: String },
     #[error("SHM size can not be less than 0")]
     ShmSize,
     #[error("Invalid value {0}, range for oom score adj is [-1000, 1000]")]
@@ -89,7 +91,9 @@ pub enum ValidationError {
     NanoCpusWithPeriod,
     #[error("Conflicting options: Nano CPUs and CPU Quota cannot both be set")]
     NanoCpusWithQuota,
-    #[error("CPU cfs period can not be less than 1ms (i.e. 1000) or larger than 1s (i.e. 1000000)")]
+    #[error(
+        "CPU cfs period can not be less than 1ms (i.e. 1000) or larger than 1s (i.e. 1000000)"
+    )]
     CpuPeriod,
     #[error("CPU cfs quota can not be less than 1ms (i.e. 1000)")]
     CpuQuota,
@@ -97,7 +101,9 @@ pub enum ValidationError {
     RealtimeRuntime,
     #[error("Range of blkio weight is from 10 to 1000")]
     BlkioWeight,
-    #[error("Invalid QoS settings: linux does not support Maximum IO Bandwidth or Maximum IO IOps")]
+    #[error(
+        "Invalid QoS settings: linux does not support Maximum IO Bandwidth or Maximum IO IOps"
+    )]
     MaximumIo,
 
     // Network modes.

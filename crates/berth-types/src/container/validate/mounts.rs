@@ -179,8 +179,7 @@ pub(super) fn validate_binds(host: &HostConfig) -> Result<(), ValidationError> {
         .collect::<Result<Vec<_>, _>>()?;
     let local = |driver: &str| driver.is_empty() || driver == "local";
     for bind in &binds {
-        if bind.mount_type == TYPE_VOLUME && !bind.source.is_empty() && local(&host.volume_driver)
-        {
+        if bind.mount_type == TYPE_VOLUME && !bind.source.is_empty() && local(&host.volume_driver) {
             validate_volume_name(&bind.source)?;
         }
     }

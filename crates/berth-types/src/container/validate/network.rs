@@ -48,7 +48,10 @@ pub(super) fn validate_modes(
         }
     }
     if is_container {
-        let publishes = host.port_bindings.as_ref().is_some_and(|map| !map.is_empty());
+        let publishes = host
+            .port_bindings
+            .as_ref()
+            .is_some_and(|map| !map.is_empty());
         if publishes || host.publish_all_ports {
             return Err(ValidationError::NetworkAndPublish);
         }
@@ -73,7 +76,11 @@ pub(super) fn validate_endpoints(networking: &NetworkingConfig) -> Result<(), Va
             if has_address {
                 return Err(ValidationError::IpOnPredefinedNetwork);
             }
-            if endpoint.aliases.as_ref().is_some_and(|aliases| !aliases.is_empty()) {
+            if endpoint
+                .aliases
+                .as_ref()
+                .is_some_and(|aliases| !aliases.is_empty())
+            {
                 return Err(ValidationError::AliasOnPredefinedNetwork);
             }
         }

@@ -15,7 +15,10 @@ fn base() -> CreateRequest {
     request.host_config.restart_policy.name = "no".to_owned();
     request.host_config.resources.memory_swappiness = Some(-1);
     request.host_config.resources.pids_limit = Some(0);
-    request.networking_config.endpoints_config.insert("default".to_owned(), Default::default());
+    request
+        .networking_config
+        .endpoints_config
+        .insert("default".to_owned(), Default::default());
     request
 }
 
@@ -46,94 +49,307 @@ fn base_request_is_valid() {
 fn names_and_config() {
     check(&[
         ("name", |r| r.name = Some("web_1.a-b".to_owned()), ""),
-        ("name with space", |r| r.name = Some("a b".to_owned()),
-            "Invalid container name (a b), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed"),
-        ("one letter", |r| r.name = Some("a".to_owned()),
-            "Invalid container name (a), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed"),
-        ("relative workdir", |r| r.config.working_dir = "rel".to_owned(),
-            "the working directory 'rel' is invalid, it needs to be an absolute path"),
-        ("stop signal", |r| r.config.stop_signal = "SIGFOO".to_owned(), "Invalid signal: SIGFOO"),
-        ("stop signal 0", |r| r.config.stop_signal = "0".to_owned(), "Invalid signal: 0"),
-        ("stop signal ok", |r| r.config.stop_signal = "kill".to_owned(), ""),
-        ("empty env name", |r| r.config.env = strings(&["A=1", "=x"]),
-            "invalid environment variable: =x"),
+        (
+            "name with space",
+            |r| r.name = Some("a b".to_owned()),
+            "Invalid container name (a b), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed",
+        ),
+        (
+            "one letter",
+            |r| r.name = Some("a".to_owned()),
+            "Invalid container name (a), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed",
+        ),
+        (
+            "relative workdir",
+            |r| r.config.working_dir = "rel".to_owned(),
+            "the working directory 'rel' is invalid, it needs to be an absolute path",
+        ),
+        (
+            "stop signal",
+            |r| r.config.stop_signal = "SIGFOO".to_owned(),
+            "Invalid signal: SIGFOO",
+        ),
+        (
+            "stop signal 0",
+            |r| r.config.stop_signal = "0".to_owned(),
+            "Invalid signal: 0",
+        ),
+        (
+            "stop signal ok",
+            |r| r.config.stop_signal = "kill".to_owned(),
+            "",
+        ),
+        (
+            "empty env name",
+            |r| r.config.env = strings(&["A=1", "=x"]),
+            "invalid environment variable: =x",
+        ),
         ("bare env name", |r| r.config.env = strings(&["UNSET"]), ""),
-        ("health interval", |r| r.config.healthcheck = Some(HealthConfig {
-            interval: 999_999, ..Default::default() }),
-            "Interval in Healthcheck cannot be less than 1ms"),
-        ("health timeout", |r| r.config.healthcheck = Some(HealthConfig {
-            timeout: 1, ..Default::default() }),
-            "Timeout in Healthcheck cannot be less than 1ms"),
-        ("health retries", |r| r.config.healthcheck = Some(HealthConfig {
-            retries: -1, start_period: 1, ..Default::default() }),
-            "Retries in Healthcheck cannot be negative"),
-        ("health start period", |r| r.config.healthcheck = Some(HealthConfig {
-            start_period: 5, ..Default::default() }),
-            "StartPeriod in Healthcheck cannot be less than 1ms"),
+        (
+            "health interval",
+            |r| {
+                r.config.healthcheck = Some(HealthConfig {
+                    interval: 999_999,
+                    ..Default::default()
+                })
+            },
+            "Interval in Healthcheck cannot be less than 1ms",
+        ),
+        (
+            "health timeout",
+            |r| {
+                r.config.healthcheck = Some(HealthConfig {
+                    timeout: 1,
+                    ..Default::default()
+                })
+            },
+            "Timeout in Healthcheck cannot be less than 1ms",
+        ),
+        (
+            "health retries",
+            |r| {
+                r.config.healthcheck = Some(HealthConfig {
+                    retries: -1,
+                    start_period: 1,
+                    ..Default::default()
+                })
+            },
+            "Retries in Healthcheck cannot be negative",
+        ),
+        (
+            "health start period",
+            |r| {
+                r.config.healthcheck = Some(HealthConfig {
+                    start_period: 5,
+                    ..Default::default()
+                })
+            },
+            "StartPeriod in Healthcheck cannot be less than 1ms",
+        ),
     ]);
 }
 
 #[test]
 fn restart_policies_and_host_settings() {
     check(&[
-        ("always", |r| r.host_config.restart_policy.name = "always".to_owned(), ""),
-        ("empty", |r| r.host_config.restart_policy.name = String::new(), ""),
-        ("unknown", |r| r.host_config.restart_policy.name = "foo".to_owned(),
-            "invalid restart policy 'foo'"),
-        ("always:3", |r| r.host_config.restart_policy = RestartPolicy {
-            name: "always".to_owned(), maximum_retry_count: 3 },
-            "maximum retry count cannot be used with restart policy 'always'"),
-        ("no:2", |r| r.host_config.restart_policy = RestartPolicy {
-            name: "no".to_owned(), maximum_retry_count: 2 },
-            "maximum retry count cannot be used with restart policy 'no'"),
-        ("on-failure:-1", |r| r.host_config.restart_policy = RestartPolicy {
-            name: "on-failure".to_owned(), maximum_retry_count: -1 },
-            "maximum retry count cannot be negative"),
-        ("auto remove with restart", |r| {
-            r.host_config.auto_remove = true;
-            r.host_config.restart_policy.name = "always".to_owned();
-        }, "can't create 'AutoRemove' container with restart policy"),
-        ("auto remove with no", |r| r.host_config.auto_remove = true, ""),
-        ("cap", |r| r.host_config.cap_add = strings(&["net_admin", "ALL", "CAP_BPF"]), ""),
-        ("unknown cap add", |r| r.host_config.cap_add = strings(&["foo"]),
-            "invalid CapAdd: unknown capability: \"CAP_FOO\""),
-        ("unknown cap drop", |r| r.host_config.cap_drop = strings(&["bar"]),
-            "invalid CapDrop: unknown capability: \"CAP_BAR\""),
-        ("isolation", |r| r.host_config.isolation = "hyperv".to_owned(),
-            "Invalid isolation: \"hyperv\" - linux only supports 'default' or 'vm'"),
-        ("isolation vm", |r| r.host_config.isolation = "vm".to_owned(), ""),
-        ("extra host", |r| r.host_config.extra_hosts = strings(&["foo"]),
-            "bad format for add-host: \"foo\""),
-        ("extra host ip", |r| r.host_config.extra_hosts = strings(&["foo:bar"]),
-            "invalid IP address in add-host: \"bar\""),
-        ("extra host ok", |r| r.host_config.extra_hosts =
-            strings(&["a:1.2.3.4", "b:::1", "gw:host-gateway"]), ""),
-        ("port key", |r| {
-            r.host_config.port_bindings = Some([("x/tcp".to_owned(), vec![])].into());
-        }, "invalid port specification: \"x\""),
-        ("host port", |r| {
-            r.host_config.port_bindings = Some([("80/tcp".to_owned(), vec![PortBinding {
-                host_ip: String::new(), host_port: "99999".to_owned() }])].into());
-        }, "invalid port specification: \"99999\""),
-        ("host port range", |r| {
-            r.host_config.port_bindings = Some([("80/tcp".to_owned(), vec![PortBinding {
-                host_ip: String::new(), host_port: "8000-8010".to_owned() }])].into());
-        }, ""),
-        ("ipc", |r| r.host_config.ipc_mode = "bogus".to_owned(), "invalid IPC mode: bogus"),
-        ("ipc container", |r| r.host_config.ipc_mode = "container:".to_owned(),
-            "invalid IPC mode: container:"),
-        ("ipc shareable", |r| r.host_config.ipc_mode = "shareable".to_owned(), ""),
-        ("pid", |r| r.host_config.pid_mode = "container:".to_owned(), "invalid PID mode: container:"),
-        ("pid container", |r| r.host_config.pid_mode = "container:db".to_owned(), ""),
-        ("uts", |r| r.host_config.uts_mode = "container:x".to_owned(),
-            "invalid UTS mode: container:x"),
-        ("userns", |r| r.host_config.userns_mode = "x".to_owned(), "invalid USER mode: x"),
-        ("cgroupns", |r| r.host_config.cgroupns_mode = "foo".to_owned(),
-            "invalid cgroup namespace mode: foo"),
-        ("shm", |r| r.host_config.shm_size = -1, "SHM size can not be less than 0"),
-        ("oom", |r| r.host_config.oom_score_adj = 2000,
-            "Invalid value 2000, range for oom score adj is [-1000, 1000]"),
+        (
+            "always",
+            |r| r.host_config.restart_policy.name = "always".to_owned(),
+            "",
+        ),
+        (
+            "empty",
+            |r| r.host_config.restart_policy.name = String::new(),
+            "",
+        ),
+        (
+            "unknown",
+            |r| r.host_config.restart_policy.name = "foo".to_owned(),
+            "invalid restart policy 'foo'",
+        ),
+        (
+            "always:3",
+            |r| {
+                r.host_config.restart_policy = RestartPolicy {
+                    name: "always".to_owned(),
+                    maximum_retry_count: 3,
+                }
+            },
+            "maximum retry count cannot be used with restart policy 'always'",
+        ),
+        (
+            "no:2",
+            |r| {
+                r.host_config.restart_policy = RestartPolicy {
+                    name: "no".to_owned(),
+                    maximum_retry_count: 2,
+                }
+            },
+            "maximum retry count cannot be used with restart policy 'no'",
+        ),
+        (
+            "on-failure:-1",
+            |r| {
+                r.host_config.restart_policy = RestartPolicy {
+                    name: "on-failure".to_owned(),
+                    maximum_retry_count: -1,
+                }
+            },
+            "maximum retry count cannot be negative",
+        ),
+        (
+            "auto remove with restart",
+            |r| {
+                r.host_config.auto_remove = true;
+                r.host_config.restart_policy.name = "always".to_owned();
+            },
+            "can't create 'AutoRemove' container with restart policy",
+        ),
+        (
+            "auto remove with no",
+            |r| r.host_config.auto_remove = true,
+            "",
+        ),
+        (
+            "cap",
+            |r| r.host_config.cap_add = strings(&["net_admin", "ALL", "CAP_BPF"]),
+            "",
+        ),
+        (
+            "unknown cap add",
+            |r| r.host_config.cap_add = strings(&["foo"]),
+            "invalid CapAdd: unknown capability: \"CAP_FOO\"",
+        ),
+        (
+            "unknown cap drop",
+            |r| r.host_config.cap_drop = strings(&["bar"]),
+            "invalid CapDrop: unknown capability: \"CAP_BAR\"",
+        ),
+        (
+            "isolation",
+            |r| r.host_config.isolation = "hyperv".to_owned(),
+            "Invalid isolation: \"hyperv\" - linux only supports 'default' or 'vm'",
+        ),
+        (
+            "isolation vm",
+            |r| r.host_config.isolation = "vm".to_owned(),
+            "",
+        ),
+        (
+            "extra host",
+            |r| r.host_config.extra_hosts = strings(&["foo"]),
+            "bad format for add-host: \"foo\"",
+        ),
+        (
+            "extra host ip",
+            |r| r.host_config.extra_hosts = strings(&["foo:bar"]),
+            "invalid IP address in add-host: \"bar\"",
+        ),
+        (
+            "extra host ok",
+            |r| r.host_config.extra_hosts = strings(&["a:1.2.3.4", "b:::1", "gw:host-gateway"]),
+            "",
+        ),
+        (
+            "port key",
+            |r| {
+                r.host_config.port_bindings = Some([("x/tcp".to_owned(), vec![])].into());
+            },
+            "invalid port specification: \"x\"",
+        ),
+        (
+            "host port",
+            |r| {
+                r.host_config.port_bindings = Some(
+                    [(
+                        "80/tcp".to_owned(),
+                        vec![PortBinding {
+                            host_ip: String::new(),
+                            host_port: "99999".to_owned(),
+                        }],
+                    )]
+                    .into(),
+                );
+            },
+            "invalid port specification: \"99999\"",
+        ),
+        (
+            "host port range",
+            |r| {
+                r.host_config.port_bindings = Some(
+                    [(
+                        "80/tcp".to_owned(),
+                        vec![PortBinding {
+                            host_ip: String::new(),
+                            host_port: "8000-8010".to_owned(),
+                        }],
+                    )]
+                    .into(),
+                );
+            },
+            "",
+        ),
+        (
+            "ipc",
+            |r| r.host_config.ipc_mode = "bogus".to_owned(),
+            "invalid IPC mode: bogus",
+        ),
+        (
+            "ipc container",
+            |r| r.host_config.ipc_mode = "container:".to_owned(),
+            "invalid IPC mode: container:",
+        ),
+        (
+            "ipc shareable",
+            |r| r.host_config.ipc_mode = "shareable".to_owned(),
+            "",
+        ),
+        (
+            "pid",
+            |r| r.host_config.pid_mode = "container:".to_owned(),
+            "invalid PID mode: container:",
+        ),
+        (
+            "pid container",
+            |r| r.host_config.pid_mode = "container:db".to_owned(),
+            "",
+        ),
+        (
+            "uts",
+            |r| r.host_config.uts_mode = "container:x".to_owned(),
+            "invalid UTS mode: container:x",
+        ),
+        (
+            "userns",
+            |r| r.host_config.userns_mode = "x".to_owned(),
+            "invalid USER mode: x",
+        ),
+        (
+            "cgroupns",
+            |r| r.host_config.cgroupns_mode = "foo".to_owned(),
+            "invalid cgroup namespace mode: foo",
+        ),
+        (
+            "shm",
+            |r| r.host_config.shm_size = -1,
+            "SHM size can not be less than 0",
+        ),
+        (
+            "oom",
+            |r| r.host_config.oom_score_adj = 2000,
+            "Invalid value 2000, range for oom score adj is [-1000, 1000]",
+        ),
         ("oom low", |r| r.host_config.oom_score_adj = -1000, ""),
+        (
+            "security ok",
+            |r| {
+                r.host_config.security_opt = strings(&[
+                    "no-new-privileges",
+                    "no-new-privileges:false",
+                    "label=disable",
+                    "label:user:u",
+                    "apparmor=unconfined",
+                    "seccomp={\"defaultAction\":\"SCMP_ACT_ALLOW\"}",
+                    "disable",
+                ])
+            },
+            "",
+        ),
+        (
+            "security no value",
+            |r| r.host_config.security_opt = strings(&["foo"]),
+            "invalid --security-opt 1: \"foo\"",
+        ),
+        (
+            "security key",
+            |r| r.host_config.security_opt = strings(&["foo=bar"]),
+            "invalid --security-opt 2: \"foo=bar\"",
+        ),
+        (
+            "security bool",
+            |r| r.host_config.security_opt = strings(&["no-new-privileges:maybe"]),
+            "invalid --security-opt 2: \"no-new-privileges:maybe\"",
+        ),
     ]);
 }
 
@@ -141,47 +357,104 @@ fn restart_policies_and_host_settings() {
 fn resources() {
     const MIB: i64 = 1024 * 1024;
     check(&[
-        ("memory", |r| r.host_config.resources.memory = 1024, "Minimum memory limit allowed is 6MB"),
-        ("memory ok", |r| r.host_config.resources.memory = 6 * MIB, ""),
-        ("swap below", |r| {
-            r.host_config.resources.memory = 1024 * MIB;
-            r.host_config.resources.memory_swap = 512 * MIB;
-        }, "Minimum memoryswap limit should be larger than memory limit, see usage"),
-        ("swap alone", |r| r.host_config.resources.memory_swap = 512 * MIB,
-            "You should always set the Memory limit when using Memoryswap limit, see usage"),
-        ("swap unlimited", |r| {
-            r.host_config.resources.memory = 64 * MIB;
-            r.host_config.resources.memory_swap = -1;
-        }, ""),
-        ("swappiness", |r| r.host_config.resources.memory_swappiness = Some(200),
-            "Invalid value: 200, valid memory swappiness range is 0-100"),
-        ("reservation", |r| r.host_config.resources.memory_reservation = 1,
-            "Minimum memory reservation allowed is 6MB"),
-        ("reservation above", |r| {
-            r.host_config.resources.memory = 10 * MIB;
-            r.host_config.resources.memory_reservation = 20 * MIB;
-        }, "Minimum memory limit can not be less than memory reservation limit, see usage"),
-        ("nano and period", |r| {
-            r.host_config.resources.nano_cpus = 1_000_000_000;
-            r.host_config.resources.cpu_period = 100_000;
-        }, "Conflicting options: Nano CPUs and CPU Period cannot both be set"),
-        ("nano and quota", |r| {
-            r.host_config.resources.nano_cpus = 1_000_000_000;
-            r.host_config.resources.cpu_quota = 1000;
-        }, "Conflicting options: Nano CPUs and CPU Quota cannot both be set"),
-        ("period", |r| r.host_config.resources.cpu_period = 10,
-            "CPU cfs period can not be less than 1ms (i.e. 1000) or larger than 1s (i.e. 1000000)"),
-        ("quota", |r| r.host_config.resources.cpu_quota = 10,
-            "CPU cfs quota can not be less than 1ms (i.e. 1000)"),
-        ("quota unlimited", |r| r.host_config.resources.cpu_quota = -1, ""),
-        ("blkio", |r| r.host_config.resources.blkio_weight = 5,
-            "Range of blkio weight is from 10 to 1000"),
-        ("realtime", |r| {
-            r.host_config.resources.cpu_realtime_period = 1000;
-            r.host_config.resources.cpu_realtime_runtime = 2000;
-        }, "cpu real-time runtime cannot be higher than cpu real-time period"),
-        ("windows io", |r| r.host_config.resources.io_maximum_iops = 5,
-            "Invalid QoS settings: linux does not support Maximum IO Bandwidth or Maximum IO IOps"),
+        (
+            "memory",
+            |r| r.host_config.resources.memory = 1024,
+            "Minimum memory limit allowed is 6MB",
+        ),
+        (
+            "memory ok",
+            |r| r.host_config.resources.memory = 6 * MIB,
+            "",
+        ),
+        (
+            "swap below",
+            |r| {
+                r.host_config.resources.memory = 1024 * MIB;
+                r.host_config.resources.memory_swap = 512 * MIB;
+            },
+            "Minimum memoryswap limit should be larger than memory limit, see usage",
+        ),
+        (
+            "swap alone",
+            |r| r.host_config.resources.memory_swap = 512 * MIB,
+            "You should always set the Memory limit when using Memoryswap limit, see usage",
+        ),
+        (
+            "swap unlimited",
+            |r| {
+                r.host_config.resources.memory = 64 * MIB;
+                r.host_config.resources.memory_swap = -1;
+            },
+            "",
+        ),
+        (
+            "swappiness",
+            |r| r.host_config.resources.memory_swappiness = Some(200),
+            "Invalid value: 200, valid memory swappiness range is 0-100",
+        ),
+        (
+            "reservation",
+            |r| r.host_config.resources.memory_reservation = 1,
+            "Minimum memory reservation allowed is 6MB",
+        ),
+        (
+            "reservation above",
+            |r| {
+                r.host_config.resources.memory = 10 * MIB;
+                r.host_config.resources.memory_reservation = 20 * MIB;
+            },
+            "Minimum memory limit can not be less than memory reservation limit, see usage",
+        ),
+        (
+            "nano and period",
+            |r| {
+                r.host_config.resources.nano_cpus = 1_000_000_000;
+                r.host_config.resources.cpu_period = 100_000;
+            },
+            "Conflicting options: Nano CPUs and CPU Period cannot both be set",
+        ),
+        (
+            "nano and quota",
+            |r| {
+                r.host_config.resources.nano_cpus = 1_000_000_000;
+                r.host_config.resources.cpu_quota = 1000;
+            },
+            "Conflicting options: Nano CPUs and CPU Quota cannot both be set",
+        ),
+        (
+            "period",
+            |r| r.host_config.resources.cpu_period = 10,
+            "CPU cfs period can not be less than 1ms (i.e. 1000) or larger than 1s (i.e. 1000000)",
+        ),
+        (
+            "quota",
+            |r| r.host_config.resources.cpu_quota = 10,
+            "CPU cfs quota can not be less than 1ms (i.e. 1000)",
+        ),
+        (
+            "quota unlimited",
+            |r| r.host_config.resources.cpu_quota = -1,
+            "",
+        ),
+        (
+            "blkio",
+            |r| r.host_config.resources.blkio_weight = 5,
+            "Range of blkio weight is from 10 to 1000",
+        ),
+        (
+            "realtime",
+            |r| {
+                r.host_config.resources.cpu_realtime_period = 1000;
+                r.host_config.resources.cpu_realtime_runtime = 2000;
+            },
+            "cpu real-time runtime cannot be higher than cpu real-time period",
+        ),
+        (
+            "windows io",
+            |r| r.host_config.resources.io_maximum_iops = 5,
+            "Invalid QoS settings: linux does not support Maximum IO Bandwidth or Maximum IO IOps",
+        ),
     ]);
 }
 
@@ -259,8 +532,12 @@ fn network_modes_and_endpoints() {
 }
 
 fn mount(kind: &str, source: &str, target: &str) -> Mount {
-    Mount { r#type: kind.to_owned(), source: source.to_owned(), target: target.to_owned(),
-        ..Default::default() }
+    Mount {
+        r#type: kind.to_owned(),
+        source: source.to_owned(),
+        target: target.to_owned(),
+        ..Default::default()
+    }
 }
 
 #[test]
@@ -337,9 +614,15 @@ fn parses_binds_like_the_daemon() {
     let spec = parse_bind("/tmp:/ctr:ro,z").unwrap();
     assert_eq!((spec.mount_type, spec.read_only), ("bind", true));
     let spec = parse_bind("named:/data:nocopy").unwrap();
-    assert_eq!((spec.mount_type, spec.no_copy, spec.source.as_str()), ("volume", true, "named"));
+    assert_eq!(
+        (spec.mount_type, spec.no_copy, spec.source.as_str()),
+        ("volume", true, "named")
+    );
     let spec = parse_bind("/anon").unwrap();
-    assert_eq!((spec.mount_type, spec.source.as_str(), spec.target.as_str()), ("volume", "", "/anon"));
+    assert_eq!(
+        (spec.mount_type, spec.source.as_str(), spec.target.as_str()),
+        ("volume", "", "/anon")
+    );
     let spec = parse_bind("/tmp:/x:rslave").unwrap();
     assert_eq!(spec.propagation.as_deref(), Some("rslave"));
 }

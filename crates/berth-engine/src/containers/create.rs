@@ -1,0 +1,366 @@
+//! `create`: a Docker API create request, merged with the image config,
+//! validated, and stored. Nothing runs yet.
+
+use std::collections::BTreeMap;
+
+use berth_runtime::cgroups::{Limit, Resources};
+use berth_store::{ContainerRow, ContainerStoreError};
+use berth_types::container::CreateRequest;
+
+use super::merge::{merge_process, UserProcess};
+use super::names::{generate_name, new_id, validate_name};
+use super::paths::ContainerPaths;
+use super::record::{ContainerRecord, MountRequest, MountSource, RestartPolicy, RunSettings, SeccompChoice, Ulimit};
+use super::state::{now, ContainerState};
+use crate::images::resolve_image;
+use crate::{Engine, EngineError};
+
+/// Creates the container; returns its id.
+pub fn create_container(engine: &mut Engine, request: &CreateRequest) -> Result<String, EngineError> {
+    let image = resolve_image(engine.store(), &request.config.image)?;
+    let image_config: berth_types::image::ImageConfig = serde_json::from_slice(&engine.store().blobs().read(&image.id)?)
+        .map_err(|error| EngineError::Start(format!("image config of {}: {error}", image.id)))?;
+    if let Some(name) = &request.name {
+        validate_name(name).map_err(EngineError::InvalidArgument)?;
+    }
+    let id = new_id();
+    let config = &request.config;
+    let host = &request.host_config;
+
+    let user = UserProcess {
+        entrypoint: config.entrypoint.clone(),
+        cmd: config.cmd.clone(),
+        env: config.env.clone().unwrap_or_default(),
+        working_dir: Some(config.working_dir.clone()).filter(|directory| !directory.is_empty()),
+        user: Some(config.user.clone()).filter(|user| !user.is_empty()),
+        labels: config.labels.clone().unwrap_or_default(),
+        stop_signal: Some(config.stop_signal.clone()).filter(|signal| !signal.is_empty()),
+    };
+    let merged = merge_process(image_config.config.as_ref(), &user)?;
+    if !merged.working_dir.is_empty() && !merged.working_dir.starts_with('/') {
+        return Err(EngineError::InvalidArgument(format!(
+            "the working directory '{}' is invalid, it needs to be an absolute path",
+            merged.working_dir
+        )));
+    }
+    let hostname = if config.hostname.is_empty() { id[..12].to_owned() } else { config.hostname.clone() };
+    let run = RunSettings {
+        args: merged.args(),
+        env: merged.env.clone(),
+        working_dir: merged.working_dir.clone(),
+        user: merged.user.clone(),
+        group_add: host.group_add.clone().unwrap_or_default(),
+        hostname: hostname.clone(),
+        domainname: config.domainname.clone(),
+        tty: config.tty,
+        open_stdin: config.open_stdin,
+        auto_remove: host.auto_remove,
+        restart: RestartPolicy {
+            name: host.restart_policy.name.clone(),
+            maximum_retry_count: u32::try_from(host.restart_policy.maximum_retry_count).unwrap_or(0),
+        },
+        privileged: host.privileged,
+        cap_add: host.cap_add.clone().unwrap_or_default(),
+        cap_drop: host.cap_drop.clone().unwrap_or_default(),
+        no_new_privileges: security_flag(host.security_opt.as_deref(), "no-new-privileges"),
+        seccomp: seccomp_choice(host.security_opt.as_deref()),
+        readonly_rootfs: host.readonly_rootfs,
+        init: host.init.unwrap_or(false),
+        shm_size: u64::try_from(host.shm_size).unwrap_or(0),
+        network_mode: match host.network_mode.as_str() {
+            "" | "default" => "bridge".to_owned(),
+            mode => mode.to_owned(),
+        },
+        dns: host.dns.clone().unwrap_or_default(),
+        dns_search: host.dns_search.clone().unwrap_or_default(),
+        dns_options: host.dns_options.clone().unwrap_or_default(),
+        extra_hosts: host.extra_hosts.clone().unwrap_or_default(),
+        mounts: mounts(request, &image_config)?,
+        resources: resources(&host.resources)?,
+        ulimits: host
+            .resources
+            .ulimits
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|limit| {
+                let value = |number: i64| u64::try_from(number).unwrap_or(u64::MAX);
+                Ulimit {
+                    name: limit.name,
+                    soft: value(limit.soft),
+                    hard: value(limit.hard),
+                }
+            })
+            .collect(),
+        stop_signal: merged.stop_signal.clone(),
+        stop_timeout: config.stop_timeout,
+        labels: merged.labels.clone(),
+    };
+    for limit in &run.ulimits {
+        if super::spec::rlimit_resource(&limit.name).is_none() {
+            return Err(EngineError::InvalidArgument(format!("invalid ulimit type: {}", limit.name)));
+        }
+    }
+    if !matches!(run.restart.name.as_str(), "" | "no" | "always" | "unless-stopped" | "on-failure") {
+        return Err(EngineError::InvalidArgument(format!("invalid restart policy '{}'", run.restart.name)));
+    }
+
+    // What `inspect` shows: the request as Docker stores it, with the
+    // merged values filled in.
+    let mut stored_config = config.clone();
+    stored_config.hostname = hostname;
+    stored_config.env = Some(merged.env);
+    stored_config.cmd = Some(merged.cmd).filter(|cmd| !cmd.is_empty());
+    stored_config.entrypoint = Some(merged.entrypoint).filter(|entrypoint| !entrypoint.is_empty());
+    stored_config.working_dir = merged.working_dir;
+    stored_config.user = merged.user;
+    stored_config.labels = Some(merged.labels);
+    let mut stored_host = host.clone();
+    if stored_host.network_mode.is_empty() {
+        stored_host.network_mode = "bridge".to_owned();
+    }
+
+    let config_json = serde_json::to_value(&stored_config).map_err(|error| EngineError::Start(error.to_string()))?;
+    let host_config_json = serde_json::to_value(&stored_host).map_err(|error| EngineError::Start(error.to_string()))?;
+    let created = now();
+    let mut name = request.name.clone().map(|name| name.trim_start_matches('/').to_owned());
+    for attempt in 0..10 {
+        let chosen = name.clone().unwrap_or_else(|| generate_name(attempt));
+        let record = ContainerRecord {
+            id: id.clone(),
+            name: chosen.clone(),
+            image_id: image.id.to_string(),
+            image_name: config.image.clone(),
+            created: created.clone(),
+            run: run.clone(),
+            config: config_json.clone(),
+            host_config: host_config_json.clone(),
+        };
+        let row = ContainerRow {
+            id: id.clone(),
+            name: chosen.clone(),
+            image_id: image.id.to_string(),
+            created: created.clone(),
+            record: serde_json::to_string(&record).map_err(|error| EngineError::Start(error.to_string()))?,
+            state: serde_json::to_string(&ContainerState::default()).map_err(|error| EngineError::Start(error.to_string()))?,
+        };
+        match engine.store_mut().insert_container(&row) {
+            Ok(()) => {
+                let config = engine.config();
+                let paths = ContainerPaths::new(&config.root, &config.run_root, &id);
+                std::fs::create_dir_all(&paths.directory)
+                    .map_err(|error| EngineError::Start(format!("failed to create {:?}: {error}", paths.directory)))?;
+                create_volumes(engine, &record)?;
+                return Ok(id);
+            }
+            Err(ContainerStoreError::NameInUse(taken)) if name.is_some() => {
+                return Err(EngineError::NameInUse { name: taken });
+            }
+            Err(ContainerStoreError::NameInUse(_)) => name = None,
+            Err(ContainerStoreError::Store(error)) => return Err(error.into()),
+        }
+    }
+    Err(EngineError::Start("could not generate a unique container name".to_owned()))
+}
+
+/// `no-new-privileges`, `no-new-privileges:true`, `no-new-privileges=true`.
+fn security_flag(options: Option<&[String]>, flag: &str) -> bool {
+    options.unwrap_or_default().iter().any(|option| {
+        let (key, value) = option.split_once([':', '=']).unwrap_or((option, "true"));
+        key == flag && value != "false"
+    })
+}
+
+fn seccomp_choice(options: Option<&[String]>) -> SeccompChoice {
+    for option in options.unwrap_or_default() {
+        if let Some((key, value)) = option.split_once(['=', ':']) {
+            if key == "seccomp" {
+                return match value {
+                    "unconfined" => SeccompChoice::Unconfined,
+                    "builtin" | "" => SeccompChoice::Default,
+                    json => SeccompChoice::Custom(json.to_owned()),
+                };
+            }
+        }
+    }
+    SeccompChoice::Default
+}
+
+fn resources(requested: &berth_types::container::Resources) -> Result<Resources, EngineError> {
+    let positive = |value: i64| u64::try_from(value).ok().filter(|value| *value > 0);
+    let mut resources = Resources {
+        memory: positive(requested.memory).map(Limit::Value),
+        memory_reservation: positive(requested.memory_reservation).map(Limit::Value),
+        cpu_shares: positive(requested.cpu_shares),
+        cpu_period: positive(requested.cpu_period),
+        cpu_quota: positive(requested.cpu_quota).map(Limit::Value),
+        cpuset_cpus: Some(requested.cpuset_cpus.clone()).filter(|cpus| !cpus.is_empty()),
+        cpuset_mems: Some(requested.cpuset_mems.clone()).filter(|mems| !mems.is_empty()),
+        pids_limit: requested.pids_limit.map(Limit::from_docker_pids),
+        blkio_weight: Some(requested.blkio_weight).filter(|weight| *weight > 0),
+        ..Resources::default()
+    };
+    resources.memory_swap = Limit::from_docker_swap(requested.memory_swap);
+    if let (Some(Limit::Value(memory)), None) = (resources.memory, resources.memory_swap) {
+        // Docker's default: as much swap as memory (memory+swap = 2x).
+        resources.memory_swap = Some(Limit::Value(memory.saturating_mul(2)));
+    }
+    if let (Some(Limit::Value(memory)), Some(Limit::Value(swap))) = (resources.memory, resources.memory_swap) {
+        if swap < memory {
+            return Err(EngineError::InvalidArgument(
+                "Minimum memoryswap limit should be larger than memory limit, see usage".to_owned(),
+            ));
+        }
+    }
+    if let Some(Limit::Value(memory)) = resources.memory {
+        if memory < 6 * 1024 * 1024 {
+            return Err(EngineError::InvalidArgument("Minimum memory limit allowed is 6MB".to_owned()));
+        }
+    }
+    if let Ok(nano) = u64::try_from(requested.nano_cpus) {
+        if nano > 0 {
+            if requested.cpu_quota > 0 || requested.cpu_period > 0 {
+                return Err(EngineError::InvalidArgument(
+                    "Conflicting options: Nano CPUs and CPU Period/Quota cannot both be set".to_owned(),
+                ));
+            }
+            let available = std::thread::available_parallelism().map_or(1, |count| count.get()) as u64;
+            if nano > available * 1_000_000_000 {
+                return Err(EngineError::InvalidArgument(format!(
+                    "Range of CPUs is from 0.01 to {available}.00, as there are only {available} CPUs available"
+                )));
+            }
+            resources.set_nano_cpus(nano);
+        }
+    }
+    Ok(resources)
+}
+
+/// Binds, `--mount`, `--tmpfs` and the image's (anonymous) volumes.
+fn mounts(request: &CreateRequest, image: &berth_types::image::ImageConfig) -> Result<Vec<MountRequest>, EngineError> {
+    let host = &request.host_config;
+    let mut mounts: Vec<MountRequest> = Vec::new();
+    for bind in host.binds.clone().unwrap_or_default() {
+        let parts: Vec<&str> = bind.split(':').collect();
+        let (source, destination, options) = match parts.as_slice() {
+            [source, destination] => (*source, *destination, ""),
+            [source, destination, options] => (*source, *destination, *options),
+            _ => return Err(EngineError::InvalidArgument(format!("invalid volume specification: '{bind}'"))),
+        };
+        let readonly = options.split(',').any(|option| option == "ro");
+        let source = if source.starts_with('/') {
+            MountSource::Bind {
+                host_path: source.to_owned(),
+                recursive: true,
+            }
+        } else {
+            MountSource::Volume { name: source.to_owned() }
+        };
+        mounts.push(MountRequest {
+            source,
+            destination: destination.to_owned(),
+            readonly,
+        });
+    }
+    for mount in host.mounts.clone().unwrap_or_default() {
+        let source = match mount.r#type.as_str() {
+            "bind" => MountSource::Bind {
+                host_path: mount.source.clone(),
+                recursive: !mount.bind_options.as_ref().is_some_and(|options| options.non_recursive),
+            },
+            "volume" => MountSource::Volume {
+                name: if mount.source.is_empty() { new_id() } else { mount.source.clone() },
+            },
+            "tmpfs" => MountSource::Tmpfs {
+                size: mount
+                    .tmpfs_options
+                    .as_ref()
+                    .and_then(|options| u64::try_from(options.size_bytes).ok())
+                    .filter(|size| *size > 0),
+                mode: mount.tmpfs_options.as_ref().map(|options| options.mode).filter(|mode| *mode != 0),
+            },
+            other => return Err(EngineError::InvalidArgument(format!("mount type {other:?} is not supported"))),
+        };
+        if let MountSource::Bind { host_path, .. } = &source {
+            if std::fs::metadata(host_path).is_err() {
+                return Err(EngineError::InvalidArgument(format!(
+                    "invalid mount config for type \"bind\": bind source path does not exist: {host_path}"
+                )));
+            }
+        }
+        mounts.push(MountRequest {
+            source,
+            destination: mount.target.clone(),
+            readonly: mount.read_only,
+        });
+    }
+    for (destination, options) in &host.tmpfs {
+        let mut size = None;
+        let mut mode = None;
+        let mut readonly = false;
+        for option in options.split(',').filter(|option| !option.is_empty()) {
+            match option.split_once('=') {
+                Some(("size", value)) => size = Some(parse_tmpfs_size(value)?),
+                Some(("mode", value)) => {
+                    mode = Some(u32::from_str_radix(value, 8).map_err(|_| EngineError::InvalidArgument(format!("invalid tmpfs mode {value:?}")))?)
+                }
+                None if option == "ro" => readonly = true,
+                _ => {}
+            }
+        }
+        mounts.push(MountRequest {
+            source: MountSource::Tmpfs { size, mode },
+            destination: destination.clone(),
+            readonly,
+        });
+    }
+    let image_volumes: BTreeMap<String, serde_json::Value> = image
+        .config
+        .as_ref()
+        .and_then(|config| config.volumes.clone())
+        .unwrap_or_default();
+    let anonymous = request.config.volumes.clone().unwrap_or_default();
+    for destination in image_volumes.keys().cloned().chain(anonymous.keys().cloned()) {
+        if mounts.iter().any(|mount| mount.destination == destination) {
+            continue;
+        }
+        mounts.push(MountRequest {
+            source: MountSource::Volume { name: new_id() },
+            destination,
+            readonly: false,
+        });
+    }
+    for mount in &mounts {
+        if !mount.destination.starts_with('/') {
+            return Err(EngineError::InvalidArgument(format!(
+                "invalid mount config: mount path must be absolute: {}",
+                mount.destination
+            )));
+        }
+    }
+    Ok(mounts)
+}
+
+fn parse_tmpfs_size(value: &str) -> Result<u64, EngineError> {
+    let (number, multiplier) = match value.to_ascii_lowercase().chars().last() {
+        Some('k') => (&value[..value.len() - 1], 1024),
+        Some('m') => (&value[..value.len() - 1], 1024 * 1024),
+        Some('g') => (&value[..value.len() - 1], 1024 * 1024 * 1024),
+        _ => (value, 1),
+    };
+    number
+        .parse::<u64>()
+        .map(|number| number * multiplier)
+        .map_err(|_| EngineError::InvalidArgument(format!("invalid tmpfs size {value:?}")))
+}
+
+/// Named and anonymous volumes get their directory now; their content is
+/// copied from the image at the first start (when the root is mounted).
+fn create_volumes(engine: &Engine, record: &ContainerRecord) -> Result<(), EngineError> {
+    for mount in &record.run.mounts {
+        if let MountSource::Volume { name } = &mount.source {
+            crate::volumes::ensure_volume(engine, name)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,163 @@
+//! Volumes (local driver): `volume create/ls/inspect/rm/prune`, and the
+//! directories containers mount.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use berth_store::VolumeRow;
+use serde_json::{json, Value};
+
+use crate::{Engine, EngineError};
+
+pub fn volume_data(root: &Path, name: &str) -> PathBuf {
+    root.join("volumes").join(name).join("_data")
+}
+
+/// Docker's volume name rule.
+fn validate_name(name: &str) -> Result<(), EngineError> {
+    let mut characters = name.chars();
+    let valid = characters.next().is_some_and(|first| first.is_ascii_alphanumeric())
+        && name.len() >= 2
+        && characters.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if valid {
+        Ok(())
+    } else {
+        Err(EngineError::InvalidArgument(format!(
+            "create {name}: \"{name}\" includes invalid characters for a local volume name, only \"[a-zA-Z0-9][a-zA-Z0-9_.-]\" are allowed. If you intended to pass a host directory, use absolute path"
+        )))
+    }
+}
+
+/// Creates the volume (row and directory) if missing; anonymous volumes
+/// are named by a 64-hex id.
+pub fn ensure_volume(engine: &Engine, name: &str) -> Result<VolumeRow, EngineError> {
+    create_volume(engine, name, &BTreeMap::new(), berth_types::digest::is_sha256_hex(name))
+}
+
+pub fn create_volume(engine: &Engine, name: &str, labels: &BTreeMap<String, String>, anonymous: bool) -> Result<VolumeRow, EngineError> {
+    validate_name(name)?;
+    let data = volume_data(engine.root(), name);
+    std::fs::create_dir_all(&data).map_err(|error| EngineError::Start(format!("failed to create {data:?}: {error}")))?;
+    let row = engine.store().ensure_volume(&VolumeRow {
+        name: name.to_owned(),
+        driver: "local".to_owned(),
+        created: crate::containers::state::now(),
+        labels: serde_json::to_string(labels).unwrap_or_else(|_| "{}".to_owned()),
+        options: "{}".to_owned(),
+        anonymous,
+    })?;
+    Ok(row)
+}
+
+/// Docker's `Volume` JSON.
+pub fn volume_json(engine: &Engine, row: &VolumeRow) -> Value {
+    let labels: Value = serde_json::from_str(&row.labels).unwrap_or(Value::Null);
+    let labels = if labels.as_object().is_some_and(|map| map.is_empty()) { Value::Null } else { labels };
+    json!({
+        "CreatedAt": row.created,
+        "Driver": row.driver,
+        "Labels": labels,
+        "Mountpoint": volume_data(engine.root(), &row.name),
+        "Name": row.name,
+        "Options": Value::Null,
+        "Scope": "local",
+    })
+}
+
+pub fn find_volume(engine: &Engine, name: &str) -> Result<VolumeRow, EngineError> {
+    engine
+        .store()
+        .volume(name)?
+        .ok_or_else(|| EngineError::NoSuchVolume(name.to_owned()))
+}
+
+/// Ids of containers whose mounts use the volume.
+pub fn volume_users(engine: &Engine, name: &str) -> Result<Vec<String>, EngineError> {
+    let mut users = Vec::new();
+    for row in engine.store().containers()? {
+        let Ok(record) = serde_json::from_str::<crate::containers::record::ContainerRecord>(&row.record) else {
+            continue;
+        };
+        let uses = record
+            .run
+            .mounts
+            .iter()
+            .any(|mount| matches!(&mount.source, crate::containers::record::MountSource::Volume { name: used } if used == name));
+        if uses {
+            users.push(row.id);
+        }
+    }
+    Ok(users)
+}
+
+pub fn remove_volume(engine: &Engine, name: &str, force: bool) -> Result<(), EngineError> {
+    let row = match engine.store().volume(name)? {
+        Some(row) => row,
+        None if force => return Ok(()),
+        None => return Err(EngineError::NoSuchVolume(name.to_owned())),
+    };
+    let users = volume_users(engine, &row.name)?;
+    if !users.is_empty() {
+        return Err(EngineError::VolumeInUse {
+            name: row.name,
+            containers: users,
+        });
+    }
+    let directory = engine.root().join("volumes").join(&row.name);
+    if let Err(error) = std::fs::remove_dir_all(&directory) {
+        if error.kind() != std::io::ErrorKind::NotFound {
+            return Err(EngineError::Start(format!("failed to remove {directory:?}: {error}")));
+        }
+    }
+    engine.store().delete_volume(&row.name)?;
+    Ok(())
+}
+
+/// `volume prune`: unused anonymous volumes (with `all`, named ones too),
+/// as Docker 23+. Returns the names and bytes freed.
+pub fn prune_volumes(engine: &Engine, all: bool) -> Result<(Vec<String>, u64), EngineError> {
+    let mut removed = Vec::new();
+    let mut reclaimed = 0;
+    for row in engine.store().volumes()? {
+        if (!row.anonymous && !all) || !volume_users(engine, &row.name)?.is_empty() {
+            continue;
+        }
+        reclaimed += directory_size(&volume_data(engine.root(), &row.name));
+        remove_volume(engine, &row.name, false)?;
+        removed.push(row.name);
+    }
+    Ok((removed, reclaimed))
+}
+
+fn directory_size(path: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(kind) if kind.is_dir() => directory_size(&entry.path()),
+            Ok(_) => entry.metadata().map_or(0, |metadata| metadata.len()),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Docker copies the image's content at the mount point into a volume the
+/// first time an empty volume is mounted there.
+pub fn populate_from_image(data: &Path, image_path: &Path) -> Result<(), EngineError> {
+    let empty = std::fs::read_dir(data).map(|mut entries| entries.next().is_none()).unwrap_or(false);
+    if !empty || !image_path.is_dir() {
+        return Ok(());
+    }
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", image_path.display()))
+        .arg(data)
+        .status()
+        .map_err(|error| EngineError::Start(format!("failed to run cp: {error}")))?;
+    if !status.success() {
+        return Err(EngineError::Start(format!("failed to copy {image_path:?} into the volume")));
+    }
+    Ok(())
+}

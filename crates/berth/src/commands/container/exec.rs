@@ -1,0 +1,130 @@
+//! `exec`.
+
+use std::os::fd::{AsFd, OwnedFd};
+
+use anyhow::Context;
+use berth_engine::containers::{exec_in_container, ExecRequest};
+use berth_engine::Engine;
+use berth_runtime::Stdio;
+use clap::Args;
+
+use crate::exit::StatusError;
+
+#[derive(Debug, Args)]
+#[command(trailing_var_arg = true)]
+pub struct ExecArgs {
+    /// Detached mode: run command in the background
+    #[arg(short, long)]
+    pub detach: bool,
+    /// Set environment variables
+    #[arg(short, long = "env", value_name = "list")]
+    pub env: Vec<String>,
+    /// Read in a file of environment variables
+    #[arg(long = "env-file", value_name = "list")]
+    pub env_file: Vec<std::path::PathBuf>,
+    /// Keep STDIN open even if not attached
+    #[arg(short, long)]
+    pub interactive: bool,
+    /// Give extended privileges to the command
+    #[arg(long)]
+    pub privileged: bool,
+    /// Allocate a pseudo-TTY
+    #[arg(short, long)]
+    pub tty: bool,
+    /// Username or UID (format: "<name|uid>[:<group|gid>]")
+    #[arg(short, long)]
+    pub user: Option<String>,
+    /// Working directory inside the container
+    #[arg(short, long)]
+    pub workdir: Option<String>,
+    /// CONTAINER
+    pub container: String,
+    /// COMMAND [ARG...]
+    #[arg(required = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+pub fn run(engine: &Engine, args: &ExecArgs) -> anyhow::Result<i32> {
+    let mut env = Vec::new();
+    for file in &args.env_file {
+        let text = fs_err::read_to_string(file)?;
+        env.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty() && !line.starts_with('#'))
+                .map(|line| expand_env(line)),
+        );
+    }
+    env.extend(args.env.iter().map(|entry| expand_env(entry)));
+    let request = ExecRequest {
+        command: args.command.clone(),
+        env,
+        working_dir: args.workdir.clone(),
+        user: args.user.clone(),
+        tty: args.tty,
+        privileged: args.privileged,
+    };
+    let null = || -> anyhow::Result<OwnedFd> {
+        Ok(std::fs::File::open("/dev/null")
+            .context("failed to open /dev/null")?
+            .into())
+    };
+    let dup = |fd: std::os::fd::BorrowedFd<'_>| -> anyhow::Result<OwnedFd> {
+        fd.try_clone_to_owned()
+            .context("failed to duplicate a standard stream")
+    };
+    if args.tty {
+        return super::pty::exec_with_pty(engine, &args.container, &request, args.interactive);
+    }
+    let stdio = if args.detach {
+        Stdio {
+            stdin: null()?,
+            stdout: null()?,
+            stderr: null()?,
+        }
+    } else {
+        Stdio {
+            stdin: if args.interactive {
+                dup(std::io::stdin().as_fd())?
+            } else {
+                null()?
+            },
+            stdout: dup(std::io::stdout().as_fd())?,
+            stderr: dup(std::io::stderr().as_fd())?,
+        }
+    };
+    let pid = exec_in_container(engine, &args.container, &request, stdio).map_err(|error| {
+        StatusError {
+            status: error.run_status(),
+            message: error.to_string(),
+        }
+    })?;
+    if args.detach {
+        // The process is our child; it is reparented when we exit.
+        return Ok(0);
+    }
+    Ok(wait_status(pid))
+}
+
+/// `-e KEY` takes the value from our environment, as Docker does.
+fn expand_env(entry: &str) -> String {
+    if entry.contains('=') {
+        return entry.to_owned();
+    }
+    match std::env::var(entry) {
+        Ok(value) => format!("{entry}={value}"),
+        Err(_) => entry.to_owned(),
+    }
+}
+
+pub(super) fn wait_status(pid: nix::unistd::Pid) -> i32 {
+    loop {
+        match nix::sys::wait::waitpid(pid, None) {
+            Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => return code,
+            Ok(nix::sys::wait::WaitStatus::Signaled(_, signal, _)) => return 128 + signal as i32,
+            Ok(_) => continue,
+            Err(nix::Error::EINTR) => continue,
+            Err(_) => return 255,
+        }
+    }
+}

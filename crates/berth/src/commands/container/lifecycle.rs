@@ -1,0 +1,205 @@
+//! `start`, `stop`, `restart`, `kill`, `rm`, `wait`, `pause`, `unpause`,
+//! `rename`, `container prune`: each prints what Docker prints and keeps
+//! going over several containers, exiting 1 if any failed.
+
+use berth_engine::containers::{
+    kill_container, pause_container, prune_containers, remove_container, rename_container,
+    stop_container, unpause_container, wait_container,
+};
+use berth_engine::{Engine, EngineError};
+use clap::Args;
+
+use super::attach::{start_attached, AttachStreams};
+
+/// Applies `action` to each name, printing the name on success and the
+/// error otherwise (Docker's behaviour for multi-container verbs).
+fn for_each(
+    names: &[String],
+    mut action: impl FnMut(&str) -> Result<(), EngineError>,
+) -> anyhow::Result<i32> {
+    let mut status = 0;
+    for name in names {
+        match action(name) {
+            Ok(()) => println!("{name}"),
+            Err(error) => {
+                eprintln!("Error: {:#}", anyhow::Error::from(error));
+                status = crate::exit::FAILURE;
+            }
+        }
+    }
+    Ok(status)
+}
+
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    /// Attach STDOUT/STDERR and forward signals
+    #[arg(short, long)]
+    pub attach: bool,
+    /// Attach container's STDIN
+    #[arg(short, long)]
+    pub interactive: bool,
+    /// CONTAINER
+    #[arg(required = true)]
+    pub containers: Vec<String>,
+}
+
+pub fn start(engine: &mut Engine, args: &StartArgs) -> anyhow::Result<i32> {
+    if args.attach || args.interactive {
+        anyhow::ensure!(
+            args.containers.len() == 1,
+            "you cannot start and attach multiple containers at once"
+        );
+        let config = engine.config().clone();
+        let container =
+            berth_engine::containers::find_container(engine.store(), &config, &args.containers[0])?;
+        let streams = AttachStreams {
+            stdin: args.interactive,
+            stdout: true,
+            stderr: true,
+        };
+        return start_attached(
+            engine,
+            &container.record.id,
+            streams,
+            container.record.run.tty,
+            true,
+        );
+    }
+    for_each(&args.containers, |name| {
+        berth_engine::containers::start_container(engine, name, None).map(|_| ())
+    })
+}
+
+#[derive(Debug, Args)]
+pub struct StopArgs {
+    /// Signal to send to the container
+    #[arg(short, long)]
+    pub signal: Option<String>,
+    /// Seconds to wait before killing the container
+    #[arg(short, long)]
+    pub time: Option<i64>,
+    /// CONTAINER
+    #[arg(required = true)]
+    pub containers: Vec<String>,
+}
+
+pub fn stop(engine: &mut Engine, args: &StopArgs) -> anyhow::Result<i32> {
+    for_each(&args.containers, |name| {
+        if let Some(signal) = &args.signal {
+            berth_engine::containers::parse_signal(signal)?;
+        }
+        stop_container(engine, name, args.time)
+    })
+}
+
+pub fn restart(engine: &mut Engine, args: &StopArgs) -> anyhow::Result<i32> {
+    for_each(&args.containers, |name| {
+        stop_container(engine, name, args.time)?;
+        berth_engine::containers::start_container(engine, name, None).map(|_| ())
+    })
+}
+
+#[derive(Debug, Args)]
+pub struct KillArgs {
+    /// Signal to send to the container
+    #[arg(short, long, default_value = "KILL")]
+    pub signal: String,
+    /// CONTAINER
+    #[arg(required = true)]
+    pub containers: Vec<String>,
+}
+
+pub fn kill(engine: &mut Engine, args: &KillArgs) -> anyhow::Result<i32> {
+    for_each(&args.containers, |name| {
+        kill_container(engine, name, &args.signal)
+    })
+}
+
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    /// Force the removal of a running container (uses SIGKILL)
+    #[arg(short, long)]
+    pub force: bool,
+    /// Remove anonymous volumes associated with the container
+    #[arg(short, long)]
+    pub volumes: bool,
+    /// Remove the specified link
+    #[arg(short, long)]
+    pub link: bool,
+    /// CONTAINER
+    #[arg(required = true)]
+    pub containers: Vec<String>,
+}
+
+pub fn remove(engine: &mut Engine, args: &RmArgs) -> anyhow::Result<i32> {
+    for_each(&args.containers, |name| {
+        remove_container(engine, name, args.force)
+    })
+}
+
+#[derive(Debug, Args)]
+pub struct ContainersArgs {
+    /// CONTAINER
+    #[arg(required = true)]
+    pub containers: Vec<String>,
+}
+
+pub fn wait(engine: &mut Engine, args: &ContainersArgs) -> anyhow::Result<i32> {
+    let mut status = 0;
+    for name in &args.containers {
+        match wait_container(engine, name) {
+            Ok(code) => println!("{code}"),
+            Err(error) => {
+                eprintln!("Error: {:#}", anyhow::Error::from(error));
+                status = crate::exit::FAILURE;
+            }
+        }
+    }
+    Ok(status)
+}
+
+pub fn pause(engine: &mut Engine, args: &ContainersArgs) -> anyhow::Result<i32> {
+    for_each(&args.containers, |name| pause_container(engine, name))
+}
+
+pub fn unpause(engine: &mut Engine, args: &ContainersArgs) -> anyhow::Result<i32> {
+    for_each(&args.containers, |name| unpause_container(engine, name))
+}
+
+#[derive(Debug, Args)]
+pub struct RenameArgs {
+    /// CONTAINER
+    pub container: String,
+    /// NEW_NAME
+    pub new_name: String,
+}
+
+pub fn rename(engine: &mut Engine, args: &RenameArgs) -> anyhow::Result<i32> {
+    rename_container(engine, &args.container, &args.new_name)?;
+    Ok(0)
+}
+
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Do not prompt for confirmation
+    #[arg(short, long)]
+    pub force: bool,
+}
+
+pub fn prune(engine: &mut Engine, args: &PruneArgs) -> anyhow::Result<i32> {
+    if !args.force
+        && !crate::commands::confirm("WARNING! This will remove all stopped containers.")?
+    {
+        return Ok(0);
+    }
+    let removed = prune_containers(engine)?;
+    if !removed.is_empty() {
+        println!("Deleted Containers:");
+        for id in &removed {
+            println!("{id}");
+        }
+        println!();
+    }
+    println!("Total reclaimed space: 0B");
+    Ok(0)
+}

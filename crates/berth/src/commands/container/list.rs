@@ -1,0 +1,211 @@
+//! `ps` / `container ls`.
+
+use berth_engine::containers::{list_containers, status_text, Container};
+use berth_engine::Engine;
+use clap::Args;
+use serde_json::json;
+
+use crate::commands::output;
+use crate::format::units::human_duration;
+
+#[derive(Debug, Args)]
+pub struct PsArgs {
+    /// Show all containers (default shows just running)
+    #[arg(short, long)]
+    pub all: bool,
+    /// Filter output based on conditions provided (status=, name=, label=, ancestor=, id=, exited=)
+    #[arg(short, long = "filter", value_name = "filter")]
+    pub filters: Vec<String>,
+    /// Format output using a custom template
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Show n last created containers (includes all states)
+    #[arg(short = 'n', long, default_value_t = -1)]
+    pub last: i64,
+    /// Show the latest created container (includes all states)
+    #[arg(short, long)]
+    pub latest: bool,
+    /// Don't truncate output
+    #[arg(long)]
+    pub no_trunc: bool,
+    /// Only display container IDs
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Display total file sizes
+    #[arg(short, long)]
+    pub size: bool,
+}
+
+const DEFAULT_TABLE: &str =
+    "table {{.ID}}\t{{.Image}}\t{{.Command}}\t{{.RunningFor}}\t{{.Status}}\t{{.Ports}}\t{{.Names}}";
+
+const HEADERS: &[(&str, &str)] = &[
+    ("ID", "CONTAINER ID"),
+    ("Image", "IMAGE"),
+    ("Command", "COMMAND"),
+    ("RunningFor", "CREATED"),
+    ("Status", "STATUS"),
+    ("Ports", "PORTS"),
+    ("Names", "NAMES"),
+    ("State", "STATE"),
+    ("Labels", "LABELS"),
+    ("Mounts", "MOUNTS"),
+    ("Networks", "NETWORKS"),
+];
+
+pub fn run(engine: &Engine, args: &PsArgs) -> anyhow::Result<i32> {
+    let config = engine.config().clone();
+    let mut containers = list_containers(engine.store(), &config)?;
+    let take_last = if args.latest { 1 } else { args.last };
+    let show_all = args.all || take_last >= 0;
+    let filters = args
+        .filters
+        .iter()
+        .map(|filter| {
+            filter
+                .split_once('=')
+                .map(|(key, value)| (key.to_owned(), value.to_owned()))
+                .ok_or_else(|| anyhow::anyhow!("bad format of filter (expected name=value)"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    for (key, _) in &filters {
+        anyhow::ensure!(
+            matches!(
+                key.as_str(),
+                "status" | "name" | "label" | "ancestor" | "id" | "exited"
+            ),
+            "invalid filter '{key}'"
+        );
+    }
+    let has_status_filter = filters
+        .iter()
+        .any(|(key, _)| key == "status" || key == "exited");
+    containers.retain(|container| {
+        (show_all || has_status_filter || container.state.is_running())
+            && matches(container, &filters)
+    });
+    if take_last >= 0 {
+        containers.truncate(take_last as usize);
+    }
+    if args.quiet {
+        for container in &containers {
+            println!("{}", id(container, args.no_trunc));
+        }
+        return Ok(0);
+    }
+    let now = chrono::Utc::now();
+    let rows: Vec<_> = containers
+        .iter()
+        .map(|container| {
+            let record = &container.record;
+            let command = record.run.args.join(" ");
+            let command = if args.no_trunc {
+                format!("\"{command}\"")
+            } else {
+                format!("\"{}\"", ellipsis(&command, 20))
+            };
+            let (created_at, running_for) =
+                crate::commands::image::created_at(Some(&record.created));
+            let labels: Vec<String> = record
+                .run
+                .labels
+                .iter()
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect();
+            json!({
+                "Command": command,
+                "CreatedAt": created_at,
+                "ID": id(container, args.no_trunc),
+                "Image": record.image_name,
+                "Labels": labels.join(","),
+                "LocalVolumes": "0",
+                "Mounts": "",
+                "Names": record.name,
+                "Networks": record.run.network_mode,
+                "Ports": "",
+                "RunningFor": running_for,
+                "Size": "0B",
+                "State": container.state.status.as_str(),
+                "Status": status_text(container, now, human_duration),
+            })
+        })
+        .collect();
+    print!(
+        "{}",
+        output::render_rows(args.format.as_deref(), DEFAULT_TABLE, &rows, HEADERS)?
+    );
+    Ok(0)
+}
+
+fn id(container: &Container, no_trunc: bool) -> String {
+    let id = &container.record.id;
+    if no_trunc {
+        id.clone()
+    } else {
+        id[..12].to_owned()
+    }
+}
+
+fn ellipsis(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(width - 1).collect();
+    cut.push('…');
+    cut
+}
+
+fn matches(container: &Container, filters: &[(String, String)]) -> bool {
+    // Docker: values of one key are ORed, different keys ANDed.
+    let mut keys: Vec<&str> = filters.iter().map(|(key, _)| key.as_str()).collect();
+    keys.dedup();
+    keys.iter().all(|key| {
+        filters
+            .iter()
+            .filter(|(k, _)| k == key)
+            .any(|(_, value)| match *key {
+                "status" => container.state.status.as_str() == value,
+                "name" => container
+                    .record
+                    .name
+                    .contains(value.trim_start_matches('/')),
+                "id" => container.record.id.starts_with(value.as_str()),
+                "exited" => {
+                    container.state.status == berth_engine::containers::state::Status::Exited
+                        && value
+                            .parse::<i32>()
+                            .is_ok_and(|code| code == container.state.exit_code)
+                }
+                "label" => match value.split_once('=') {
+                    Some((label, wanted)) => container
+                        .record
+                        .run
+                        .labels
+                        .get(label)
+                        .is_some_and(|actual| actual == wanted),
+                    None => container.record.run.labels.contains_key(value.as_str()),
+                },
+                "ancestor" => {
+                    container.record.image_name == *value
+                        || container.record.image_id == *value
+                        || container
+                            .record
+                            .image_id
+                            .trim_start_matches("sha256:")
+                            .starts_with(value.as_str())
+                        || berth_types::Reference::parse_normalized(value)
+                            .map(|reference| reference.with_default_tag().familiar_string())
+                            .ok()
+                            .zip(
+                                berth_types::Reference::parse_normalized(
+                                    &container.record.image_name,
+                                )
+                                .ok()
+                                .map(|reference| reference.with_default_tag().familiar_string()),
+                            )
+                            .is_some_and(|(wanted, actual)| wanted == actual)
+                }
+                _ => false,
+            })
+    })
+}

@@ -1,0 +1,13 @@
+//! `berth container …` and the top-level `run`/`create`/`ps`/….
+
+pub mod attach;
+pub mod changes;
+pub mod exec;
+pub mod inspect;
+pub mod lifecycle;
+pub mod list;
+pub mod logs;
+pub mod options;
+mod pty;
+pub mod run;
+pub mod top;

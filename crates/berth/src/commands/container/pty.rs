@@ -1,0 +1,94 @@
+//! `exec -t`: a pseudo-terminal between the user's terminal and the
+//! process, in raw mode, with the window size copied over.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
+use berth_engine::containers::{exec_in_container, ExecRequest};
+use berth_engine::Engine;
+use berth_runtime::Stdio;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::termios::{self, SetArg};
+
+use crate::exit::StatusError;
+
+fn window_size(fd: i32) -> Option<nix::pty::Winsize> {
+    let mut size = std::mem::MaybeUninit::<nix::pty::Winsize>::uninit();
+    // SAFETY: TIOCGWINSZ fills one winsize struct.
+    let result = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, size.as_mut_ptr()) };
+    // SAFETY: on success the kernel initialised the struct.
+    (result == 0).then(|| unsafe { size.assume_init() })
+}
+
+pub fn exec_with_pty(
+    engine: &Engine,
+    container: &str,
+    request: &ExecRequest,
+    interactive: bool,
+) -> anyhow::Result<i32> {
+    let size = window_size(std::io::stdout().as_raw_fd());
+    let pty = nix::pty::openpty(size.as_ref(), None)?;
+    let stdio = Stdio {
+        stdin: pty.slave.try_clone()?,
+        stdout: pty.slave.try_clone()?,
+        stderr: pty.slave,
+    };
+    let pid =
+        exec_in_container(engine, container, request, stdio).map_err(|error| StatusError {
+            status: error.run_status(),
+            message: error.to_string(),
+        })?;
+    let stdin = std::io::stdin();
+    let raw = if interactive && nix::unistd::isatty(stdin.as_raw_fd()).unwrap_or(false) {
+        let saved = termios::tcgetattr(stdin.as_fd())?;
+        let mut mode = saved.clone();
+        termios::cfmakeraw(&mut mode);
+        termios::tcsetattr(stdin.as_fd(), SetArg::TCSANOW, &mode)?;
+        Some(saved)
+    } else {
+        None
+    };
+    copy(&pty.master, interactive);
+    if let Some(saved) = raw {
+        let _ = termios::tcsetattr(std::io::stdin().as_fd(), SetArg::TCSANOW, &saved);
+    }
+    Ok(super::exec::wait_status(pid))
+}
+
+fn copy(master: &OwnedFd, interactive: bool) {
+    let mut buffer = vec![0u8; 32 * 1024];
+    let stdin = std::io::stdin();
+    let mut stdin_open = interactive;
+    loop {
+        let mut fds = vec![PollFd::new(master.as_fd(), PollFlags::POLLIN)];
+        if stdin_open {
+            fds.push(PollFd::new(stdin.as_fd(), PollFlags::POLLIN));
+        }
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) => {}
+            Err(nix::Error::EINTR) => continue,
+            Err(_) => return,
+        }
+        let master_ready = fds[0].revents().is_some_and(|events| !events.is_empty());
+        let stdin_ready = fds
+            .get(1)
+            .and_then(|fd| fd.revents())
+            .is_some_and(|events| !events.is_empty());
+        drop(fds);
+        if master_ready {
+            match nix::unistd::read(master.as_raw_fd(), &mut buffer) {
+                Ok(0) | Err(_) => return,
+                Ok(read) => {
+                    let _ = nix::unistd::write(std::io::stdout(), &buffer[..read]);
+                }
+            }
+        }
+        if stdin_ready {
+            match nix::unistd::read(stdin.as_raw_fd(), &mut buffer) {
+                Ok(0) | Err(_) => stdin_open = false,
+                Ok(read) => {
+                    let _ = nix::unistd::write(master, &buffer[..read]);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! `run` and `create`.
+
+use berth_engine::containers::create_container;
+use berth_engine::images::resolve_image;
+use berth_engine::{Engine, EngineError};
+
+use super::attach::{start_attached, AttachStreams};
+use super::options::{CreateOptions, RunOptions, Stream};
+use crate::exit::StatusError;
+
+/// `run`/`create` fail with 125 when berth itself fails (Docker's rule).
+fn engine_failure(error: impl std::fmt::Display) -> anyhow::Error {
+    StatusError {
+        status: 125,
+        message: error.to_string(),
+    }
+    .into()
+}
+
+/// The image must be present: pulling arrives with the registry client.
+fn check_image(engine: &Engine, image: &str) -> anyhow::Result<()> {
+    match resolve_image(engine.store(), image) {
+        Ok(_) => Ok(()),
+        Err(error @ EngineError::NoSuchImage(_)) => {
+            let shown = berth_engine::images::parse_reference(image)
+                .map(|reference| reference.familiar_string())
+                .unwrap_or_else(|_| image.to_owned());
+            eprintln!("Unable to find image '{shown}' locally");
+            Err(engine_failure(format!(
+                "{error} (pulling from a registry is not supported yet)"
+            )))
+        }
+        Err(error) => Err(engine_failure(error)),
+    }
+}
+
+fn write_cidfile(path: Option<&std::path::Path>, id: &str) -> anyhow::Result<()> {
+    if let Some(path) = path {
+        fs_err::write(path, id).map_err(engine_failure)?;
+    }
+    Ok(())
+}
+
+fn refuse_existing_cidfile(path: Option<&std::path::Path>) -> anyhow::Result<()> {
+    if let Some(path) = path {
+        if path.exists() {
+            return Err(engine_failure(format!(
+                "Container ID file found, make sure the other container isn't running or delete {}",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub fn create(engine: &mut Engine, options: &CreateOptions) -> anyhow::Result<i32> {
+    let (request, extras) = options.to_create_request().map_err(engine_failure)?;
+    refuse_existing_cidfile(extras.container_id_file.as_deref())?;
+    check_image(engine, &request.config.image)?;
+    let id = create_container(engine, &request).map_err(engine_failure)?;
+    write_cidfile(extras.container_id_file.as_deref(), &id)?;
+    println!("{id}");
+    Ok(0)
+}
+
+pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
+    let (request, extras) = options.to_run_request().map_err(engine_failure)?;
+    refuse_existing_cidfile(extras.create.container_id_file.as_deref())?;
+    check_image(engine, &request.config.image)?;
+    let id = create_container(engine, &request).map_err(engine_failure)?;
+    write_cidfile(extras.create.container_id_file.as_deref(), &id)?;
+    if extras.detach {
+        berth_engine::containers::start_container(engine, &id, None).map_err(|error| {
+            StatusError {
+                status: error.run_status(),
+                message: error.to_string(),
+            }
+        })?;
+        println!("{id}");
+        return Ok(0);
+    }
+    let streams = AttachStreams {
+        stdin: extras.attach.contains(&Stream::Stdin),
+        stdout: extras.attach.contains(&Stream::Stdout),
+        stderr: extras.attach.contains(&Stream::Stderr),
+    };
+    start_attached(engine, &id, streams, request.config.tty, extras.sig_proxy)
+}

@@ -1,0 +1,206 @@
+//! `top`, `stats --no-stream`, `port`.
+
+use berth_engine::containers::{
+    container_processes, container_stats, find_container, list_containers,
+};
+use berth_engine::Engine;
+use clap::Args;
+use serde_json::json;
+
+use crate::commands::output;
+use crate::format::units::{bytes_size, human_size};
+
+#[derive(Debug, Args)]
+#[command(trailing_var_arg = true)]
+pub struct TopArgs {
+    /// CONTAINER
+    pub container: String,
+    /// [ps OPTIONS] (default -ef)
+    #[arg(allow_hyphen_values = true)]
+    pub ps_options: Vec<String>,
+}
+
+/// Docker runs `ps` on the host and keeps the container's rows.
+pub fn top(engine: &Engine, args: &TopArgs) -> anyhow::Result<i32> {
+    let pids = container_processes(engine, &args.container)?;
+    let options = if args.ps_options.is_empty() {
+        vec!["-ef".to_owned()]
+    } else {
+        args.ps_options.clone()
+    };
+    let output = std::process::Command::new("ps")
+        .args(&options)
+        .output()
+        .map_err(|error| anyhow::anyhow!("failed to run ps: {error}"))?;
+    anyhow::ensure!(
+        output.status.success(),
+        "ps failed: {}",
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    let pid_column = header
+        .split_whitespace()
+        .position(|column| column == "PID")
+        .ok_or_else(|| anyhow::anyhow!("Couldn't find PID field in ps output"))?;
+    let mut writer = crate::format::tabwriter::TabWriter::docker();
+    writer.write_str(&format!(
+        "{}\n",
+        header.split_whitespace().collect::<Vec<_>>().join("\t")
+    ));
+    let columns = header.split_whitespace().count();
+    for line in lines {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let Some(pid) = fields
+            .get(pid_column)
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pids.contains(&pid) {
+            // The last column (the command) may contain spaces.
+            let (head, tail) = fields.split_at(columns.saturating_sub(1).min(fields.len()));
+            writer.write_str(&format!("{}\t{}\n", head.join("\t"), tail.join(" ")));
+        }
+    }
+    print!("{}", writer.finish());
+    Ok(0)
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Show all containers (default shows just running)
+    #[arg(short, long)]
+    pub all: bool,
+    /// Disable streaming stats and only pull the first result
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Do not truncate output
+    #[arg(long)]
+    pub no_trunc: bool,
+    /// Format output using a custom template
+    #[arg(long)]
+    pub format: Option<String>,
+    /// CONTAINER
+    pub containers: Vec<String>,
+}
+
+const STATS_TABLE: &str = "table {{.ID}}\t{{.Name}}\t{{.CPUPerc}}\t{{.MemUsage}}\t{{.MemPerc}}\t{{.NetIO}}\t{{.BlockIO}}\t{{.PIDs}}";
+const STATS_HEADERS: &[(&str, &str)] = &[
+    ("ID", "CONTAINER ID"),
+    ("Name", "NAME"),
+    ("CPUPerc", "CPU %"),
+    ("MemUsage", "MEM USAGE / LIMIT"),
+    ("MemPerc", "MEM %"),
+    ("NetIO", "NET I/O"),
+    ("BlockIO", "BLOCK I/O"),
+    ("PIDs", "PIDS"),
+];
+
+/// One sample pair 200 ms apart gives the CPU rate (streaming is not
+/// supported yet: `--no-stream` output either way).
+pub fn stats(engine: &Engine, args: &StatsArgs) -> anyhow::Result<i32> {
+    let config = engine.config().clone();
+    let containers = if args.containers.is_empty() {
+        list_containers(engine.store(), &config)?
+            .into_iter()
+            .filter(|container| args.all || container.state.is_running())
+            .collect()
+    } else {
+        args.containers
+            .iter()
+            .map(|name| find_container(engine.store(), &config, name))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let first: Vec<_> = containers
+        .iter()
+        .map(|container| container_stats(engine, container).ok())
+        .collect();
+    let started = std::time::Instant::now();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let elapsed = started.elapsed().as_nanos() as f64;
+    let memory_total = host_memory();
+    let rows: Vec<_> = containers
+        .iter()
+        .zip(first)
+        .map(|(container, before)| {
+            let after = container_stats(engine, container).ok();
+            let cpu = match (before.as_ref().and_then(|s| s.cpu_usage_ns), after.as_ref().and_then(|s| s.cpu_usage_ns)) {
+                (Some(before), Some(after)) => (after.saturating_sub(before)) as f64 / elapsed * 100.0,
+                _ => 0.0,
+            };
+            let usage = after.as_ref().and_then(|s| s.memory_usage).unwrap_or(0);
+            let usage = usage.saturating_sub(after.as_ref().and_then(|s| s.memory_inactive_file).unwrap_or(0));
+            let limit = match after.as_ref().and_then(|s| s.memory_limit) {
+                Some(berth_runtime::cgroups::Limit::Value(limit)) if limit < memory_total => limit,
+                _ => memory_total,
+            };
+            let id = &container.record.id;
+            json!({
+                "ID": if args.no_trunc { id.clone() } else { id[..12].to_owned() },
+                "Container": id[..12].to_owned(),
+                "Name": container.record.name,
+                "CPUPerc": format!("{cpu:.2}%"),
+                "MemUsage": format!("{} / {}", bytes_size(usage), bytes_size(limit)),
+                "MemPerc": format!("{:.2}%", if limit == 0 { 0.0 } else { usage as f64 / limit as f64 * 100.0 }),
+                "NetIO": format!("{} / {}", human_size(0), human_size(0)),
+                "BlockIO": format!("{} / {}", human_size(0), human_size(0)),
+                "PIDs": after.as_ref().and_then(|s| s.pids_current).unwrap_or(0).to_string(),
+            })
+        })
+        .collect();
+    print!(
+        "{}",
+        output::render_rows(args.format.as_deref(), STATS_TABLE, &rows, STATS_HEADERS)?
+    );
+    Ok(0)
+}
+
+fn host_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("MemTotal:"))
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+#[derive(Debug, Args)]
+pub struct PortArgs {
+    /// CONTAINER
+    pub container: String,
+    /// PRIVATE_PORT[/PROTO]
+    pub port: Option<String>,
+}
+
+/// No port publishing yet (networking lands next): Docker prints nothing for
+/// a container without published ports, and an error for a named port.
+pub fn port(engine: &Engine, args: &PortArgs) -> anyhow::Result<i32> {
+    let config = engine.config().clone();
+    let container = find_container(engine.store(), &config, &args.container)?;
+    if let Some(port) = &args.port {
+        anyhow::bail!(
+            "No public port '{}' published for {}",
+            normalise_port(port),
+            container.record.name
+        );
+    }
+    Ok(0)
+}
+
+fn normalise_port(port: &str) -> String {
+    if port.contains('/') {
+        port.to_owned()
+    } else {
+        format!("{port}/tcp")
+    }
+}
