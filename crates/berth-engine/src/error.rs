@@ -18,6 +18,8 @@ pub enum EngineError {
         container: String,
         id: String,
     },
+    #[error("conflict: unable to delete {id} (must be forced) - image is being used by stopped container {container}")]
+    ImageUsedByContainer { id: String, container: String },
     #[error("failed to load the image archive")]
     Load(#[source] ArchiveError),
     #[error("failed to save the image archive")]
@@ -75,6 +77,7 @@ impl EngineError {
             self,
             Self::ImageReferencedByTags { .. }
                 | Self::ImageInUse { .. }
+                | Self::ImageUsedByContainer { .. }
                 | Self::NameInUse { .. }
                 | Self::ContainerRunning { .. }
         )

@@ -2,6 +2,7 @@
 //! rootfs import. Everything here writes through `berth_store::Store`.
 
 pub mod archive;
+pub mod commit;
 pub mod changes;
 pub mod import;
 mod layer;

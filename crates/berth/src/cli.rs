@@ -15,6 +15,7 @@ use crate::commands::container::logs::LogsArgs;
 use crate::commands::container::options::{CreateOptions, RunOptions};
 use crate::commands::container::top::{PortArgs, StatsArgs, TopArgs};
 use crate::commands::container::changes::{DiffArgs, ExportArgs};
+use crate::commands::container::commit::{CommitArgs, UpdateArgs};
 use crate::commands::image::{
     HistoryArgs, ImagesArgs, ImportArgs, InspectArgs, LoadArgs, PruneArgs, RmiArgs, SaveArgs,
     TagArgs,
@@ -130,6 +131,10 @@ pub enum Command {
     Diff(DiffArgs),
     /// Export a container's filesystem as a tar archive
     Export(ExportArgs),
+    /// Create a new image from a container's changes
+    Commit(CommitArgs),
+    /// Update configuration of one or more containers
+    Update(UpdateArgs),
     /// Manage containers
     #[command(subcommand)]
     Container(ContainerCommand),
@@ -182,6 +187,10 @@ pub enum ContainerCommand {
     Diff(DiffArgs),
     /// Export a container's filesystem as a tar archive
     Export(ExportArgs),
+    /// Create a new image from a container's changes
+    Commit(CommitArgs),
+    /// Update configuration of one or more containers
+    Update(UpdateArgs),
     /// Remove all stopped containers
     Prune(ContainerPruneArgs),
 }

@@ -23,7 +23,8 @@ pub fn container_diff(engine: &Engine, text: &str) -> Result<Vec<Change>, Engine
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
-    let lowers = layer_paths(engine, &container)?;
+    let mut lowers = layer_paths(engine, &container)?;
+    lowers.push(paths.init_layer()?);
     let upper = paths.rootfs().upper;
     if !upper.exists() {
         return Ok(Vec::new());
@@ -40,7 +41,9 @@ pub fn export_container(engine: &Engine, text: &str, out: impl Write) -> Result<
     let rootfs = paths.rootfs();
     let mounted_here = !is_mounted(&rootfs.merged);
     if mounted_here {
-        mount_rootfs(&layer_paths(engine, &container)?, &rootfs).map_err(|error| EngineError::Start(error.to_string()))?;
+        let mut layers = layer_paths(engine, &container)?;
+        layers.push(paths.init_layer()?);
+        mount_rootfs(&layers, &rootfs).map_err(|error| EngineError::Start(error.to_string()))?;
     }
     let result = export_rootfs(&rootfs.merged, out).map_err(|error| EngineError::Start(format!("failed to export: {error}")));
     if mounted_here {

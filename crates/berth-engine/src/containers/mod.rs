@@ -2,6 +2,7 @@
 //! stop, kill, wait, remove, list, inspect — daemonless.
 
 mod changes;
+mod commit;
 mod create;
 mod exec;
 mod inspect;
@@ -20,6 +21,7 @@ pub mod state;
 mod stop;
 
 pub use changes::{container_diff, export_container};
+pub use commit::{commit_container, CommitOptions};
 pub use create::create_container;
 pub use exec::{exec_in_container, ExecRequest};
 pub use inspect::{inspect_container, list_containers, status_text};

@@ -24,6 +24,27 @@ impl ContainerPaths {
         RootfsPaths::under(&self.directory)
     }
 
+    /// Docker's "init layer": the mount points berth itself needs (the /etc
+    /// files, /dev, /proc, /sys), as a read-only layer between the image and
+    /// the container's own changes, so `diff` and `commit` never show them.
+    pub fn init_layer(&self) -> Result<PathBuf, crate::EngineError> {
+        let init = self.directory.join("init");
+        let create = |result: std::io::Result<()>, path: &Path| {
+            result.map_err(|error| crate::EngineError::Start(format!("failed to create {path:?}: {error}")))
+        };
+        for directory in ["etc", "dev", "proc", "sys"] {
+            let path = init.join(directory);
+            create(std::fs::create_dir_all(&path), &path)?;
+        }
+        for file in ["etc/hostname", "etc/hosts", "etc/resolv.conf"] {
+            let path = init.join(file);
+            if !path.exists() {
+                create(std::fs::write(&path, b""), &path)?;
+            }
+        }
+        Ok(init)
+    }
+
     pub fn log(&self, id: &str) -> PathBuf {
         self.directory.join(format!("{id}-json.log"))
     }

@@ -122,7 +122,8 @@ fn prepare(engine: &Engine, container: &Container) -> Result<(), EngineError> {
         .store()
         .image(&image_id)?
         .ok_or_else(|| EngineError::NoSuchImage(container.record.image_name.clone()))?;
-    let layers: Vec<_> = image.layers.iter().map(|chain_id| engine.store().layers().path(chain_id)).collect();
+    let mut layers: Vec<_> = image.layers.iter().map(|chain_id| engine.store().layers().path(chain_id)).collect();
+    layers.push(paths.init_layer()?);
     mount_rootfs(&layers, &paths.rootfs()).map_err(|error| EngineError::Start(format!("{error}: {}", error_source(&error))))?;
     let merged = paths.rootfs().merged;
     for mount in &container.record.run.mounts {

@@ -49,6 +49,8 @@ pub(crate) struct Extractor<'a> {
     no_overwrite_dir_non_dir: bool,
     /// Directories whose times are set at the end: path inside the root, atime, mtime.
     directories: Vec<(Vec<u8>, TimeSpec, TimeSpec)>,
+    /// For copying file data out of a stream.
+    buffer: Vec<u8>,
 }
 
 impl<'a> Extractor<'a> {
@@ -64,6 +66,7 @@ impl<'a> Extractor<'a> {
             owner,
             no_overwrite_dir_non_dir,
             directories: Vec::new(),
+            buffer: Vec::new(),
         }
     }
 
@@ -133,23 +136,26 @@ impl<'a> Extractor<'a> {
             }
         }
 
-        let node = self.create(entry, data, parent, &base, &path, merge, link_target)?;
-        self.apply_metadata(entry, parent, &base, &path, node)
+        let place = Place {
+            parent,
+            base: &base,
+            path: &path,
+        };
+        let node = self.create(entry, data, &place, merge, link_target)?;
+        self.apply_metadata(entry, &place, node)
     }
 
     /// Creates the file system object; returns a descriptor pinned to it, or `None` for
     /// a symlink (which is only ever touched by name, without following it).
-    #[allow(clippy::too_many_arguments)]
     fn create(
-        &self,
+        &mut self,
         entry: &Entry,
         data: Data<'_>,
-        parent: BorrowedFd<'_>,
-        base: &[u8],
-        path: &[u8],
+        place: &Place<'_, '_>,
         merge: bool,
         link_target: Option<Vec<u8>>,
     ) -> Result<Option<OwnedFd>, CopyError> {
+        let Place { parent, base, path } = *place;
         let creation = |operation| extract_error(operation, path);
         let parent_raw = Some(parent.as_raw_fd());
         match &entry.kind {
@@ -175,7 +181,9 @@ impl<'a> Extractor<'a> {
                 );
                 let written = match data {
                     Data::File(source) => sys::copy_file_data(source, &file, *size),
-                    Data::Stream(reader) => sys::copy_stream(&mut reader.take(*size), &mut &file),
+                    Data::Stream(reader) => {
+                        sys::copy_stream(&mut reader.take(*size), &mut &file, &mut self.buffer)
+                    }
                     Data::None => Ok(0),
                 }
                 .map_err(creation("write"))?;
@@ -241,11 +249,10 @@ impl<'a> Extractor<'a> {
     fn apply_metadata(
         &mut self,
         entry: &Entry,
-        parent: BorrowedFd<'_>,
-        base: &[u8],
-        path: &[u8],
+        place: &Place<'_, '_>,
         node: Option<OwnedFd>,
     ) -> Result<(), CopyError> {
+        let Place { parent, base, path } = *place;
         let ids = match self.owner {
             Owner::FromEntries => Some((entry.uid, entry.gid)),
             Owner::Fixed { uid, gid } => Some((uid, gid)),
@@ -373,6 +380,14 @@ impl<'a> Extractor<'a> {
         }
         Ok(directory)
     }
+}
+
+/// Where an entry goes: its parent directory, its name there, its path in the root.
+#[derive(Clone, Copy)]
+struct Place<'fd, 'name> {
+    parent: BorrowedFd<'fd>,
+    base: &'name [u8],
+    path: &'name [u8],
 }
 
 impl Sink for Extractor<'_> {

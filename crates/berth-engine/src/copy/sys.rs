@@ -184,7 +184,7 @@ pub(crate) fn copy_file_data(source: &File, target: &File, len: u64) -> io::Resu
             {
                 let mut reader = source.take(len);
                 let mut writer = target;
-                return copy_stream(&mut reader, &mut writer);
+                return copy_stream(&mut reader, &mut writer, &mut Vec::new());
             }
             Err(error) => return Err(error),
         }
@@ -230,12 +230,19 @@ fn send_file(source: &File, target: &File, len: usize) -> io::Result<usize> {
     Ok(usize::try_from(written).unwrap_or(0))
 }
 
-/// `io::copy` with a buffer large enough for streams of big files.
-pub(crate) fn copy_stream(reader: &mut dyn Read, writer: &mut dyn Write) -> io::Result<u64> {
-    let mut buffer = vec![0u8; COPY_BUFFER];
+/// `io::copy` through `buffer`, grown to a size that suits streams of big files (kept by
+/// the caller across files, so small files do not each allocate it).
+pub(crate) fn copy_stream(
+    reader: &mut dyn Read,
+    writer: &mut dyn Write,
+    buffer: &mut Vec<u8>,
+) -> io::Result<u64> {
+    if buffer.len() < COPY_BUFFER {
+        buffer.resize(COPY_BUFFER, 0);
+    }
     let mut copied = 0u64;
     loop {
-        let read = match reader.read(&mut buffer) {
+        let read = match reader.read(buffer) {
             Ok(0) => return Ok(copied),
             Ok(read) => read,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,

@@ -30,7 +30,8 @@ use super::sys::{self, RootDir};
 pub(crate) struct WalkSpec<'a> {
     /// The source path inside the root.
     pub path: &'a [u8],
-    /// Follow the source itself if it is a symlink (the path ends in `/` or `/.`).
+    /// Follow a final symlink in `path`: set when the source was found to be a directory
+    /// (reached through a trailing `/` or `/.`); anything else is archived as itself.
     pub follow: bool,
     /// The archive name of the source; its descendants are `top/…`. Empty for an
     /// archive of `/`, whose entries are then named `/` and `/…` as Docker names them.
@@ -47,14 +48,7 @@ pub(crate) fn walk(
     spec: &WalkSpec<'_>,
     sink: &mut dyn Sink,
 ) -> Result<u64, CopyError> {
-    let source_error = |operation: &'static str, rel: &[u8]| {
-        let shown = shown_path(spec.shown_as, rel);
-        move |source: io::Error| CopyError::Source {
-            operation,
-            path: sys::display(&shown),
-            source,
-        }
-    };
+    let source_error = |operation, rel: &[u8]| source_error(spec, operation, rel);
     let mut flags = OFlag::O_PATH;
     if !spec.follow {
         flags |= OFlag::O_NOFOLLOW;
@@ -72,48 +66,26 @@ pub(crate) fn walk(
         walker.add_node(sink, &top, &stat, b"")?;
         return Ok(walker.total);
     }
-
-    walker.emit(
-        sink,
-        directory_entry(&stat, walker.name(b"", true)),
-        Data::None,
-    )?;
-    let directory = reopen_directory(&top).map_err(source_error("open", b""))?;
-    let names = sys::list_directory(directory.as_fd()).map_err(source_error("read", b""))?;
-    let mut stack = vec![Level {
-        directory,
-        names: names.into_iter(),
-        rel: Vec::new(),
-    }];
+    let mut stack = vec![walker.descend(sink, &top, &stat, Vec::new())?];
     while let Some(level) = stack.last_mut() {
         let Some(name) = level.names.next() else {
             stack.pop();
             continue;
         };
         let rel = join_rel(&level.rel, &name);
-        let node = match sys::open_at(level.directory.as_fd(), &name, OFlag::O_PATH, Mode::empty())
-        {
+        let flags = OFlag::O_PATH;
+        let node = match sys::open_at(level.directory.as_fd(), &name, flags, Mode::empty()) {
             Ok(node) => node,
             Err(error) if sys::is_not_found(&error) => continue,
             Err(error) => return Err(source_error("open", &rel)(error)),
         };
         let stat = sys::fstat(node.as_fd()).map_err(source_error("stat", &rel))?;
-        if sys::file_type(&stat) != SFlag::S_IFDIR {
+        if sys::file_type(&stat) == SFlag::S_IFDIR {
+            let level = walker.descend(sink, &node, &stat, rel)?;
+            stack.push(level);
+        } else {
             walker.add_node(sink, &node, &stat, &rel)?;
-            continue;
         }
-        walker.emit(
-            sink,
-            directory_entry(&stat, walker.name(&rel, true)),
-            Data::None,
-        )?;
-        let directory = reopen_directory(&node).map_err(source_error("open", &rel))?;
-        let names = sys::list_directory(directory.as_fd()).map_err(source_error("read", &rel))?;
-        stack.push(Level {
-            directory,
-            names: names.into_iter(),
-            rel,
-        });
     }
     Ok(walker.total)
 }
@@ -148,6 +120,29 @@ impl Walker<'_> {
         name
     }
 
+    /// Adds a directory (`node`, an `O_PATH` descriptor of it) and opens it for reading.
+    fn descend(
+        &mut self,
+        sink: &mut dyn Sink,
+        node: &OwnedFd,
+        stat: &FileStat,
+        rel: Vec<u8>,
+    ) -> Result<Level, CopyError> {
+        let error = |operation| source_error(self.spec, operation, &rel);
+        self.emit(
+            sink,
+            entry_for(stat, self.name(&rel, true), EntryKind::Directory),
+            Data::None,
+        )?;
+        let directory = reopen_directory(node).map_err(error("open"))?;
+        let names = sys::list_directory(directory.as_fd()).map_err(error("read"))?;
+        Ok(Level {
+            directory,
+            names: names.into_iter(),
+            rel,
+        })
+    }
+
     fn emit(&mut self, sink: &mut dyn Sink, entry: Entry, data: Data<'_>) -> Result<(), CopyError> {
         if let EntryKind::Regular { size } = entry.kind {
             self.total += size;
@@ -163,29 +158,16 @@ impl Walker<'_> {
         stat: &FileStat,
         rel: &[u8],
     ) -> Result<(), CopyError> {
-        let shown = shown_path(self.spec.shown_as, rel);
-        let error = |operation: &'static str| {
-            let path = sys::display(&shown);
-            move |source: io::Error| CopyError::Source {
-                operation,
-                path,
-                source,
-            }
-        };
+        let error = |operation| source_error(self.spec, operation, rel);
+        let kind = sys::file_type(stat);
+        if kind == SFlag::S_IFSOCK {
+            // Go's tar.FileInfoHeader refuses sockets; Docker logs and skips them.
+            let shown = shown_path(self.spec.shown_as, rel);
+            tracing::debug!(path = %sys::display(&shown), "skipping a socket");
+            return Ok(());
+        }
         let archive_name = self.name(rel, false);
-        let mut entry = Entry {
-            name: archive_name.clone(),
-            kind: EntryKind::Fifo,
-            mode: stat.st_mode & 0o7777,
-            uid: stat.st_uid,
-            gid: stat.st_gid,
-            modified: Timestamp {
-                seconds: stat.st_mtime,
-                nanoseconds: 0,
-            },
-            accessed: None,
-            xattrs: Vec::new(),
-        };
+        let mut entry = entry_for(stat, archive_name.clone(), EntryKind::Fifo);
         if stat.st_nlink > 1 {
             let key = (stat.st_dev, stat.st_ino);
             if let Some(first) = self.seen.get(&key) {
@@ -196,7 +178,6 @@ impl Walker<'_> {
             }
             self.seen.insert(key, archive_name);
         }
-        let kind = sys::file_type(stat);
         entry.kind = match kind {
             SFlag::S_IFREG => {
                 let file = reopen_file(node).map_err(error("open"))?;
@@ -224,12 +205,7 @@ impl Walker<'_> {
                 major: device_major(stat.st_rdev),
                 minor: device_minor(stat.st_rdev),
             },
-            SFlag::S_IFIFO => EntryKind::Fifo,
-            _ => {
-                // Go's tar.FileInfoHeader refuses sockets; Docker logs and skips them.
-                tracing::debug!(path = %sys::display(&shown), "skipping a socket");
-                return Ok(());
-            }
+            _ => EntryKind::Fifo,
         };
         self.emit(sink, entry, Data::None)
     }
@@ -252,10 +228,12 @@ fn capability_v2(mut value: Vec<u8>) -> Vec<u8> {
     value
 }
 
-fn directory_entry(stat: &FileStat, name: Vec<u8>) -> Entry {
+/// An entry with the metadata Docker's `FileInfoHeader` takes from a stat: permission
+/// and special bits, owner ids, the mtime in whole seconds, no atime.
+fn entry_for(stat: &FileStat, name: Vec<u8>, kind: EntryKind) -> Entry {
     Entry {
         name,
-        kind: EntryKind::Directory,
+        kind,
         mode: stat.st_mode & 0o7777,
         uid: stat.st_uid,
         gid: stat.st_gid,
@@ -292,6 +270,19 @@ fn join_rel(parent: &[u8], name: &[u8]) -> Vec<u8> {
     }
     rel.extend_from_slice(name);
     rel
+}
+
+fn source_error(
+    spec: &WalkSpec<'_>,
+    operation: &'static str,
+    rel: &[u8],
+) -> impl FnOnce(io::Error) -> CopyError {
+    let path = sys::display(&shown_path(spec.shown_as, rel));
+    move |source| CopyError::Source {
+        operation,
+        path,
+        source,
+    }
 }
 
 fn shown_path(source: &[u8], rel: &[u8]) -> Vec<u8> {

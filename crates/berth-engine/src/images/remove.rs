@@ -52,6 +52,34 @@ pub fn remove_image(
         }
     }
 
+    // An image a container uses stays: without --force it is a conflict
+    // (Docker's words); with --force only the names go.
+    if let Some(user) = store.containers_using_image(&image.id.to_string())?.first() {
+        let short_container = user.id.chars().take(12).collect::<String>();
+        if !force {
+            return Err(match &named_tag {
+                Some(tag) => EngineError::ImageInUse {
+                    reference: familiar(tag),
+                    container: short_container,
+                    id: image.id.short().to_owned(),
+                },
+                None => EngineError::ImageUsedByContainer {
+                    id: image.id.short().to_owned(),
+                    container: short_container,
+                },
+            });
+        }
+        let tags: Vec<String> = match &named_tag {
+            Some(tag) => vec![tag.clone()],
+            None => image.tags.clone(),
+        };
+        for tag in tags {
+            store.remove_tag(&tag)?;
+            events.push(RemovalEvent::Untagged(familiar(&tag)));
+        }
+        return Ok(events);
+    }
+
     let _lock = store.lock_exclusive()?;
     for tag in image.tags.iter().chain(image.repo_digests.iter()) {
         events.push(RemovalEvent::Untagged(familiar(tag)));

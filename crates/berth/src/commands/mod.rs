@@ -103,6 +103,12 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Export(args) | Command::Container(ContainerCommand::Export(args)) => {
             container::changes::export(&open(&global)?, &args)
         }
+        Command::Commit(args) | Command::Container(ContainerCommand::Commit(args)) => {
+            container::commit::commit(&mut open(&global)?, &args)
+        }
+        Command::Update(args) | Command::Container(ContainerCommand::Update(args)) => {
+            container::commit::update(&mut open(&global)?, &args)
+        }
         Command::Container(ContainerCommand::Prune(args)) => {
             container::lifecycle::prune(&mut open(&global)?, &args)
         }

@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod changes;
+pub mod commit;
 pub mod exec;
 pub mod inspect;
 pub mod lifecycle;
