@@ -199,25 +199,28 @@ pub fn limit_bounding_set(set: &BTreeSet<Capability>) -> Result<(), CapabilityEr
     Ok(())
 }
 
-/// Sets effective, permitted and inheritable to `set`, and the ambient set
-/// too when `ambient` (so a non-root user keeps them across exec, which is
-/// what Docker does not do by default: it passes `false`).
+/// Sets effective and permitted to `set` (inheritable empty), and the
+/// ambient set too when `ambient` (so a non-root user keeps them across
+/// exec, which Docker does not do by default: it passes `false`).
 pub fn set_process(set: &BTreeSet<Capability>, ambient: bool) -> Result<(), CapabilityError> {
     let bits = mask(set);
     let header = CapHeader {
         version: CAPABILITY_VERSION_3,
         pid: 0,
     };
+    // The inheritable set stays empty, as runc has kept it since
+    // CVE-2022-24769: a non-root user must not gain the capabilities of a
+    // binary with inheritable file capabilities.
     let data = [
         CapData {
             effective: bits as u32,
             permitted: bits as u32,
-            inheritable: bits as u32,
+            inheritable: 0,
         },
         CapData {
             effective: (bits >> 32) as u32,
             permitted: (bits >> 32) as u32,
-            inheritable: (bits >> 32) as u32,
+            inheritable: 0,
         },
     ];
     // SAFETY: header and data are valid, correctly laid out (repr(C)) for
@@ -241,6 +244,8 @@ pub fn set_process(set: &BTreeSet<Capability>, ambient: bool) -> Result<(), Capa
         )
     };
     if ambient {
+        // Ambient capabilities must also be inheritable; callers that want
+        // them accept that trade-off explicitly.
         for capability in set {
             // SAFETY: PR_CAP_AMBIENT_RAISE takes integer arguments only; a
             // failure (capability not permitted) leaves the set unchanged.

@@ -77,8 +77,8 @@ pub fn launch(
     let mut namespaces = libc::CLONE_NEWNS
         | libc::CLONE_NEWPID
         | libc::CLONE_NEWUTS
-        | libc::CLONE_NEWIPC
-        | libc::CLONE_NEWCGROUP;
+        | libc::CLONE_NEWIPC;
+    // The cgroup namespace is made by the child once it is in its cgroup.
     match &spec.network {
         NetworkMode::New => namespaces |= libc::CLONE_NEWNET,
         NetworkMode::Host => {}

@@ -50,14 +50,20 @@ impl RootfsPaths {
 /// Mounts overlayfs at `paths.merged`. `layers` are bottom first (as the
 /// image lists them); overlayfs wants the top first.
 pub fn mount_rootfs(layers: &[PathBuf], paths: &RootfsPaths) -> Result<(), RootfsError> {
+    if is_mounted(&paths.merged) {
+        return Ok(());
+    }
+    mount_overlay(layers, paths)
+}
+
+/// Mounts without checking for an existing mount (inside a fresh mount
+/// namespace, where the answer is known).
+pub fn mount_overlay(layers: &[PathBuf], paths: &RootfsPaths) -> Result<(), RootfsError> {
     for directory in [&paths.upper, &paths.work, &paths.merged] {
         std::fs::create_dir_all(directory).map_err(|source| RootfsError::Create {
             path: directory.clone(),
             source,
         })?;
-    }
-    if is_mounted(&paths.merged) {
-        return Ok(());
     }
     let lower: Vec<String> = layers
         .iter()

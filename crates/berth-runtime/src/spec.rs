@@ -9,8 +9,12 @@ use crate::capabilities::Capability;
 #[derive(Clone, Debug)]
 pub struct ContainerSpec {
     pub id: String,
-    /// The container's root: an overlayfs mount already in place on the host.
+    /// The container's root directory. With `overlay`, the first process
+    /// mounts overlayfs there inside its own mount namespace (so the host
+    /// never holds the mount and nothing needs unmounting when it exits);
+    /// without, it must already be a directory tree to use as is.
     pub rootfs: PathBuf,
+    pub overlay: Option<OverlaySpec>,
     pub readonly_rootfs: bool,
     pub hostname: String,
     pub process: ProcessSpec,
@@ -33,6 +37,18 @@ pub struct ContainerSpec {
     /// cgroup under /sys/fs/cgroup (empty on v2).
     pub cgroup_v1_hierarchies: Vec<String>,
     pub cgroup_v2: bool,
+    /// A private cgroup namespace (Docker's default); false for
+    /// `--cgroupns host`.
+    pub cgroup_namespace: bool,
+}
+
+/// The overlay layers of a container root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OverlaySpec {
+    /// Bottom first.
+    pub lower: Vec<PathBuf>,
+    pub upper: PathBuf,
+    pub work: PathBuf,
 }
 
 #[derive(Clone, Debug)]

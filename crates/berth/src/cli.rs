@@ -16,6 +16,7 @@ use crate::commands::container::options::{CreateOptions, RunOptions};
 use crate::commands::container::top::{PortArgs, StatsArgs, TopArgs};
 use crate::commands::container::changes::{DiffArgs, ExportArgs};
 use crate::commands::container::commit::{CommitArgs, UpdateArgs};
+use crate::commands::container::copy::CpArgs;
 use crate::commands::image::{
     HistoryArgs, ImagesArgs, ImportArgs, InspectArgs, LoadArgs, PruneArgs, RmiArgs, SaveArgs,
     TagArgs,
@@ -135,6 +136,8 @@ pub enum Command {
     Commit(CommitArgs),
     /// Update configuration of one or more containers
     Update(UpdateArgs),
+    /// Copy files/folders between a container and the local filesystem
+    Cp(CpArgs),
     /// Manage containers
     #[command(subcommand)]
     Container(ContainerCommand),
@@ -191,6 +194,8 @@ pub enum ContainerCommand {
     Commit(CommitArgs),
     /// Update configuration of one or more containers
     Update(UpdateArgs),
+    /// Copy files/folders between a container and the local filesystem
+    Cp(CpArgs),
     /// Remove all stopped containers
     Prune(ContainerPruneArgs),
 }

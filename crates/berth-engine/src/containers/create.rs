@@ -43,7 +43,20 @@ pub fn create_container(engine: &mut Engine, request: &CreateRequest) -> Result<
             merged.working_dir
         )));
     }
-    let hostname = if config.hostname.is_empty() { id[..12].to_owned() } else { config.hostname.clone() };
+    let network_mode = match host.network_mode.as_str() {
+        "" | "default" => "bridge".to_owned(),
+        mode => mode.to_owned(),
+    };
+    let hostname = if !config.hostname.is_empty() {
+        config.hostname.clone()
+    } else if network_mode == "host" {
+        // Docker: a host-network container takes the host's name.
+        nix::unistd::gethostname()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| id[..12].to_owned())
+    } else {
+        id[..12].to_owned()
+    };
     let run = RunSettings {
         args: merged.args(),
         env: merged.env.clone(),
@@ -67,10 +80,7 @@ pub fn create_container(engine: &mut Engine, request: &CreateRequest) -> Result<
         readonly_rootfs: host.readonly_rootfs,
         init: host.init.unwrap_or(false),
         shm_size: u64::try_from(host.shm_size).unwrap_or(0),
-        network_mode: match host.network_mode.as_str() {
-            "" | "default" => "bridge".to_owned(),
-            mode => mode.to_owned(),
-        },
+        network_mode,
         dns: host.dns.clone().unwrap_or_default(),
         dns_search: host.dns_search.clone().unwrap_or_default(),
         dns_options: host.dns_options.clone().unwrap_or_default(),
@@ -95,6 +105,7 @@ pub fn create_container(engine: &mut Engine, request: &CreateRequest) -> Result<
         stop_signal: merged.stop_signal.clone(),
         stop_timeout: config.stop_timeout,
         labels: merged.labels.clone(),
+        cgroupns_host: host.cgroupns_mode == "host",
     };
     for limit in &run.ulimits {
         if super::spec::rlimit_resource(&limit.name).is_none() {

@@ -45,7 +45,8 @@ pub fn exec_in_container(engine: &Engine, text: &str, request: &ExecRequest, std
     record.run.tty = request.tty;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
     let version = CgroupVersion::detect().map_err(|error| EngineError::Start(error.to_string()))?;
-    let spec = build_spec(&record, &paths, &config.root, &config.root.join("volumes"), &version)?;
+    let layers = super::start::container_layers(engine.store(), &record, &paths)?;
+    let spec = build_spec(&record, &paths, &layers, &config.root, &config.root.join("volumes"), &version)?;
     let mut process = spec.process;
     process.args = request.command.clone();
     for entry in &request.env {

@@ -20,7 +20,7 @@ mod start;
 pub mod state;
 mod stop;
 
-pub use changes::{container_diff, export_container};
+pub use changes::{container_diff, export_container, with_container_root};
 pub use commit::{commit_container, CommitOptions};
 pub use create::create_container;
 pub use exec::{exec_in_container, ExecRequest};

@@ -85,6 +85,9 @@ pub struct RunSettings {
     pub stop_signal: String,
     pub stop_timeout: Option<i64>,
     pub labels: BTreeMap<String, String>,
+    /// `--cgroupns host`: share the host's cgroup namespace.
+    #[serde(default)]
+    pub cgroupns_host: bool,
 }
 
 /// The stored container.

@@ -18,13 +18,17 @@ use crate::EngineError;
 pub fn build_spec(
     record: &ContainerRecord,
     paths: &ContainerPaths,
+    layers: &[PathBuf],
     root: &Path,
     volumes_directory: &Path,
     cgroups: &CgroupVersion,
 ) -> Result<ContainerSpec, EngineError> {
     let run = &record.run;
-    let rootfs = paths.rootfs().merged;
-    let user = berth_runtime::user::resolve_user(&rootfs, &run.user, &run.group_add)
+    let rootfs_paths = paths.rootfs();
+    let rootfs = rootfs_paths.merged.clone();
+    // Users are looked up in the image's files (top layer first), since the
+    // root is only mounted inside the container.
+    let user = resolve_user_in_layers(layers, &rootfs_paths.upper, &run.user, &run.group_add)
         .map_err(|error| EngineError::Start(error.to_string()))?;
 
     let capability_set = capabilities::resolve(&run.cap_add, &run.cap_drop, run.privileged)
@@ -121,9 +125,18 @@ pub fn build_spec(
         ),
         CgroupVersion::V2(_) => (Vec::new(), true),
     };
+    let overlay = Some(berth_runtime::spec::OverlaySpec {
+        lower: layers.to_vec(),
+        upper: rootfs_paths.upper.clone(),
+        work: rootfs_paths.work.clone(),
+    });
+    for directory in [&rootfs_paths.upper, &rootfs_paths.work, &rootfs_paths.merged] {
+        std::fs::create_dir_all(directory).map_err(|error| EngineError::Start(format!("failed to create {directory:?}: {error}")))?;
+    }
     Ok(ContainerSpec {
         id: record.id.clone(),
         rootfs,
+        overlay,
         readonly_rootfs: run.readonly_rootfs,
         hostname: run.hostname.clone(),
         process: ProcessSpec {
@@ -153,7 +166,50 @@ pub fn build_spec(
         shm_size: if run.shm_size == 0 { 64 << 20 } else { run.shm_size },
         cgroup_v1_hierarchies,
         cgroup_v2,
+        cgroup_namespace: !run.cgroupns_host,
     })
+}
+
+/// `-u` resolution against /etc/passwd and /etc/group as the container
+/// will see them: the container's own changes first, then the layers from
+/// the top. Each file is read inside its layer's directory, so a symlink
+/// in the image cannot point the lookup at host files.
+fn resolve_user_in_layers(
+    layers: &[PathBuf],
+    upper: &Path,
+    user: &str,
+    group_add: &[String],
+) -> Result<berth_runtime::user::ExecUser, EngineError> {
+    let mut view = tempfile_view();
+    let directories: Vec<&Path> = std::iter::once(upper).chain(layers.iter().rev().map(PathBuf::as_path)).collect();
+    for file in ["etc/passwd", "etc/group"] {
+        for directory in &directories {
+            if let Ok(Some(bytes)) = berth_runtime::in_root::read_in_root(directory, Path::new(file)) {
+                view.files.push((file, bytes));
+                break;
+            }
+        }
+    }
+    berth_runtime::user::resolve_user_from(&view.text("etc/passwd"), &view.text("etc/group"), user, group_add)
+        .map_err(|error| EngineError::Start(error.to_string()))
+}
+
+struct FileView {
+    files: Vec<(&'static str, Vec<u8>)>,
+}
+
+impl FileView {
+    fn text(&self, name: &str) -> String {
+        self.files
+            .iter()
+            .find(|(file, _)| *file == name)
+            .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+fn tempfile_view() -> FileView {
+    FileView { files: Vec::new() }
 }
 
 /// Docker's `--ulimit` names.

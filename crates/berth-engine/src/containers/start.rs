@@ -60,6 +60,7 @@ pub fn start_container(engine: &mut Engine, text: &str, attachment: Option<Attac
         });
     }
     prepare(engine, &container)?;
+    tracing::debug!(container = %container.record.id, "prepared");
 
     let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
     let attachment = attachment.unwrap_or_default();
@@ -113,32 +114,64 @@ fn closed_pipe() -> Result<OwnedFd, EngineError> {
     Ok(read)
 }
 
-/// Mounts the root from the image layers and writes the /etc files.
+/// The container's layers, bottom first: the image's, then its init layer.
+pub(crate) fn container_layers(store: &berth_store::Store, container: &super::record::ContainerRecord, paths: &ContainerPaths) -> Result<Vec<std::path::PathBuf>, EngineError> {
+    let image_id = berth_types::Digest::parse(&container.image_id).map_err(|error| EngineError::Start(error.to_string()))?;
+    let image = store
+        .image(&image_id)?
+        .ok_or_else(|| EngineError::NoSuchImage(container.image_name.clone()))?;
+    let mut layers: Vec<_> = image.layers.iter().map(|chain_id| store.layers().path(chain_id)).collect();
+    layers.push(paths.init_layer()?);
+    Ok(layers)
+}
+
+/// Writes the /etc files and fills new volumes. The root itself is mounted
+/// by the container's first process, inside its own mount namespace.
 fn prepare(engine: &Engine, container: &Container) -> Result<(), EngineError> {
     let config = engine.config();
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
-    let image_id = berth_types::Digest::parse(&container.record.image_id).map_err(|error| EngineError::Start(error.to_string()))?;
-    let image = engine
-        .store()
-        .image(&image_id)?
-        .ok_or_else(|| EngineError::NoSuchImage(container.record.image_name.clone()))?;
-    let mut layers: Vec<_> = image.layers.iter().map(|chain_id| engine.store().layers().path(chain_id)).collect();
-    layers.push(paths.init_layer()?);
-    mount_rootfs(&layers, &paths.rootfs()).map_err(|error| EngineError::Start(format!("{error}: {}", error_source(&error))))?;
-    let merged = paths.rootfs().merged;
-    for mount in &container.record.run.mounts {
-        if let super::record::MountSource::Volume { name } = &mount.source {
-            let data = crate::volumes::volume_data(&config.root, name);
-            std::fs::create_dir_all(&data).map_err(|error| EngineError::Start(format!("failed to create {data:?}: {error}")))?;
-            // Resolved inside the container root: image symlinks cannot
-            // point the copy at host files.
-            if let Ok(image_path) = berth_runtime::in_root::resolve_in_root(&merged, std::path::Path::new(&mount.destination)) {
-                crate::volumes::populate_from_image(&data, &image_path)?;
-            }
-        }
-    }
+    let layers = container_layers(engine.store(), &container.record, &paths)?;
+    populate_new_volumes(&config.root, container, &paths, &layers)?;
     std::fs::create_dir_all(&paths.runtime).map_err(|error| EngineError::Start(format!("failed to create {:?}: {error}", paths.runtime)))?;
     write_etc_files(&container.record, &paths)
+}
+
+/// Docker copies the image's content at a volume's mount point into the
+/// volume the first time an empty volume is mounted. Only then is the root
+/// mounted on the host, briefly.
+fn populate_new_volumes(root: &std::path::Path, container: &Container, paths: &ContainerPaths, layers: &[std::path::PathBuf]) -> Result<(), EngineError> {
+    let empty_volumes: Vec<(std::path::PathBuf, &str)> = container
+        .record
+        .run
+        .mounts
+        .iter()
+        .filter_map(|mount| match &mount.source {
+            super::record::MountSource::Volume { name } => Some((crate::volumes::volume_data(root, name), mount.destination.as_str())),
+            _ => None,
+        })
+        .filter(|(data, _)| std::fs::read_dir(data).map(|mut entries| entries.next().is_none()).unwrap_or(true))
+        .collect();
+    if empty_volumes.is_empty() {
+        return Ok(());
+    }
+    let rootfs = paths.rootfs();
+    let mounted_here = !berth_runtime::rootfs::is_mounted(&rootfs.merged);
+    if mounted_here {
+        mount_rootfs(layers, &rootfs).map_err(|error| EngineError::Start(format!("{error}: {}", error_source(&error))))?;
+    }
+    let result = empty_volumes.iter().try_for_each(|(data, destination)| {
+        std::fs::create_dir_all(data).map_err(|error| EngineError::Start(format!("failed to create {data:?}: {error}")))?;
+        // Resolved inside the container root: image symlinks cannot point
+        // the copy at host files.
+        match berth_runtime::in_root::resolve_in_root(&rootfs.merged, std::path::Path::new(destination)) {
+            Ok(image_path) => crate::volumes::populate_from_image(data, &image_path),
+            Err(_) => Ok(()),
+        }
+    });
+    if mounted_here {
+        let _ = berth_runtime::rootfs::unmount_rootfs(&rootfs);
+    }
+    result
 }
 
 fn error_source(error: &dyn std::error::Error) -> String {

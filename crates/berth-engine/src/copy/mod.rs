@@ -15,21 +15,31 @@
 //! `docker cp`'s path rules, as implemented here (each row checked against Docker 20.10
 //! with CLI 28.2; the tests under `tests/` encode the observed results):
 //!
-//! | SRC            | DEST                    | result                                        |
-//! |----------------|-------------------------|-----------------------------------------------|
-//! | file           | missing, no trailing /  | file created as DEST                           |
-//! | file           | missing, ends in / or /.| error "no such directory"                     |
-//! | file           | existing file           | overwritten                                   |
-//! | file           | existing dir            | copied into it as DEST/basename               |
-//! | file           | parent missing          | error (host: invalid output path; container: Could not find the file) |
-//! | dir            | missing                 | created as DEST with SRC's contents           |
-//! | dir            | existing file           | error "cannot copy directory"                 |
-//! | dir            | existing dir            | copied into it as DEST/basename               |
-//! | dir/.          | existing dir            | contents copied into DEST                     |
-//! | dir/.          | missing                 | created as DEST with SRC's contents           |
-//! | symlink        | any                     | the link itself (its target with -L, named as the link) |
-//! | link/ or link/.| any                     | the directory it points to                    |
-//! | DEST symlink   |                         | followed (a dangling one names what to create)|
+//! | SRC              | DEST                       | result                                  |
+//! |------------------|----------------------------|-----------------------------------------|
+//! | file             | missing                    | created as DEST                          |
+//! | file             | missing, ends in `/`/`/.`  | "no such directory"                      |
+//! | file             | existing file              | replaced                                 |
+//! | file             | existing dir (`/`, `/.`)   | DEST/basename                            |
+//! | file             | `existing-file/`           | host: "stat …: not a directory"; container: "no such directory" |
+//! | file             | parent missing             | host: "invalid output path: directory … does not exist"; container: "Could not find the file PARENT in container NAME" |
+//! | file             | `existing-file/x`          | host: "stat …: not a directory"; container: "extraction point is not a directory" |
+//! | dir              | missing (with or without `/`) | created as DEST with SRC's contents  |
+//! | dir, `dir/.`     | existing file              | "cannot copy directory"                  |
+//! | dir, `dir/`      | existing dir               | DEST/basename                            |
+//! | `dir/.`          | existing dir               | the contents merged into DEST            |
+//! | `dir/.`          | missing                    | created as DEST with SRC's contents      |
+//! | symlink          | any                        | the link itself; with `-L` its target, named as the link |
+//! | `link/`, `link/.`| any                        | the directory it points to               |
+//! | `file/`          | any                        | container: "lstat /file/: not a directory"; host: "not a directory" |
+//! | missing          | any                        | container: "Could not find the file SRC in container NAME"; host: "lstat SRC: no such file or directory" |
+//! | any              | DEST is a symlink          | followed (a dangling one names what to create) |
+//! | any              | DEST is a device           | "destination \"NAME:DEST\" must be a directory or a regular file: got a device" |
+//! | `-` (tar stdin)  | not an existing dir        | "destination \"NAME:DEST\" must be a directory" |
+//! | `CTR:SRC`        | `-`                        | the daemon's tar as is (with `-L`, named after the target) |
+//!
+//! Owners: to the host, files belong to the caller (`-a` changes nothing); into a
+//! container they keep their ids, or with `-a` take the container's configured user.
 
 mod archive;
 mod client;

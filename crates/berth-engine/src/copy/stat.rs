@@ -60,6 +60,13 @@ impl PathStat {
 /// Stats `path` in the container without following a final symlink (unless the path
 /// ends in `/` or `/.`, which the kernel follows, as Docker's `os.Lstat` does).
 pub fn stat_path(container: &ContainerFs<'_>, path: &str) -> Result<PathStat, CopyError> {
+    if path.is_empty() {
+        // Go's `os.Lstat("")` fails with ENOENT.
+        return Err(CopyError::NotFound {
+            path: String::new(),
+            container: container.name.to_owned(),
+        });
+    }
     let root = container.open_root()?;
     stat_in(&root, container, path.as_bytes(), path)
 }

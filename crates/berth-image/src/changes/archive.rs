@@ -31,9 +31,11 @@ pub(super) enum Form {
 
 pub(super) fn write_tree(root: &Path, out: impl Write, form: Form) -> Result<Totals, ChangesError> {
     let root = DirHandle::open_root(root)?;
+    let root_device = root.stat_self()?.st_dev;
     let mut walk = Walk {
         stream: TarStream::new(out),
         form,
+        root_device,
     };
     walk.directory(&root, b"")?;
     walk.stream.finish()
@@ -42,6 +44,10 @@ pub(super) fn write_tree(root: &Path, out: impl Write, form: Form) -> Result<Tot
 struct Walk<W: Write> {
     stream: TarStream<W>,
     form: Form,
+    /// Directories on another file system are mount points (a running
+    /// container's /proc, /sys, /dev, volumes): listed, not entered, as
+    /// Docker exports only the container's root file system.
+    root_device: u64,
 }
 
 impl<W: Write> Walk<W> {
@@ -120,6 +126,9 @@ impl<W: Write> Walk<W> {
             let mut marker = entry_name.clone();
             marker.extend_from_slice(OPAQUE_MARKER);
             self.stream.opaque(&marker, &stat)?;
+        }
+        if stat.st_dev != self.root_device {
+            return Ok(());
         }
         self.directory(&directory, &entry_name)
     }

@@ -46,6 +46,10 @@ pub(super) fn populate(dev: &Path, _privileged: bool) -> InitResult<()> {
         .map_err(|error| InitFailure::nix(&format!("chmod /dev/{name}"), error))?;
     }
     for (name, target) in LINKS {
+        // runc links /dev/core only when the host has /proc/kcore.
+        if *name == "core" && !Path::new("/proc/kcore").exists() {
+            continue;
+        }
         symlink(target, dev.join(name))
             .map_err(|error| InitFailure::io(&format!("link /dev/{name}"), error))?;
     }

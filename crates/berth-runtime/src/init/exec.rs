@@ -27,7 +27,7 @@ pub(crate) fn finish_and_exec(process: &ProcessSpec) -> InitResult<Never> {
                 ""
             };
             return Err(InitFailure::new(
-                &format!("set rlimit {}", limit.resource),
+                &format!("set rlimit {}", rlimit_name(limit.resource)),
                 format!("{error}{hint}"),
                 error.raw_os_error().unwrap_or(0),
             ));
@@ -99,6 +99,31 @@ pub(crate) fn finish_and_exec(process: &ProcessSpec) -> InitResult<Never> {
         .err()
         .unwrap_or(nix::Error::UnknownErrno);
     Err(exec_failure(&process.args[0], error))
+}
+
+/// Docker's `--ulimit` name of an `RLIMIT_*` resource.
+fn rlimit_name(resource: u32) -> String {
+    const NAMES: &[(u32, &str)] = &[
+        (libc::RLIMIT_CORE as u32, "core"),
+        (libc::RLIMIT_CPU as u32, "cpu"),
+        (libc::RLIMIT_DATA as u32, "data"),
+        (libc::RLIMIT_FSIZE as u32, "fsize"),
+        (libc::RLIMIT_LOCKS as u32, "locks"),
+        (libc::RLIMIT_MEMLOCK as u32, "memlock"),
+        (libc::RLIMIT_MSGQUEUE as u32, "msgqueue"),
+        (libc::RLIMIT_NICE as u32, "nice"),
+        (libc::RLIMIT_NOFILE as u32, "nofile"),
+        (libc::RLIMIT_NPROC as u32, "nproc"),
+        (libc::RLIMIT_RSS as u32, "rss"),
+        (libc::RLIMIT_RTPRIO as u32, "rtprio"),
+        (libc::RLIMIT_RTTIME as u32, "rttime"),
+        (libc::RLIMIT_SIGPENDING as u32, "sigpending"),
+        (libc::RLIMIT_STACK as u32, "stack"),
+    ];
+    NAMES
+        .iter()
+        .find(|(number, _)| *number == resource)
+        .map_or_else(|| resource.to_string(), |(_, name)| (*name).to_owned())
 }
 
 fn c_strings(items: &[String]) -> InitResult<Vec<CString>> {

@@ -6,6 +6,7 @@
 mod devices;
 pub(crate) mod exec;
 mod mounts;
+mod network;
 mod reaper;
 
 use std::io::{Read, Write};
@@ -112,15 +113,26 @@ struct SetupChannels {
 }
 
 fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<Never> {
-    // Wait for the parent: cgroup joined, network namespace set up.
+    // The root and the standard mounts are built while the parent places
+    // this process in its cgroup (on cgroup v1 that write waits for an RCU
+    // grace period; doing both at once hides one behind the other).
+    mounts::prepare_root(spec)?;
+    network::loopback_up()?;
+    nix::unistd::sethostname(&spec.hostname)
+        .map_err(|error| InitFailure::nix("sethostname", error))?;
+
+    // Wait for the parent: cgroup joined.
     let mut go = std::fs::File::from(channels.go);
     let mut byte = [0u8; 1];
     let _ = go.read(&mut byte);
     drop(go);
+    if spec.cgroup_namespace {
+        // Only now, so the namespace's root is the container's cgroup.
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWCGROUP)
+            .map_err(|error| InitFailure::nix("create the cgroup namespace", error))?;
+    }
+    mounts::mount_cgroups(spec)?;
 
-    mounts::prepare_root(spec)?;
-    nix::unistd::sethostname(&spec.hostname)
-        .map_err(|error| InitFailure::nix("sethostname", error))?;
     mounts::pivot_into(&spec.rootfs)?;
     mounts::after_pivot(spec)?;
 

@@ -2,6 +2,7 @@
 //! standard filesystems, per-container /etc files, user mounts, then
 //! `pivot_root`, Docker's masked and read-only paths and `--read-only`.
 
+use std::error::Error as _;
 use std::path::{Path, PathBuf};
 
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
@@ -89,6 +90,15 @@ pub(super) fn prepare_root(spec: &ContainerSpec) -> InitResult<()> {
         MsFlags::MS_REC | MsFlags::MS_PRIVATE,
         None,
     )?;
+    if let Some(overlay) = &spec.overlay {
+        let paths = crate::rootfs::RootfsPaths {
+            upper: overlay.upper.clone(),
+            work: overlay.work.clone(),
+            merged: rootfs.clone(),
+        };
+        crate::rootfs::mount_overlay(&overlay.lower, &paths)
+            .map_err(|error| InitFailure::new("mount the container root", format!("{error}: {}", error.source().map(ToString::to_string).unwrap_or_default()), libc::EINVAL))?;
+    }
     // pivot_root needs the new root to be a mount point of its own.
     do_mount(
         &rootfs.display().to_string(),
@@ -154,7 +164,6 @@ pub(super) fn prepare_root(spec: &ContainerSpec) -> InitResult<()> {
         };
         do_mount("sysfs", &sys, Some("sysfs"), flags, None)?;
     }
-    mount_cgroups(spec, &sys)?;
 
     for (host, container) in &spec.etc_files {
         let target = target_in_root(rootfs, container, true)?;
@@ -174,8 +183,8 @@ pub(super) fn prepare_root(spec: &ContainerSpec) -> InitResult<()> {
 
 /// The container's view of its cgroup, read-only (Docker's default), in
 /// its own cgroup namespace.
-fn mount_cgroups(spec: &ContainerSpec, sys: &Path) -> InitResult<()> {
-    let cgroup_root = sys.join("fs/cgroup");
+pub(super) fn mount_cgroups(spec: &ContainerSpec) -> InitResult<()> {
+    let cgroup_root = spec.rootfs.join("sys/fs/cgroup");
     if std::fs::create_dir_all(&cgroup_root).is_err() {
         // Read-only sysfs without the directory: nothing to mount on.
         return Ok(());

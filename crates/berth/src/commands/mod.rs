@@ -109,6 +109,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Update(args) | Command::Container(ContainerCommand::Update(args)) => {
             container::commit::update(&mut open(&global)?, &args)
         }
+        Command::Cp(args) | Command::Container(ContainerCommand::Cp(args)) => {
+            container::copy::run(&open(&global)?, &args)
+        }
         Command::Container(ContainerCommand::Prune(args)) => {
             container::lifecycle::prune(&mut open(&global)?, &args)
         }

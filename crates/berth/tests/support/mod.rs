@@ -4,9 +4,12 @@
 //! Docker engine when one is reachable.
 #![allow(dead_code, clippy::unwrap_used)] // test support: a failed step is a failed test
 
+pub mod containers;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -173,6 +176,59 @@ impl Berth {
         }
         found.sort();
         found
+    }
+}
+
+impl Drop for Berth {
+    /// Removes every container of this root (`rm -f $(ps -aq)`) so that no
+    /// monitor, container process, mount or cgroup outlives the test, failed
+    /// or not. Never panics: it also runs while a failed test unwinds.
+    fn drop(&mut self) {
+        let ids: Vec<String> = bounded(self.command().args(["ps", "-aq", "--no-trunc"]))
+            .map(|output| {
+                String::from_utf8_lossy(&output.stdout)
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !ids.is_empty() {
+            let _ = bounded(self.command().args(["rm", "-f"]).args(&ids));
+        }
+        // What berth failed to clean up must not stay behind either: processes
+        // in a container's cgroup, its cgroup directories, and mounts under
+        // the roots (TempDir's removal must never walk into a bind-mounted
+        // host directory or a live overlay).
+        for id in &ids {
+            containers::kill_cgroup(id);
+        }
+        for root in [self.root.path(), self.run_root.path()] {
+            containers::detach_mounts_under(root);
+        }
+    }
+}
+
+/// Runs `command` with no stdin, its stdout captured, and gives up (killing
+/// it) after 30 s: cleanup must not hang a test on a berth bug.
+fn bounded(command: &mut Command) -> Option<Output> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return child.wait_with_output().ok(),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                eprintln!("cleanup: {command:?} did not finish in 30 s, killing it");
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
     }
 }
 

@@ -85,6 +85,7 @@ fn become_monitor() {
 }
 
 fn supervise(config: &EngineConfig, record: &ContainerRecord, mut attachment: Attachment, sender: &mut MonitorSender) -> Result<(), EngineError> {
+    tracing::debug!(container = %record.id, "monitor started");
     let store = Store::open(&config.root)?;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
     let cgroups = CgroupVersion::detect().map_err(|error| EngineError::Start(error.to_string()))?;
@@ -98,7 +99,8 @@ fn supervise(config: &EngineConfig, record: &ContainerRecord, mut attachment: At
     let mut first = true;
 
     let exit_code = loop {
-        let started = start_once(config, record, &paths, &cgroups, cgroup.as_ref(), &mut attachment, first);
+        let started = start_once(config, &store, record, &paths, &cgroups, cgroup.as_ref(), &mut attachment, first);
+        tracing::debug!(container = %record.id, ok = started.is_ok(), "launch finished");
         let (launched, mut container_io) = match started {
             Ok(started) => started,
             Err((message, status)) => {
@@ -136,6 +138,7 @@ fn supervise(config: &EngineConfig, record: &ContainerRecord, mut attachment: At
         first = false;
 
         io::copy_until_exit(&mut container_io, &mut attachment, &mut log, &launched.pidfd, record.run.tty);
+        tracing::debug!(container = %record.id, "container process exited");
         let code = match nix::sys::wait::waitpid(launched.pid, None) {
             Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => code,
             Ok(nix::sys::wait::WaitStatus::Signaled(_, signal, _)) => 128 + signal as i32,
@@ -144,6 +147,7 @@ fn supervise(config: &EngineConfig, record: &ContainerRecord, mut attachment: At
         let oom_killed = cgroup.stats().ok().and_then(|stats| stats.oom_kills).unwrap_or(0) > 0;
         drop(container_io);
 
+        tracing::debug!("exit status collected");
         let mut state = read_state(&store, &record.id).unwrap_or_default();
         state.pid = 0;
         state.exit_code = code;
@@ -152,6 +156,7 @@ fn supervise(config: &EngineConfig, record: &ContainerRecord, mut attachment: At
         let restart = should_restart(record, &state, restarts);
         state.status = if restart { Status::Restarting } else { Status::Exited };
         write_state(&store, &record.id, &state);
+        tracing::debug!("exit recorded");
         if !restart {
             break code;
         }
@@ -167,8 +172,10 @@ fn supervise(config: &EngineConfig, record: &ContainerRecord, mut attachment: At
     };
 
     cleanup(cgroup.as_ref(), &paths);
+    tracing::debug!(container = %record.id, "cleaned up");
     if record.run.auto_remove {
         super::remove::remove_files_and_row(&store, &paths, &record.id);
+        tracing::debug!(container = %record.id, "removed");
     }
     sender.send(&MonitorMessage::Exited { code: exit_code });
     sender.close();
@@ -179,8 +186,10 @@ type Started = (berth_runtime::Launched, ContainerIo);
 
 /// Builds the spec and launches one run of the container. Errors carry the
 /// message and Docker's exit status for it.
+#[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
 fn start_once(
     config: &EngineConfig,
+    store: &Store,
     record: &ContainerRecord,
     paths: &ContainerPaths,
     cgroups: &CgroupVersion,
@@ -188,11 +197,14 @@ fn start_once(
     attachment: &mut Attachment,
     first: bool,
 ) -> Result<Started, (String, i32)> {
-    let spec = build_spec(record, paths, &config.root, &config.root.join("volumes"), cgroups)
+    let layers = super::start::container_layers(store, record, paths).map_err(|error| (error.to_string(), 125))?;
+    let spec = build_spec(record, paths, &layers, &config.root, &config.root.join("volumes"), cgroups)
         .map_err(|error| (error.to_string(), 125))?;
+    tracing::debug!(container = %record.id, "spec built");
     cgroup
         .create(&record.run.resources)
         .map_err(|error| (format!("failed to create the container's cgroup: {error}"), 125))?;
+    tracing::debug!(container = %record.id, "cgroup created");
     let (stdio, container_io) = make_stdio(record, attachment, first).map_err(|error| (format!("failed to set up the container's stdio: {error}"), 125))?;
     match launch(&spec, stdio, cgroup) {
         Ok(launched) => Ok((launched, container_io)),
@@ -264,6 +276,7 @@ fn cleanup(cgroup: &dyn CgroupManager, paths: &ContainerPaths) {
     if let Err(error) = cgroup.delete() {
         tracing::warn!(%error, "failed to delete the container cgroup");
     }
+    tracing::debug!("cgroup deleted");
     if let Err(error) = unmount_rootfs(&paths.rootfs()) {
         tracing::warn!(%error, "failed to unmount the container root");
     }

@@ -1,6 +1,12 @@
 //! Hostile input: tar streams and container file systems that try to make `cp` read or
 //! write outside the container root. Each test puts a sentinel next to the root (the
 //! "host") and checks it was neither read nor touched.
+//!
+//! Where Docker versions differ, berth follows current go-archive: an entry whose name
+//! climbs out of the destination (`../x`) is refused even when the destination is `/`
+//! (Docker 20.10 wrote `/x` then), and a symlink entry may point anywhere (20.10 refused
+//! relative targets leaving the destination: `invalid symlink "/etc/up" ->
+//! "../../../.."`) because every later path through it is resolved inside the root.
 
 use std::fs;
 use std::os::unix::fs::symlink;

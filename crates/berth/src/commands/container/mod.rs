@@ -3,6 +3,7 @@
 pub mod attach;
 pub mod changes;
 pub mod commit;
+pub mod copy;
 pub mod exec;
 pub mod inspect;
 pub mod lifecycle;

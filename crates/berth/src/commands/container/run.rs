@@ -8,11 +8,15 @@ use super::attach::{start_attached, AttachStreams};
 use super::options::{CreateOptions, RunOptions, Stream};
 use crate::exit::StatusError;
 
-/// `run`/`create` fail with 125 when berth itself fails (Docker's rule).
-fn engine_failure(error: impl std::fmt::Display) -> anyhow::Error {
+/// `run`/`create` fail with 125 when berth itself fails (Docker's rule);
+/// the message carries the whole cause chain.
+fn engine_failure<E>(error: E) -> anyhow::Error
+where
+    E: Into<anyhow::Error>,
+{
     StatusError {
         status: 125,
-        message: error.to_string(),
+        message: format!("{:#}", error.into()),
     }
     .into()
 }
@@ -26,7 +30,7 @@ fn check_image(engine: &Engine, image: &str) -> anyhow::Result<()> {
                 .map(|reference| reference.familiar_string())
                 .unwrap_or_else(|_| image.to_owned());
             eprintln!("Unable to find image '{shown}' locally");
-            Err(engine_failure(format!(
+            Err(engine_failure(anyhow::anyhow!(
                 "{error} (pulling from a registry is not supported yet)"
             )))
         }
@@ -44,7 +48,7 @@ fn write_cidfile(path: Option<&std::path::Path>, id: &str) -> anyhow::Result<()>
 fn refuse_existing_cidfile(path: Option<&std::path::Path>) -> anyhow::Result<()> {
     if let Some(path) = path {
         if path.exists() {
-            return Err(engine_failure(format!(
+            return Err(engine_failure(anyhow::anyhow!(
                 "Container ID file found, make sure the other container isn't running or delete {}",
                 path.display()
             )));
