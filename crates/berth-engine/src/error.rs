@@ -47,7 +47,10 @@ pub enum EngineError {
     #[error("get {0}: no such volume")]
     NoSuchVolume(String),
     #[error("remove {name}: volume is in use - [{}]", containers.join(", "))]
-    VolumeInUse { name: String, containers: Vec<String> },
+    VolumeInUse {
+        name: String,
+        containers: Vec<String>,
+    },
     #[error("failed to start the container: {0}")]
     Start(String),
     #[error(transparent)]
@@ -68,7 +71,10 @@ impl EngineError {
 
     /// True for "not found" errors (exit status and HTTP 404 map from it).
     pub fn is_not_found(&self) -> bool {
-        matches!(self, Self::NoSuchImage(_) | Self::NoSuchContainer(_) | Self::NoSuchVolume(_))
+        matches!(
+            self,
+            Self::NoSuchImage(_) | Self::NoSuchContainer(_) | Self::NoSuchVolume(_)
+        )
     }
 
     /// True for conflicts (HTTP 409).

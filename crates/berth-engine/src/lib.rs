@@ -1,9 +1,9 @@
 //! The services every berth front end (CLI, API server) calls. No clap, no
 //! HTTP: inputs are plain values, outputs are records and Docker-shaped JSON.
 
-mod error;
 pub mod containers;
 pub mod copy;
+mod error;
 pub mod images;
 pub mod logs;
 pub mod volumes;

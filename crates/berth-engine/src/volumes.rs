@@ -16,7 +16,9 @@ pub fn volume_data(root: &Path, name: &str) -> PathBuf {
 /// Docker's volume name rule.
 fn validate_name(name: &str) -> Result<(), EngineError> {
     let mut characters = name.chars();
-    let valid = characters.next().is_some_and(|first| first.is_ascii_alphanumeric())
+    let valid = characters
+        .next()
+        .is_some_and(|first| first.is_ascii_alphanumeric())
         && name.len() >= 2
         && characters.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
     if valid {
@@ -31,13 +33,24 @@ fn validate_name(name: &str) -> Result<(), EngineError> {
 /// Creates the volume (row and directory) if missing; anonymous volumes
 /// are named by a 64-hex id.
 pub fn ensure_volume(engine: &Engine, name: &str) -> Result<VolumeRow, EngineError> {
-    create_volume(engine, name, &BTreeMap::new(), berth_types::digest::is_sha256_hex(name))
+    create_volume(
+        engine,
+        name,
+        &BTreeMap::new(),
+        berth_types::digest::is_sha256_hex(name),
+    )
 }
 
-pub fn create_volume(engine: &Engine, name: &str, labels: &BTreeMap<String, String>, anonymous: bool) -> Result<VolumeRow, EngineError> {
+pub fn create_volume(
+    engine: &Engine,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+    anonymous: bool,
+) -> Result<VolumeRow, EngineError> {
     validate_name(name)?;
     let data = volume_data(engine.root(), name);
-    std::fs::create_dir_all(&data).map_err(|error| EngineError::Start(format!("failed to create {data:?}: {error}")))?;
+    std::fs::create_dir_all(&data)
+        .map_err(|error| EngineError::Start(format!("failed to create {data:?}: {error}")))?;
     let row = engine.store().ensure_volume(&VolumeRow {
         name: name.to_owned(),
         driver: "local".to_owned(),
@@ -52,7 +65,11 @@ pub fn create_volume(engine: &Engine, name: &str, labels: &BTreeMap<String, Stri
 /// Docker's `Volume` JSON.
 pub fn volume_json(engine: &Engine, row: &VolumeRow) -> Value {
     let labels: Value = serde_json::from_str(&row.labels).unwrap_or(Value::Null);
-    let labels = if labels.as_object().is_some_and(|map| map.is_empty()) { Value::Null } else { labels };
+    let labels = if labels.as_object().is_some_and(|map| map.is_empty()) {
+        Value::Null
+    } else {
+        labels
+    };
     json!({
         "CreatedAt": row.created,
         "Driver": row.driver,
@@ -75,7 +92,9 @@ pub fn find_volume(engine: &Engine, name: &str) -> Result<VolumeRow, EngineError
 pub fn volume_users(engine: &Engine, name: &str) -> Result<Vec<String>, EngineError> {
     let mut users = Vec::new();
     for row in engine.store().containers()? {
-        let Ok(record) = serde_json::from_str::<crate::containers::record::ContainerRecord>(&row.record) else {
+        let Ok(record) =
+            serde_json::from_str::<crate::containers::record::ContainerRecord>(&row.record)
+        else {
             continue;
         };
         let uses = record
@@ -106,7 +125,9 @@ pub fn remove_volume(engine: &Engine, name: &str, force: bool) -> Result<(), Eng
     let directory = engine.root().join("volumes").join(&row.name);
     if let Err(error) = std::fs::remove_dir_all(&directory) {
         if error.kind() != std::io::ErrorKind::NotFound {
-            return Err(EngineError::Start(format!("failed to remove {directory:?}: {error}")));
+            return Err(EngineError::Start(format!(
+                "failed to remove {directory:?}: {error}"
+            )));
         }
     }
     engine.store().delete_volume(&row.name)?;
@@ -146,7 +167,9 @@ fn directory_size(path: &Path) -> u64 {
 /// Docker copies the image's content at the mount point into a volume the
 /// first time an empty volume is mounted there.
 pub fn populate_from_image(data: &Path, image_path: &Path) -> Result<(), EngineError> {
-    let empty = std::fs::read_dir(data).map(|mut entries| entries.next().is_none()).unwrap_or(false);
+    let empty = std::fs::read_dir(data)
+        .map(|mut entries| entries.next().is_none())
+        .unwrap_or(false);
     if !empty || !image_path.is_dir() {
         return Ok(());
     }
@@ -157,7 +180,9 @@ pub fn populate_from_image(data: &Path, image_path: &Path) -> Result<(), EngineE
         .status()
         .map_err(|error| EngineError::Start(format!("failed to run cp: {error}")))?;
     if !status.success() {
-        return Err(EngineError::Start(format!("failed to copy {image_path:?} into the volume")));
+        return Err(EngineError::Start(format!(
+            "failed to copy {image_path:?} into the volume"
+        )));
     }
     Ok(())
 }

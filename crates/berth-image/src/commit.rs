@@ -36,10 +36,16 @@ pub struct Committed {
     pub moved: Vec<MovedTag>,
 }
 
-pub fn commit_image(store: &mut Store, request: CommitRequest<'_>) -> Result<Committed, CommitError> {
+pub fn commit_image(
+    store: &mut Store,
+    request: CommitRequest<'_>,
+) -> Result<Committed, CommitError> {
     let _lock = store.lock_shared()?;
-    let base = store.image(request.base)?.ok_or_else(|| CommitError::BaseImage(request.base.clone()))?;
-    let mut config: ImageConfig = serde_json::from_slice(&store.blobs().read(&base.id)?).map_err(CommitError::BaseConfig)?;
+    let base = store
+        .image(request.base)?
+        .ok_or_else(|| CommitError::BaseImage(request.base.clone()))?;
+    let mut config: ImageConfig =
+        serde_json::from_slice(&store.blobs().read(&base.id)?).map_err(CommitError::BaseConfig)?;
     let manifest: berth_types::image::Manifest = base
         .manifest_digest
         .as_ref()
@@ -64,11 +70,14 @@ pub fn commit_image(store: &mut Store, request: CommitRequest<'_>) -> Result<Com
     let id = store.blobs().put(&config_bytes)?;
 
     // The new manifest keeps the base layers' blobs and adds ours.
-    let mut new_manifest = synthesize_manifest(&id, config_bytes.len() as u64, std::slice::from_ref(&layer));
+    let mut new_manifest =
+        synthesize_manifest(&id, config_bytes.len() as u64, std::slice::from_ref(&layer));
     let mut layers = manifest.layers.clone();
-    layers.extend(new_manifest.layers.drain(..));
+    layers.append(&mut new_manifest.layers);
     new_manifest.layers = layers;
-    let manifest_digest = store.blobs().put(&serde_json::to_vec(&new_manifest).expect("a manifest always serializes"))?;
+    let manifest_digest = store
+        .blobs()
+        .put(&serde_json::to_vec(&new_manifest).expect("a manifest always serializes"))?;
 
     let mut records = Vec::new();
     for chain_id in &base.layers {
@@ -79,7 +88,12 @@ pub fn commit_image(store: &mut Store, request: CommitRequest<'_>) -> Result<Com
     records.push(layer.record.clone());
     let blobs = [id.clone(), manifest_digest.clone()]
         .into_iter()
-        .chain(new_manifest.layers.iter().map(|descriptor| descriptor.digest.clone()))
+        .chain(
+            new_manifest
+                .layers
+                .iter()
+                .map(|descriptor| descriptor.digest.clone()),
+        )
         .collect();
     let moved = store.add_image(&NewImage {
         id: id.clone(),

@@ -2,8 +2,8 @@
 //! rootfs import. Everything here writes through `berth_store::Store`.
 
 pub mod archive;
-pub mod commit;
 pub mod changes;
+pub mod commit;
 pub mod import;
 mod layer;
 pub mod unpack;

@@ -28,11 +28,18 @@ const NAMESPACES: &[(&str, CloneFlags)] = &[
 /// Joining the pid namespace affects this process's future children only,
 /// which is why the caller must be a process that forks nothing else
 /// (the `berth exec` CLI).
-pub fn exec_in(container_pid: i32, process: &ProcessSpec, stdio: Stdio, cgroup: &dyn CgroupManager) -> Result<Pid, LaunchError> {
+pub fn exec_in(
+    container_pid: i32,
+    process: &ProcessSpec,
+    stdio: Stdio,
+    cgroup: &dyn CgroupManager,
+) -> Result<Pid, LaunchError> {
     let open = |name: &str| {
-        std::fs::File::open(format!("/proc/{container_pid}/ns/{name}")).map_err(|source| LaunchError::JoinNetwork {
-            path: format!("/proc/{container_pid}/ns/{name}").into(),
-            source,
+        std::fs::File::open(format!("/proc/{container_pid}/ns/{name}")).map_err(|source| {
+            LaunchError::JoinNetwork {
+                path: format!("/proc/{container_pid}/ns/{name}").into(),
+                source,
+            }
         })
     };
     let pid_namespace = open("pid")?;
@@ -42,7 +49,8 @@ pub fn exec_in(container_pid: i32, process: &ProcessSpec, stdio: Stdio, cgroup: 
         .collect::<Result<Vec<_>, _>>()?;
     setns(&pid_namespace, CloneFlags::CLONE_NEWPID).map_err(LaunchError::Clone)?;
 
-    let (report_read, report_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(LaunchError::Pipe)?;
+    let (report_read, report_write) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(LaunchError::Pipe)?;
     // SAFETY: the exec CLI is single-threaded, so the child cannot inherit
     // a lock held by another thread.
     match unsafe { fork() }.map_err(LaunchError::Clone)? {
@@ -61,7 +69,9 @@ pub fn exec_in(container_pid: i32, process: &ProcessSpec, stdio: Stdio, cgroup: 
             drop(report_write);
             drop(stdio);
             let mut bytes = Vec::new();
-            std::fs::File::from(report_read).read_to_end(&mut bytes).map_err(LaunchError::Report)?;
+            std::fs::File::from(report_read)
+                .read_to_end(&mut bytes)
+                .map_err(LaunchError::Report)?;
             if bytes.is_empty() {
                 return Ok(child);
             }
@@ -76,7 +86,12 @@ pub fn exec_in(container_pid: i32, process: &ProcessSpec, stdio: Stdio, cgroup: 
     }
 }
 
-fn child(process: &ProcessSpec, namespaces: Vec<(std::fs::File, CloneFlags)>, stdio: Stdio, cgroup: &dyn CgroupManager) -> Result<init::Never, InitFailure> {
+fn child(
+    process: &ProcessSpec,
+    namespaces: Vec<(std::fs::File, CloneFlags)>,
+    stdio: Stdio,
+    cgroup: &dyn CgroupManager,
+) -> Result<init::Never, InitFailure> {
     cgroup
         .add_process(Pid::from_raw(0))
         .or_else(|_| cgroup.add_process(nix::unistd::getpid()))
@@ -87,7 +102,11 @@ fn child(process: &ProcessSpec, namespaces: Vec<(std::fs::File, CloneFlags)>, st
     let stdin: OwnedFd = stdio.stdin;
     init::set_stdio(&stdin, &stdio.stdout, &stdio.stderr, process.tty)?;
     drop((stdin, stdio.stdout, stdio.stderr));
-    let cwd = if process.cwd.is_empty() { "/" } else { process.cwd.as_str() };
+    let cwd = if process.cwd.is_empty() {
+        "/"
+    } else {
+        process.cwd.as_str()
+    };
     nix::unistd::chdir(cwd).map_err(|error| InitFailure::nix(&format!("chdir to {cwd}"), error))?;
     init::exec::finish_and_exec(process)
 }

@@ -74,10 +74,8 @@ pub fn launch(
     let (report_read, report_write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(LaunchError::Pipe)?;
 
-    let mut namespaces = libc::CLONE_NEWNS
-        | libc::CLONE_NEWPID
-        | libc::CLONE_NEWUTS
-        | libc::CLONE_NEWIPC;
+    let mut namespaces =
+        libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWUTS | libc::CLONE_NEWIPC;
     // The cgroup namespace is made by the child once it is in its cgroup.
     match &spec.network {
         NetworkMode::New => namespaces |= libc::CLONE_NEWNET,

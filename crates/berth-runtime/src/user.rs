@@ -89,11 +89,21 @@ fn groups(text: &str) -> Vec<GroupEntry> {
 /// Resolves `spec` (`""`, `name`, `uid`, `name:group`, `uid:gid`, …) and
 /// `group_add` inside the container root.
 pub fn resolve_user(root: &Path, spec: &str, group_add: &[String]) -> Result<ExecUser, UserError> {
-    resolve_user_from(&read(root, "/etc/passwd")?, &read(root, "/etc/group")?, spec, group_add)
+    resolve_user_from(
+        &read(root, "/etc/passwd")?,
+        &read(root, "/etc/group")?,
+        spec,
+        group_add,
+    )
 }
 
 /// The same from the files' contents.
-pub fn resolve_user_from(passwd_text: &str, group_text: &str, spec: &str, group_add: &[String]) -> Result<ExecUser, UserError> {
+pub fn resolve_user_from(
+    passwd_text: &str,
+    group_text: &str,
+    spec: &str,
+    group_add: &[String],
+) -> Result<ExecUser, UserError> {
     let users = passwd(passwd_text);
     let group_file = groups(group_text);
     let (user_part, group_part) = match spec.split_once(':') {

@@ -106,6 +106,8 @@ fn container(args: &[&str]) -> Container {
         shm_size: 64 << 20,
         cgroup_v1_hierarchies: vec![],
         cgroup_v2: false,
+        cgroup_namespace: true,
+        overlay: None,
     };
     Container {
         _directory: directory,

@@ -48,7 +48,10 @@ fn is_unique_violation(error: &rusqlite::Error) -> bool {
 }
 
 impl Store {
-    pub fn insert_container(&mut self, container: &ContainerRow) -> Result<(), ContainerStoreError> {
+    pub fn insert_container(
+        &mut self,
+        container: &ContainerRow,
+    ) -> Result<(), ContainerStoreError> {
         let result = self.connection().execute(
             &format!("INSERT INTO containers ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
             params![
@@ -72,14 +75,22 @@ impl Store {
     pub fn container(&self, id: &str) -> Result<Option<ContainerRow>, StoreError> {
         Ok(self
             .connection()
-            .query_row(&format!("SELECT {COLUMNS} FROM containers WHERE id = ?1"), [id], row)
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM containers WHERE id = ?1"),
+                [id],
+                row,
+            )
             .optional()?)
     }
 
     pub fn container_by_name(&self, name: &str) -> Result<Option<ContainerRow>, StoreError> {
         Ok(self
             .connection()
-            .query_row(&format!("SELECT {COLUMNS} FROM containers WHERE name = ?1"), [name], row)
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM containers WHERE name = ?1"),
+                [name],
+                row,
+            )
             .optional()?)
     }
 
@@ -94,26 +105,28 @@ impl Store {
 
     /// Every container, newest first.
     pub fn containers(&self) -> Result<Vec<ContainerRow>, StoreError> {
-        let mut statement = self
-            .connection()
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM containers ORDER BY created DESC, id"))?;
+        let mut statement = self.connection().prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM containers ORDER BY created DESC, id"
+        ))?;
         let rows = statement.query_map([], row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Replaces the state JSON; returns false when the container is gone.
     pub fn set_container_state(&self, id: &str, state: &str) -> Result<bool, StoreError> {
-        let changed = self
-            .connection()
-            .execute("UPDATE containers SET state = ?2 WHERE id = ?1", params![id, state])?;
+        let changed = self.connection().execute(
+            "UPDATE containers SET state = ?2 WHERE id = ?1",
+            params![id, state],
+        )?;
         Ok(changed == 1)
     }
 
     /// Replaces the record JSON (e.g. `update`); returns false when gone.
     pub fn set_container_record(&self, id: &str, record: &str) -> Result<bool, StoreError> {
-        let changed = self
-            .connection()
-            .execute("UPDATE containers SET record = ?2 WHERE id = ?1", params![id, record])?;
+        let changed = self.connection().execute(
+            "UPDATE containers SET record = ?2 WHERE id = ?1",
+            params![id, record],
+        )?;
         Ok(changed == 1)
     }
 
@@ -122,13 +135,18 @@ impl Store {
             .connection_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(StoreError::from)?;
-        let result = transaction.execute("UPDATE containers SET name = ?2 WHERE id = ?1", params![id, name]);
+        let result = transaction.execute(
+            "UPDATE containers SET name = ?2 WHERE id = ?1",
+            params![id, name],
+        );
         match result {
             Ok(_) => {
                 transaction.commit().map_err(StoreError::from)?;
                 Ok(())
             }
-            Err(error) if is_unique_violation(&error) => Err(ContainerStoreError::NameInUse(name.to_owned())),
+            Err(error) if is_unique_violation(&error) => {
+                Err(ContainerStoreError::NameInUse(name.to_owned()))
+            }
             Err(error) => Err(StoreError::from(error).into()),
         }
     }
@@ -144,17 +162,17 @@ impl Store {
 
     /// Containers created from `image_id` (so `rmi` can refuse).
     pub fn containers_using_image(&self, image_id: &str) -> Result<Vec<ContainerRow>, StoreError> {
-        let mut statement = self
-            .connection()
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM containers WHERE image_id = ?1"))?;
+        let mut statement = self.connection().prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM containers WHERE image_id = ?1"
+        ))?;
         let rows = statement.query_map([image_id], row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     pub fn container_count(&self) -> Result<u64, StoreError> {
-        let count: i64 = self
-            .connection()
-            .query_row("SELECT COUNT(*) FROM containers", [], |row| row.get(0))?;
+        let count: i64 =
+            self.connection()
+                .query_row("SELECT COUNT(*) FROM containers", [], |row| row.get(0))?;
         Ok(count as u64)
     }
 }
@@ -197,18 +215,33 @@ mod tests {
     #[test]
     fn names_are_unique_and_rows_round_trip() {
         let (_root, mut store, image) = store_with_image();
-        store.insert_container(&container("aaa1", "one", &image)).unwrap();
+        store
+            .insert_container(&container("aaa1", "one", &image))
+            .unwrap();
         assert!(matches!(
             store.insert_container(&container("bbb2", "one", &image)),
             Err(ContainerStoreError::NameInUse(_))
         ));
-        store.insert_container(&container("bbb2", "two", &image)).unwrap();
-        assert!(matches!(store.rename_container("bbb2", "one"), Err(ContainerStoreError::NameInUse(_))));
+        store
+            .insert_container(&container("bbb2", "two", &image))
+            .unwrap();
+        assert!(matches!(
+            store.rename_container("bbb2", "one"),
+            Err(ContainerStoreError::NameInUse(_))
+        ));
         store.rename_container("bbb2", "three").unwrap();
-        assert_eq!(store.container_by_name("three").unwrap().unwrap().id, "bbb2");
+        assert_eq!(
+            store.container_by_name("three").unwrap().unwrap().id,
+            "bbb2"
+        );
         assert_eq!(store.container_ids_with_prefix("aa").unwrap(), ["aaa1"]);
-        assert!(store.set_container_state("aaa1", "{\"Status\":\"running\"}").unwrap());
-        assert_eq!(store.container("aaa1").unwrap().unwrap().state, "{\"Status\":\"running\"}");
+        assert!(store
+            .set_container_state("aaa1", "{\"Status\":\"running\"}")
+            .unwrap());
+        assert_eq!(
+            store.container("aaa1").unwrap().unwrap().state,
+            "{\"Status\":\"running\"}"
+        );
         assert_eq!(store.containers_using_image(&image).unwrap().len(), 2);
         assert!(store.delete_container("aaa1").unwrap());
         assert!(!store.delete_container("aaa1").unwrap());
@@ -218,6 +251,8 @@ mod tests {
     #[test]
     fn a_container_needs_its_image() {
         let (_root, mut store, _image) = store_with_image();
-        assert!(store.insert_container(&container("c", "n", "sha256:missing")).is_err());
+        assert!(store
+            .insert_container(&container("c", "n", "sha256:missing"))
+            .is_err());
     }
 }

@@ -156,7 +156,9 @@ impl Store {
     pub fn suspend(&mut self) -> Result<(), StoreError> {
         let placeholder = rusqlite::Connection::open_in_memory()?;
         let connection = std::mem::replace(&mut self.connection, placeholder);
-        connection.close().map_err(|(_, error)| StoreError::Database(error))
+        connection
+            .close()
+            .map_err(|(_, error)| StoreError::Database(error))
     }
 
     /// Reopens the connection closed by `suspend`.

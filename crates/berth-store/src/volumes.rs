@@ -66,6 +66,9 @@ impl Store {
     }
 
     pub fn delete_volume(&self, name: &str) -> Result<bool, StoreError> {
-        Ok(self.connection().execute("DELETE FROM volumes WHERE name = ?1", [name])? == 1)
+        Ok(self
+            .connection()
+            .execute("DELETE FROM volumes WHERE name = ?1", [name])?
+            == 1)
     }
 }

@@ -4,6 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::commands::container::changes::{DiffArgs, ExportArgs};
+use crate::commands::container::commit::{CommitArgs, UpdateArgs};
+use crate::commands::container::copy::CpArgs;
 use crate::commands::container::exec::ExecArgs;
 use crate::commands::container::inspect::InspectArgs as AnyInspectArgs;
 use crate::commands::container::lifecycle::{
@@ -14,15 +17,12 @@ use crate::commands::container::list::PsArgs;
 use crate::commands::container::logs::LogsArgs;
 use crate::commands::container::options::{CreateOptions, RunOptions};
 use crate::commands::container::top::{PortArgs, StatsArgs, TopArgs};
-use crate::commands::container::changes::{DiffArgs, ExportArgs};
-use crate::commands::container::commit::{CommitArgs, UpdateArgs};
-use crate::commands::container::copy::CpArgs;
 use crate::commands::image::{
     HistoryArgs, ImagesArgs, ImportArgs, InspectArgs, LoadArgs, PruneArgs, RmiArgs, SaveArgs,
     TagArgs,
 };
-use crate::commands::volume::VolumeCommand;
 use crate::commands::system::InfoArgs;
+use crate::commands::volume::VolumeCommand;
 
 /// A Docker-compatible container engine. No daemon: each command does its
 /// work and exits.

@@ -1147,10 +1147,10 @@ fn case(args: &[&str], stderr_phrase: Option<&'static str>) -> Case {
     }
 }
 
-/// Runs `commands` (stdin closed) at most eight at a time; their outputs in order.
+/// Runs `commands` (stdin closed) at most 64 at a time; their outputs in order.
 fn outputs_in_parallel(mut commands: Vec<std::process::Command>) -> Vec<std::process::Output> {
     let mut outputs = Vec::new();
-    for batch in commands.chunks_mut(8) {
+    for batch in commands.chunks_mut(64) {
         let children: Vec<_> = batch
             .iter_mut()
             .map(|command| {
@@ -1201,46 +1201,34 @@ fn run_matches_docker() {
         case(&["--entrypoint", "ls", "other:latest"], None),
         case(&["--entrypoint", "", "other:latest", "echo", "hi"], None),
         case(&["--entrypoint", "", "other:latest"], Some("No command specified")),
-        case(&["-e", "A=1", "-e", "EMPTY=", "busybox", "sh", "-c", strip], None),
-        case(&["--env-file", env_file, "busybox", "sh", "-c", strip], None),
+        case(&["-e", "A=1", "-e", "EMPTY=", "--env-file", env_file, "busybox", "sh", "-c", strip], None),
         case(&["extra:1", "sh", "-c", &format!("id; pwd; {strip}")], None),
-        case(&["-e", "EXTRA=2", "extra:1", "sh", "-c", "echo $EXTRA"], None),
-        case(&["busybox", "id"], None),
         case(&["-u", "1000:1000", "busybox", "sh", "-c", &format!("id; {strip}")], None),
         case(&["-u", "berthuser", "--group-add", "extra", "--group-add", "3000", "busybox", "id"], None),
         case(&["-u", "1234", "busybox", "sh", "-c", "id; echo $HOME"], None),
         case(&["-w", "/tmp", "busybox", "sh", "-c", "pwd; echo $PWD"], None),
         case(&["-w", "/new/dir", "busybox", "sh", "-c", "pwd; ls -ld . | cut -c1-10"], None),
         case(&["--hostname", "berth-host", "busybox", "sh", "-c", "hostname; echo $HOSTNAME; cat /etc/hostname"], None),
-        case(&["--read-only", "busybox", "touch", "/x"], Some("touch: /x: Read-only file system")),
-        case(&["--read-only", "--tmpfs", "/tmp", "busybox", "sh", "-c", "touch /tmp/x && echo ok"], None),
-        case(&["--init", "busybox", "sh", "-c", "exit 9"], None),
-        case(&["busybox", "sh", "-c", "cat /proc/self/status | grep -e ^Groups -e ^Sig[BI] -e ^Cap -e ^NoNewPrivs -e ^Seccomp:"], None),
-        case(&["-u", "1000", "busybox", "sh", "-c", "cat /proc/self/status | grep -e ^Groups -e ^Cap"], None),
+        case(&["--read-only", "--tmpfs", "/tmp", "busybox", "sh", "-c", "touch /tmp/x && echo ok; touch /x"], Some("touch: /x: Read-only file system")),
+        case(&["busybox", "sh", "-c", "id; cat /proc/self/status | grep -e ^Groups -e ^Sig[BI] -e ^Cap -e ^NoNewPrivs -e ^Seccomp:"], None),
     ];
-    // Docker takes about half a second a run: ask it for several at once.
-    let docker_outputs = outputs_in_parallel(
-        cases
-            .iter()
-            .map(|case| {
-                let mut command = std::process::Command::new("docker");
-                command
-                    .args(["-H", &host, "run", "--rm", "--network", "none"])
-                    .args(&case.args);
-                command
-            })
-            .collect(),
-    );
-    let berth_outputs = outputs_in_parallel(
-        cases
-            .iter()
-            .map(|case| {
-                let mut command = berth.command();
-                command.args(["run", "--rm"]).args(&case.args);
-                command
-            })
-            .collect(),
-    );
+    // Docker manages about three runs a second: start them all at once, and
+    // berth's alongside.
+    let docker_commands = cases.iter().map(|case| {
+        let mut command = std::process::Command::new("docker");
+        command
+            .args(["-H", &host, "run", "--rm", "--network", "none"])
+            .args(&case.args);
+        command
+    });
+    let berth_commands = cases.iter().map(|case| {
+        let mut command = berth.command();
+        command.args(["run", "--rm"]).args(&case.args);
+        command
+    });
+    let mut outputs = outputs_in_parallel(docker_commands.chain(berth_commands).collect());
+    let berth_outputs = outputs.split_off(cases.len());
+    let docker_outputs = outputs;
     let mut differences = Vec::new();
     for ((case, from_docker), from_berth) in cases.iter().zip(&docker_outputs).zip(&berth_outputs) {
         let args: Vec<&str> = case.args.iter().map(String::as_str).collect();

@@ -19,16 +19,24 @@ pub fn container_diff(engine: &Engine, text: &str) -> Result<Vec<Change>, Engine
     if !upper.exists() {
         return Ok(Vec::new());
     }
-    changes(&upper, &lowers).map_err(|error| EngineError::Start(format!("failed to compute changes: {error}")))
+    changes(&upper, &lowers)
+        .map_err(|error| EngineError::Start(format!("failed to compute changes: {error}")))
 }
 
 /// Runs `action` with the container's root as a host path: the running
 /// container's own view (`/proc/PID/root`), or, when it is stopped, its
 /// overlay mounted on the host for the duration.
-pub fn with_container_root<T>(engine: &Engine, container: &Container, action: impl FnOnce(&std::path::Path) -> Result<T, EngineError>) -> Result<T, EngineError> {
+pub fn with_container_root<T>(
+    engine: &Engine,
+    container: &Container,
+    action: impl FnOnce(&std::path::Path) -> Result<T, EngineError>,
+) -> Result<T, EngineError> {
     let config = engine.config();
     if container.state.is_running() && container.state.pid > 0 {
-        return action(std::path::Path::new(&format!("/proc/{}/root", container.state.pid)));
+        return action(std::path::Path::new(&format!(
+            "/proc/{}/root",
+            container.state.pid
+        )));
     }
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
     let rootfs = paths.rootfs();
@@ -49,6 +57,7 @@ pub fn export_container(engine: &Engine, text: &str, out: impl Write) -> Result<
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
     with_container_root(engine, &container, |root| {
-        export_rootfs(root, out).map_err(|error| EngineError::Start(format!("failed to export: {error}")))
+        export_rootfs(root, out)
+            .map_err(|error| EngineError::Start(format!("failed to export: {error}")))
     })
 }

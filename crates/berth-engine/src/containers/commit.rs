@@ -20,25 +20,44 @@ pub struct CommitOptions {
     pub pause: bool,
 }
 
-pub fn commit_container(engine: &mut Engine, text: &str, options: &CommitOptions) -> Result<Digest, EngineError> {
+pub fn commit_container(
+    engine: &mut Engine,
+    text: &str,
+    options: &CommitOptions,
+) -> Result<Digest, EngineError> {
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
-    let reference = options.reference.as_deref().map(parse_reference).transpose()?;
+    let reference = options
+        .reference
+        .as_deref()
+        .map(parse_reference)
+        .transpose()?;
     let changes = options
         .changes
         .iter()
-        .map(|line| parse_change(line).map_err(|error| EngineError::InvalidArgument(error.to_string())))
+        .map(|line| {
+            parse_change(line).map_err(|error| EngineError::InvalidArgument(error.to_string()))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
-    let base = Digest::parse(&container.record.image_id).map_err(|error| EngineError::Start(error.to_string()))?;
+    let base = Digest::parse(&container.record.image_id)
+        .map_err(|error| EngineError::Start(error.to_string()))?;
 
     // The image config gets the container's runtime settings, as Docker's.
     let run = &container.record.run;
     let mut image_config = ContainerConfig {
         user: Some(run.user.clone()).filter(|user| !user.is_empty()),
         env: Some(run.env.clone()),
-        cmd: container.record.config.get("Cmd").and_then(|cmd| serde_json::from_value(cmd.clone()).ok()),
-        entrypoint: container.record.config.get("Entrypoint").and_then(|value| serde_json::from_value(value.clone()).ok()),
+        cmd: container
+            .record
+            .config
+            .get("Cmd")
+            .and_then(|cmd| serde_json::from_value(cmd.clone()).ok()),
+        entrypoint: container
+            .record
+            .config
+            .get("Entrypoint")
+            .and_then(|value| serde_json::from_value(value.clone()).ok()),
         working_dir: Some(run.working_dir.clone()).filter(|directory| !directory.is_empty()),
         labels: Some(run.labels.clone()).filter(|labels| !labels.is_empty()),
         stop_signal: Some(run.stop_signal.clone()).filter(|signal| !signal.is_empty()),
@@ -52,18 +71,24 @@ pub fn commit_container(engine: &mut Engine, text: &str, options: &CommitOptions
     if pause {
         let _ = super::pause_container(engine, &container.record.id);
     }
-    let staged = config.root.join("tmp").join(format!("commit-{}", super::names::new_id()));
+    let staged = config
+        .root
+        .join("tmp")
+        .join(format!("commit-{}", super::names::new_id()));
     let layer = (|| {
-        let file = std::fs::File::create(&staged).map_err(|error| EngineError::Start(format!("failed to create {staged:?}: {error}")))?;
+        let file = std::fs::File::create(&staged)
+            .map_err(|error| EngineError::Start(format!("failed to create {staged:?}: {error}")))?;
         let mut writer = std::io::BufWriter::with_capacity(1 << 20, file);
         let upper = paths.rootfs().upper;
         if upper.exists() {
-            layer_from_upper(&upper, &mut writer).map_err(|error| EngineError::Start(format!("failed to write the layer: {error}")))?;
+            layer_from_upper(&upper, &mut writer).map_err(|error| {
+                EngineError::Start(format!("failed to write the layer: {error}"))
+            })?;
         } else {
             // Never started: an empty layer, as Docker commits one.
-            tar::Builder::new(&mut writer)
-                .finish()
-                .map_err(|error| EngineError::Start(format!("failed to write the layer: {error}")))?;
+            tar::Builder::new(&mut writer).finish().map_err(|error| {
+                EngineError::Start(format!("failed to write the layer: {error}"))
+            })?;
         }
         std::io::Write::flush(&mut writer).map_err(|error| EngineError::Start(error.to_string()))
     })();

@@ -10,16 +10,23 @@ use berth_types::container::CreateRequest;
 use super::merge::{merge_process, UserProcess};
 use super::names::{generate_name, new_id, validate_name};
 use super::paths::ContainerPaths;
-use super::record::{ContainerRecord, MountRequest, MountSource, RestartPolicy, RunSettings, SeccompChoice, Ulimit};
+use super::record::{
+    ContainerRecord, MountRequest, MountSource, RestartPolicy, RunSettings, SeccompChoice, Ulimit,
+};
 use super::state::{now, ContainerState};
 use crate::images::resolve_image;
 use crate::{Engine, EngineError};
 
 /// Creates the container; returns its id.
-pub fn create_container(engine: &mut Engine, request: &CreateRequest) -> Result<String, EngineError> {
+pub fn create_container(
+    engine: &mut Engine,
+    request: &CreateRequest,
+) -> Result<String, EngineError> {
     let image = resolve_image(engine.store(), &request.config.image)?;
-    let image_config: berth_types::image::ImageConfig = serde_json::from_slice(&engine.store().blobs().read(&image.id)?)
-        .map_err(|error| EngineError::Start(format!("image config of {}: {error}", image.id)))?;
+    let image_config: berth_types::image::ImageConfig =
+        serde_json::from_slice(&engine.store().blobs().read(&image.id)?).map_err(|error| {
+            EngineError::Start(format!("image config of {}: {error}", image.id))
+        })?;
     if let Some(name) = &request.name {
         validate_name(name).map_err(EngineError::InvalidArgument)?;
     }
@@ -70,7 +77,8 @@ pub fn create_container(engine: &mut Engine, request: &CreateRequest) -> Result<
         auto_remove: host.auto_remove,
         restart: RestartPolicy {
             name: host.restart_policy.name.clone(),
-            maximum_retry_count: u32::try_from(host.restart_policy.maximum_retry_count).unwrap_or(0),
+            maximum_retry_count: u32::try_from(host.restart_policy.maximum_retry_count)
+                .unwrap_or(0),
         },
         privileged: host.privileged,
         cap_add: host.cap_add.clone().unwrap_or_default(),
@@ -109,11 +117,20 @@ pub fn create_container(engine: &mut Engine, request: &CreateRequest) -> Result<
     };
     for limit in &run.ulimits {
         if super::spec::rlimit_resource(&limit.name).is_none() {
-            return Err(EngineError::InvalidArgument(format!("invalid ulimit type: {}", limit.name)));
+            return Err(EngineError::InvalidArgument(format!(
+                "invalid ulimit type: {}",
+                limit.name
+            )));
         }
     }
-    if !matches!(run.restart.name.as_str(), "" | "no" | "always" | "unless-stopped" | "on-failure") {
-        return Err(EngineError::InvalidArgument(format!("invalid restart policy '{}'", run.restart.name)));
+    if !matches!(
+        run.restart.name.as_str(),
+        "" | "no" | "always" | "unless-stopped" | "on-failure"
+    ) {
+        return Err(EngineError::InvalidArgument(format!(
+            "invalid restart policy '{}'",
+            run.restart.name
+        )));
     }
 
     // What `inspect` shows: the request as Docker stores it, with the
@@ -131,10 +148,15 @@ pub fn create_container(engine: &mut Engine, request: &CreateRequest) -> Result<
         stored_host.network_mode = "bridge".to_owned();
     }
 
-    let config_json = serde_json::to_value(&stored_config).map_err(|error| EngineError::Start(error.to_string()))?;
-    let host_config_json = serde_json::to_value(&stored_host).map_err(|error| EngineError::Start(error.to_string()))?;
+    let config_json = serde_json::to_value(&stored_config)
+        .map_err(|error| EngineError::Start(error.to_string()))?;
+    let host_config_json = serde_json::to_value(&stored_host)
+        .map_err(|error| EngineError::Start(error.to_string()))?;
     let created = now();
-    let mut name = request.name.clone().map(|name| name.trim_start_matches('/').to_owned());
+    let mut name = request
+        .name
+        .clone()
+        .map(|name| name.trim_start_matches('/').to_owned());
     for attempt in 0..10 {
         let chosen = name.clone().unwrap_or_else(|| generate_name(attempt));
         let record = ContainerRecord {
@@ -152,15 +174,18 @@ pub fn create_container(engine: &mut Engine, request: &CreateRequest) -> Result<
             name: chosen.clone(),
             image_id: image.id.to_string(),
             created: created.clone(),
-            record: serde_json::to_string(&record).map_err(|error| EngineError::Start(error.to_string()))?,
-            state: serde_json::to_string(&ContainerState::default()).map_err(|error| EngineError::Start(error.to_string()))?,
+            record: serde_json::to_string(&record)
+                .map_err(|error| EngineError::Start(error.to_string()))?,
+            state: serde_json::to_string(&ContainerState::default())
+                .map_err(|error| EngineError::Start(error.to_string()))?,
         };
         match engine.store_mut().insert_container(&row) {
             Ok(()) => {
                 let config = engine.config();
                 let paths = ContainerPaths::new(&config.root, &config.run_root, &id);
-                std::fs::create_dir_all(&paths.directory)
-                    .map_err(|error| EngineError::Start(format!("failed to create {:?}: {error}", paths.directory)))?;
+                std::fs::create_dir_all(&paths.directory).map_err(|error| {
+                    EngineError::Start(format!("failed to create {:?}: {error}", paths.directory))
+                })?;
                 create_volumes(engine, &record)?;
                 return Ok(id);
             }
@@ -171,7 +196,9 @@ pub fn create_container(engine: &mut Engine, request: &CreateRequest) -> Result<
             Err(ContainerStoreError::Store(error)) => return Err(error.into()),
         }
     }
-    Err(EngineError::Start("could not generate a unique container name".to_owned()))
+    Err(EngineError::Start(
+        "could not generate a unique container name".to_owned(),
+    ))
 }
 
 /// `no-new-privileges`, `no-new-privileges:true`, `no-new-privileges=true`.
@@ -216,7 +243,9 @@ fn resources(requested: &berth_types::container::Resources) -> Result<Resources,
         // Docker's default: as much swap as memory (memory+swap = 2x).
         resources.memory_swap = Some(Limit::Value(memory.saturating_mul(2)));
     }
-    if let (Some(Limit::Value(memory)), Some(Limit::Value(swap))) = (resources.memory, resources.memory_swap) {
+    if let (Some(Limit::Value(memory)), Some(Limit::Value(swap))) =
+        (resources.memory, resources.memory_swap)
+    {
         if swap < memory {
             return Err(EngineError::InvalidArgument(
                 "Minimum memoryswap limit should be larger than memory limit, see usage".to_owned(),
@@ -225,17 +254,21 @@ fn resources(requested: &berth_types::container::Resources) -> Result<Resources,
     }
     if let Some(Limit::Value(memory)) = resources.memory {
         if memory < 6 * 1024 * 1024 {
-            return Err(EngineError::InvalidArgument("Minimum memory limit allowed is 6MB".to_owned()));
+            return Err(EngineError::InvalidArgument(
+                "Minimum memory limit allowed is 6MB".to_owned(),
+            ));
         }
     }
     if let Ok(nano) = u64::try_from(requested.nano_cpus) {
         if nano > 0 {
             if requested.cpu_quota > 0 || requested.cpu_period > 0 {
                 return Err(EngineError::InvalidArgument(
-                    "Conflicting options: Nano CPUs and CPU Period/Quota cannot both be set".to_owned(),
+                    "Conflicting options: Nano CPUs and CPU Period/Quota cannot both be set"
+                        .to_owned(),
                 ));
             }
-            let available = std::thread::available_parallelism().map_or(1, |count| count.get()) as u64;
+            let available =
+                std::thread::available_parallelism().map_or(1, |count| count.get()) as u64;
             if nano > available * 1_000_000_000 {
                 return Err(EngineError::InvalidArgument(format!(
                     "Range of CPUs is from 0.01 to {available}.00, as there are only {available} CPUs available"
@@ -248,7 +281,10 @@ fn resources(requested: &berth_types::container::Resources) -> Result<Resources,
 }
 
 /// Binds, `--mount`, `--tmpfs` and the image's (anonymous) volumes.
-fn mounts(request: &CreateRequest, image: &berth_types::image::ImageConfig) -> Result<Vec<MountRequest>, EngineError> {
+fn mounts(
+    request: &CreateRequest,
+    image: &berth_types::image::ImageConfig,
+) -> Result<Vec<MountRequest>, EngineError> {
     let host = &request.host_config;
     let mut mounts: Vec<MountRequest> = Vec::new();
     for bind in host.binds.clone().unwrap_or_default() {
@@ -256,7 +292,11 @@ fn mounts(request: &CreateRequest, image: &berth_types::image::ImageConfig) -> R
         let (source, destination, options) = match parts.as_slice() {
             [source, destination] => (*source, *destination, ""),
             [source, destination, options] => (*source, *destination, *options),
-            _ => return Err(EngineError::InvalidArgument(format!("invalid volume specification: '{bind}'"))),
+            _ => {
+                return Err(EngineError::InvalidArgument(format!(
+                    "invalid volume specification: '{bind}'"
+                )))
+            }
         };
         let readonly = options.split(',').any(|option| option == "ro");
         let source = if source.starts_with('/') {
@@ -265,7 +305,9 @@ fn mounts(request: &CreateRequest, image: &berth_types::image::ImageConfig) -> R
                 recursive: true,
             }
         } else {
-            MountSource::Volume { name: source.to_owned() }
+            MountSource::Volume {
+                name: source.to_owned(),
+            }
         };
         mounts.push(MountRequest {
             source,
@@ -277,10 +319,17 @@ fn mounts(request: &CreateRequest, image: &berth_types::image::ImageConfig) -> R
         let source = match mount.r#type.as_str() {
             "bind" => MountSource::Bind {
                 host_path: mount.source.clone(),
-                recursive: !mount.bind_options.as_ref().is_some_and(|options| options.non_recursive),
+                recursive: !mount
+                    .bind_options
+                    .as_ref()
+                    .is_some_and(|options| options.non_recursive),
             },
             "volume" => MountSource::Volume {
-                name: if mount.source.is_empty() { new_id() } else { mount.source.clone() },
+                name: if mount.source.is_empty() {
+                    new_id()
+                } else {
+                    mount.source.clone()
+                },
             },
             "tmpfs" => MountSource::Tmpfs {
                 size: mount
@@ -288,9 +337,17 @@ fn mounts(request: &CreateRequest, image: &berth_types::image::ImageConfig) -> R
                     .as_ref()
                     .and_then(|options| u64::try_from(options.size_bytes).ok())
                     .filter(|size| *size > 0),
-                mode: mount.tmpfs_options.as_ref().map(|options| options.mode).filter(|mode| *mode != 0),
+                mode: mount
+                    .tmpfs_options
+                    .as_ref()
+                    .map(|options| options.mode)
+                    .filter(|mode| *mode != 0),
             },
-            other => return Err(EngineError::InvalidArgument(format!("mount type {other:?} is not supported"))),
+            other => {
+                return Err(EngineError::InvalidArgument(format!(
+                    "mount type {other:?} is not supported"
+                )))
+            }
         };
         if let MountSource::Bind { host_path, .. } = &source {
             if std::fs::metadata(host_path).is_err() {
@@ -313,7 +370,9 @@ fn mounts(request: &CreateRequest, image: &berth_types::image::ImageConfig) -> R
             match option.split_once('=') {
                 Some(("size", value)) => size = Some(parse_tmpfs_size(value)?),
                 Some(("mode", value)) => {
-                    mode = Some(u32::from_str_radix(value, 8).map_err(|_| EngineError::InvalidArgument(format!("invalid tmpfs mode {value:?}")))?)
+                    mode = Some(u32::from_str_radix(value, 8).map_err(|_| {
+                        EngineError::InvalidArgument(format!("invalid tmpfs mode {value:?}"))
+                    })?)
                 }
                 None if option == "ro" => readonly = true,
                 _ => {}
@@ -331,7 +390,11 @@ fn mounts(request: &CreateRequest, image: &berth_types::image::ImageConfig) -> R
         .and_then(|config| config.volumes.clone())
         .unwrap_or_default();
     let anonymous = request.config.volumes.clone().unwrap_or_default();
-    for destination in image_volumes.keys().cloned().chain(anonymous.keys().cloned()) {
+    for destination in image_volumes
+        .keys()
+        .cloned()
+        .chain(anonymous.keys().cloned())
+    {
         if mounts.iter().any(|mount| mount.destination == destination) {
             continue;
         }

@@ -21,7 +21,12 @@ pub struct ExecRequest {
 }
 
 /// Starts the process; the caller waits for it (it is the caller's child).
-pub fn exec_in_container(engine: &Engine, text: &str, request: &ExecRequest, stdio: Stdio) -> Result<Pid, EngineError> {
+pub fn exec_in_container(
+    engine: &Engine,
+    text: &str,
+    request: &ExecRequest,
+    stdio: Stdio,
+) -> Result<Pid, EngineError> {
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
     if !container.state.is_running() || container.state.pid <= 0 {
@@ -46,12 +51,21 @@ pub fn exec_in_container(engine: &Engine, text: &str, request: &ExecRequest, std
     let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
     let version = CgroupVersion::detect().map_err(|error| EngineError::Start(error.to_string()))?;
     let layers = super::start::container_layers(engine.store(), &record, &paths)?;
-    let spec = build_spec(&record, &paths, &layers, &config.root, &config.root.join("volumes"), &version)?;
+    let spec = build_spec(
+        &record,
+        &paths,
+        &layers,
+        &config.root,
+        &config.root.join("volumes"),
+        &version,
+    )?;
     let mut process = spec.process;
     process.args = request.command.clone();
     for entry in &request.env {
         let key = entry.split('=').next().unwrap_or(entry);
-        process.env.retain(|existing| existing.split('=').next() != Some(key));
+        process
+            .env
+            .retain(|existing| existing.split('=').next() != Some(key));
         process.env.push(entry.clone());
     }
     if let Some(directory) = &request.working_dir {
@@ -61,10 +75,12 @@ pub fn exec_in_container(engine: &Engine, text: &str, request: &ExecRequest, std
         .container_path(None, &record.id)
         .map_err(|error| EngineError::Start(error.to_string()))?;
     let cgroup = new_manager(&version, cgroup_path);
-    berth_runtime::exec::exec_in(container.state.pid, &process, stdio, cgroup.as_ref()).map_err(|error| {
-        EngineError::StartFailed(super::StartFailure {
-            status: error.exit_status().max(126),
-            message: error.to_string(),
-        })
-    })
+    berth_runtime::exec::exec_in(container.state.pid, &process, stdio, cgroup.as_ref()).map_err(
+        |error| {
+            EngineError::StartFailed(super::StartFailure {
+                status: error.exit_status().max(126),
+                message: error.to_string(),
+            })
+        },
+    )
 }

@@ -23,10 +23,18 @@ pub fn inspect_container(config: &EngineConfig, container: &Container) -> Value 
         .iter()
         .map(|mount| {
             let (kind, source, name) = match &mount.source {
-                super::record::MountSource::Bind { host_path, .. } => ("bind", host_path.clone(), None),
+                super::record::MountSource::Bind { host_path, .. } => {
+                    ("bind", host_path.clone(), None)
+                }
                 super::record::MountSource::Volume { name } => (
                     "volume",
-                    config.root.join("volumes").join(name).join("_data").display().to_string(),
+                    config
+                        .root
+                        .join("volumes")
+                        .join(name)
+                        .join("_data")
+                        .display()
+                        .to_string(),
                     Some(name.clone()),
                 ),
                 super::record::MountSource::Tmpfs { .. } => ("tmpfs", String::new(), None),
@@ -108,30 +116,51 @@ fn network_settings(mode: &str) -> Value {
 }
 
 /// Every container, newest first, each reconciled.
-pub fn list_containers(store: &Store, config: &EngineConfig) -> Result<Vec<Container>, EngineError> {
+pub fn list_containers(
+    store: &Store,
+    config: &EngineConfig,
+) -> Result<Vec<Container>, EngineError> {
     store
         .containers()?
         .iter()
-        .map(|row| parse_row(row).map(|container| super::reconcile::reconcile(store, config, container)))
+        .map(|row| {
+            parse_row(row).map(|container| super::reconcile::reconcile(store, config, container))
+        })
         .collect()
 }
 
 /// Docker's STATUS column: "Up 2 minutes", "Exited (0) 3 seconds ago",
 /// "Created", "Up 5 seconds (Paused)", "Restarting (1) 2 seconds ago".
-pub fn status_text(container: &Container, now: chrono::DateTime<chrono::Utc>, human: impl Fn(std::time::Duration) -> String) -> String {
+pub fn status_text(
+    container: &Container,
+    now: chrono::DateTime<chrono::Utc>,
+    human: impl Fn(std::time::Duration) -> String,
+) -> String {
     let state = &container.state;
     let since = |time: &str| {
         chrono::DateTime::parse_from_rfc3339(time)
-            .map(|time| (now - time.with_timezone(&chrono::Utc)).to_std().unwrap_or_default())
+            .map(|time| {
+                (now - time.with_timezone(&chrono::Utc))
+                    .to_std()
+                    .unwrap_or_default()
+            })
             .unwrap_or_default()
     };
     match state.status {
         Status::Created => "Created".to_owned(),
         Status::Running => format!("Up {}", human(since(&state.started_at))),
         Status::Paused => format!("Up {} (Paused)", human(since(&state.started_at))),
-        Status::Restarting => format!("Restarting ({}) {} ago", state.exit_code, human(since(&state.finished_at))),
+        Status::Restarting => format!(
+            "Restarting ({}) {} ago",
+            state.exit_code,
+            human(since(&state.finished_at))
+        ),
         Status::Removing => "Removal In Progress".to_owned(),
         Status::Dead => "Dead".to_owned(),
-        Status::Exited => format!("Exited ({}) {} ago", state.exit_code, human(since(&state.finished_at))),
+        Status::Exited => format!(
+            "Exited ({}) {} ago",
+            state.exit_code,
+            human(since(&state.finished_at))
+        ),
     }
 }

@@ -39,8 +39,10 @@ pub fn find_row(store: &Store, text: &str) -> Result<ContainerRow, EngineError> 
 }
 
 pub fn parse_row(row: &ContainerRow) -> Result<Container, EngineError> {
-    let record = serde_json::from_str(&row.record).map_err(|error| corrupt(&row.id, "record", error))?;
-    let state = serde_json::from_str(&row.state).map_err(|error| corrupt(&row.id, "state", error))?;
+    let record =
+        serde_json::from_str(&row.record).map_err(|error| corrupt(&row.id, "record", error))?;
+    let state =
+        serde_json::from_str(&row.state).map_err(|error| corrupt(&row.id, "state", error))?;
     let mut container = Container { record, state };
     // The name can change (`rename`) without rewriting the record.
     container.record.name = row.name.clone();
@@ -48,11 +50,17 @@ pub fn parse_row(row: &ContainerRow) -> Result<Container, EngineError> {
 }
 
 fn corrupt(id: &str, what: &str, error: serde_json::Error) -> EngineError {
-    EngineError::Store(berth_store::StoreError::Corrupt(format!("container {id} {what}: {error}")))
+    EngineError::Store(berth_store::StoreError::Corrupt(format!(
+        "container {id} {what}: {error}"
+    )))
 }
 
 /// Finds and loads a container, reconciling a dead monitor first.
-pub fn find_container(store: &Store, config: &crate::EngineConfig, text: &str) -> Result<Container, EngineError> {
+pub fn find_container(
+    store: &Store,
+    config: &crate::EngineConfig,
+    text: &str,
+) -> Result<Container, EngineError> {
     let row = find_row(store, text)?;
     let container = parse_row(&row)?;
     Ok(super::reconcile::reconcile(store, config, container))

@@ -1,6 +1,8 @@
 //! `pause`, `unpause`, `rename`, `top`, `stats`, `update`, `container prune`.
 
-use berth_runtime::cgroups::{new_manager, CgroupDriver, CgroupManager, CgroupStats, CgroupVersion, Resources};
+use berth_runtime::cgroups::{
+    new_manager, CgroupDriver, CgroupManager, CgroupStats, CgroupVersion, Resources,
+};
 
 use super::lookup::{find_container, Container};
 use super::monitor::{read_state, write_state};
@@ -31,7 +33,10 @@ fn running(engine: &Engine, text: &str) -> Result<Container, EngineError> {
 pub fn pause_container(engine: &mut Engine, text: &str) -> Result<(), EngineError> {
     let container = running(engine, text)?;
     if container.state.status == Status::Paused {
-        return Err(EngineError::InvalidArgument(format!("Container {} is already paused", container.record.id)));
+        return Err(EngineError::InvalidArgument(format!(
+            "Container {} is already paused",
+            container.record.id
+        )));
     }
     cgroup_of(&container.record.id)?
         .freeze()
@@ -43,7 +48,10 @@ pub fn pause_container(engine: &mut Engine, text: &str) -> Result<(), EngineErro
 pub fn unpause_container(engine: &mut Engine, text: &str) -> Result<(), EngineError> {
     let container = running(engine, text)?;
     if container.state.status != Status::Paused {
-        return Err(EngineError::InvalidArgument(format!("Container {} is not paused", container.record.id)));
+        return Err(EngineError::InvalidArgument(format!(
+            "Container {} is not paused",
+            container.record.id
+        )));
     }
     cgroup_of(&container.record.id)?
         .thaw()
@@ -60,7 +68,11 @@ fn set_status(engine: &Engine, id: &str, status: Status) {
 }
 
 /// `rename OLD NEW`.
-pub fn rename_container(engine: &mut Engine, text: &str, new_name: &str) -> Result<(), EngineError> {
+pub fn rename_container(
+    engine: &mut Engine,
+    text: &str,
+    new_name: &str,
+) -> Result<(), EngineError> {
     validate_name(new_name).map_err(EngineError::InvalidArgument)?;
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
@@ -92,20 +104,33 @@ pub fn container_stats(engine: &Engine, container: &Container) -> Result<CgroupS
 }
 
 /// `update`: new limits, applied now when running and kept for later starts.
-pub fn update_container(engine: &mut Engine, text: &str, resources: &Resources, restart: Option<super::record::RestartPolicy>) -> Result<(), EngineError> {
+pub fn update_container(
+    engine: &mut Engine,
+    text: &str,
+    resources: &Resources,
+    restart: Option<super::record::RestartPolicy>,
+) -> Result<(), EngineError> {
     let config = engine.config().clone();
     let mut container = find_container(engine.store(), &config, text)?;
     if container.state.is_running() {
         cgroup_of(&container.record.id)?
             .apply(resources)
-            .map_err(|error| EngineError::InvalidArgument(format!("Cannot update container {}: {error}", container.record.id)))?;
+            .map_err(|error| {
+                EngineError::InvalidArgument(format!(
+                    "Cannot update container {}: {error}",
+                    container.record.id
+                ))
+            })?;
     }
     merge_resources(&mut container.record.run.resources, resources);
     if let Some(restart) = restart {
         container.record.run.restart = restart;
     }
-    let json = serde_json::to_string(&container.record).map_err(|error| EngineError::Start(error.to_string()))?;
-    engine.store().set_container_record(&container.record.id, &json)?;
+    let json = serde_json::to_string(&container.record)
+        .map_err(|error| EngineError::Start(error.to_string()))?;
+    engine
+        .store()
+        .set_container_record(&container.record.id, &json)?;
     Ok(())
 }
 

@@ -38,10 +38,16 @@ impl MergedProcess {
     }
 }
 
-pub fn merge_process(image: Option<&ImageDefaults>, user: &UserProcess) -> Result<MergedProcess, EngineError> {
+pub fn merge_process(
+    image: Option<&ImageDefaults>,
+    user: &UserProcess,
+) -> Result<MergedProcess, EngineError> {
     let default = ImageDefaults::default();
     let image = image.unwrap_or(&default);
-    let user_entrypoint_set = user.entrypoint.as_ref().is_some_and(|entrypoint| !entrypoint.is_empty());
+    let user_entrypoint_set = user
+        .entrypoint
+        .as_ref()
+        .is_some_and(|entrypoint| !entrypoint.is_empty());
     let cmd = match &user.cmd {
         Some(cmd) if !cmd.is_empty() => cmd.clone(),
         // A user entrypoint drops the image's Cmd (it was written for the
@@ -54,12 +60,17 @@ pub fn merge_process(image: Option<&ImageDefaults>, user: &UserProcess) -> Resul
         None => image.entrypoint.clone().unwrap_or_default(),
     };
     if entrypoint.is_empty() && cmd.is_empty() {
-        return Err(EngineError::InvalidArgument("No command specified".to_owned()));
+        return Err(EngineError::InvalidArgument(
+            "No command specified".to_owned(),
+        ));
     }
     let mut env = image.env.clone().unwrap_or_default();
     for entry in &user.env {
         let key = entry.split('=').next().unwrap_or(entry);
-        match env.iter_mut().find(|existing| existing.split('=').next() == Some(key)) {
+        match env
+            .iter_mut()
+            .find(|existing| existing.split('=').next() == Some(key))
+        {
             Some(existing) => *existing = entry.clone(),
             None => env.push(entry.clone()),
         }
@@ -79,9 +90,17 @@ pub fn merge_process(image: Option<&ImageDefaults>, user: &UserProcess) -> Resul
             .filter(|directory| !directory.is_empty())
             .or_else(|| image.working_dir.clone())
             .unwrap_or_default(),
-        user: user.user.clone().or_else(|| image.user.clone()).unwrap_or_default(),
+        user: user
+            .user
+            .clone()
+            .or_else(|| image.user.clone())
+            .unwrap_or_default(),
         labels,
-        stop_signal: user.stop_signal.clone().or_else(|| image.stop_signal.clone()).unwrap_or_default(),
+        stop_signal: user
+            .stop_signal
+            .clone()
+            .or_else(|| image.stop_signal.clone())
+            .unwrap_or_default(),
     })
 }
 
@@ -102,7 +121,11 @@ mod tests {
         }
     }
 
-    fn args(image: &ImageDefaults, entrypoint: Option<&[&str]>, cmd: Option<&[&str]>) -> Result<Vec<String>, EngineError> {
+    fn args(
+        image: &ImageDefaults,
+        entrypoint: Option<&[&str]>,
+        cmd: Option<&[&str]>,
+    ) -> Result<Vec<String>, EngineError> {
         let user = UserProcess {
             entrypoint: entrypoint.map(strings),
             cmd: cmd.map(strings),
@@ -115,7 +138,10 @@ mod tests {
     fn entrypoint_and_cmd_combinations_follow_docker() {
         let cmd_only = image(None, Some(&["sh"]));
         assert_eq!(args(&cmd_only, None, None).unwrap(), ["sh"]);
-        assert_eq!(args(&cmd_only, None, Some(&["echo", "hi"])).unwrap(), ["echo", "hi"]);
+        assert_eq!(
+            args(&cmd_only, None, Some(&["echo", "hi"])).unwrap(),
+            ["echo", "hi"]
+        );
         assert_eq!(args(&cmd_only, Some(&["ls"]), None).unwrap(), ["ls"]);
 
         let both = image(Some(&["/entry"]), Some(&["default"]));
@@ -123,12 +149,18 @@ mod tests {
         assert_eq!(args(&both, None, Some(&["x"])).unwrap(), ["/entry", "x"]);
         // A new entrypoint drops the image's Cmd.
         assert_eq!(args(&both, Some(&["/other"]), None).unwrap(), ["/other"]);
-        assert_eq!(args(&both, Some(&["/other"]), Some(&["y"])).unwrap(), ["/other", "y"]);
+        assert_eq!(
+            args(&both, Some(&["/other"]), Some(&["y"])).unwrap(),
+            ["/other", "y"]
+        );
         // --entrypoint "" clears the entrypoint but keeps the image's Cmd.
         assert_eq!(args(&both, Some(&[]), None).unwrap(), ["default"]);
 
         let nothing = image(None, None);
-        assert_eq!(args(&nothing, None, None).unwrap_err().to_string(), "No command specified");
+        assert_eq!(
+            args(&nothing, None, None).unwrap_err().to_string(),
+            "No command specified"
+        );
     }
 
     #[test]
@@ -141,7 +173,14 @@ mod tests {
         let merged = merge_process(Some(&image(None, Some(&["sh"]))), &user).unwrap();
         assert_eq!(merged.env, strings(&["PATH=/bin", "A=user", "B=2"]));
         assert_eq!(merged.working_dir, "/srv");
-        let bare = merge_process(None, &UserProcess { cmd: Some(strings(&["x"])), ..UserProcess::default() }).unwrap();
+        let bare = merge_process(
+            None,
+            &UserProcess {
+                cmd: Some(strings(&["x"])),
+                ..UserProcess::default()
+            },
+        )
+        .unwrap();
         assert_eq!(bare.env[0], berth_runtime::spec::DEFAULT_PATH);
     }
 }

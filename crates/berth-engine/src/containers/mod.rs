@@ -27,8 +27,8 @@ pub use exec::{exec_in_container, ExecRequest};
 pub use inspect::{inspect_container, list_containers, status_text};
 pub use lookup::{find_container, Container};
 pub use manage::{
-    container_processes, container_stats, pause_container, prune_containers, rename_container, unpause_container,
-    update_container,
+    container_processes, container_stats, pause_container, prune_containers, rename_container,
+    unpause_container, update_container,
 };
 pub use monitor::Attachment;
 pub use remove::remove_container;

@@ -13,18 +13,65 @@ const ADJECTIVES: &[&str] = &[
     "agile", "amber", "ample", "bold", "brave", "brisk", "calm", "clever", "cosy", "crisp",
     "daring", "deft", "eager", "early", "epic", "fair", "fearless", "fond", "gentle", "glad",
     "golden", "grand", "happy", "hardy", "humble", "jolly", "keen", "kind", "lively", "loyal",
-    "lucid", "merry", "mighty", "modest", "nimble", "noble", "patient", "plucky", "proud",
-    "quick", "quiet", "rapid", "sharp", "shiny", "silent", "sleek", "steady", "stoic", "sunny",
-    "swift", "tidy", "trusty", "vivid", "warm", "wise", "witty", "zealous",
+    "lucid", "merry", "mighty", "modest", "nimble", "noble", "patient", "plucky", "proud", "quick",
+    "quiet", "rapid", "sharp", "shiny", "silent", "sleek", "steady", "stoic", "sunny", "swift",
+    "tidy", "trusty", "vivid", "warm", "wise", "witty", "zealous",
 ];
 
 const NOUNS: &[&str] = &[
-    "anchor", "atoll", "bay", "beacon", "bollard", "bow", "breeze", "buoy", "cabin", "cape",
-    "capstan", "cove", "current", "deck", "delta", "dinghy", "dock", "estuary", "ferry", "fjord",
-    "galley", "gull", "harbor", "haven", "helm", "inlet", "isle", "jetty", "keel", "kelp",
-    "lagoon", "lantern", "lighthouse", "mast", "mooring", "narrows", "oar", "pier", "port",
-    "quay", "reef", "rudder", "sail", "shoal", "skiff", "sound", "spray", "stern", "strait",
-    "tide", "wake", "wave", "wharf",
+    "anchor",
+    "atoll",
+    "bay",
+    "beacon",
+    "bollard",
+    "bow",
+    "breeze",
+    "buoy",
+    "cabin",
+    "cape",
+    "capstan",
+    "cove",
+    "current",
+    "deck",
+    "delta",
+    "dinghy",
+    "dock",
+    "estuary",
+    "ferry",
+    "fjord",
+    "galley",
+    "gull",
+    "harbor",
+    "haven",
+    "helm",
+    "inlet",
+    "isle",
+    "jetty",
+    "keel",
+    "kelp",
+    "lagoon",
+    "lantern",
+    "lighthouse",
+    "mast",
+    "mooring",
+    "narrows",
+    "oar",
+    "pier",
+    "port",
+    "quay",
+    "reef",
+    "rudder",
+    "sail",
+    "shoal",
+    "skiff",
+    "sound",
+    "spray",
+    "stern",
+    "strait",
+    "tide",
+    "wake",
+    "wave",
+    "wharf",
 ];
 
 /// A random `adjective_noun` name; `attempt` > 0 appends a digit, as Docker
@@ -44,7 +91,9 @@ pub fn generate_name(attempt: u32) -> String {
 pub fn validate_name(name: &str) -> Result<(), String> {
     let name = name.strip_prefix('/').unwrap_or(name);
     let mut characters = name.chars();
-    let valid = characters.next().is_some_and(|first| first.is_ascii_alphanumeric())
+    let valid = characters
+        .next()
+        .is_some_and(|first| first.is_ascii_alphanumeric())
         && name.len() >= 2
         && characters.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
     if valid {

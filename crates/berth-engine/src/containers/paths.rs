@@ -30,7 +30,9 @@ impl ContainerPaths {
     pub fn init_layer(&self) -> Result<PathBuf, crate::EngineError> {
         let init = self.directory.join("init");
         let create = |result: std::io::Result<()>, path: &Path| {
-            result.map_err(|error| crate::EngineError::Start(format!("failed to create {path:?}: {error}")))
+            result.map_err(|error| {
+                crate::EngineError::Start(format!("failed to create {path:?}: {error}"))
+            })
         };
         for directory in ["etc", "dev", "proc", "sys"] {
             let path = init.join(directory);

@@ -30,9 +30,17 @@ pub enum SeccompChoice {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MountSource {
-    Bind { host_path: String, recursive: bool },
-    Volume { name: String },
-    Tmpfs { size: Option<u64>, mode: Option<u32> },
+    Bind {
+        host_path: String,
+        recursive: bool,
+    },
+    Volume {
+        name: String,
+    },
+    Tmpfs {
+        size: Option<u64>,
+        mode: Option<u32>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -42,15 +42,19 @@ pub fn build_spec(
         // Docker: --privileged runs without the default filter.
         SeccompChoice::Default if run.privileged => None,
         SeccompChoice::Default => Some(Profile::docker_default()),
-        SeccompChoice::Custom(json) => Some(
-            Profile::from_json(json.as_bytes())
-                .map_err(|error| EngineError::InvalidArgument(format!("invalid seccomp profile: {error}")))?,
-        ),
+        SeccompChoice::Custom(json) => {
+            Some(Profile::from_json(json.as_bytes()).map_err(|error| {
+                EngineError::InvalidArgument(format!("invalid seccomp profile: {error}"))
+            })?)
+        }
     };
     let seccomp = match seccomp {
         Some(profile) if !profile.is_unconfined() => Some(
-            compile_cached(&profile, &capability_names, &root.join("cache/seccomp"))
-                .map_err(|error| EngineError::Start(format!("failed to compile the seccomp profile: {error}")))?,
+            compile_cached(&profile, &capability_names, &root.join("cache/seccomp")).map_err(
+                |error| {
+                    EngineError::Start(format!("failed to compile the seccomp profile: {error}"))
+                },
+            )?,
         ),
         _ => None,
     };
@@ -71,8 +75,9 @@ pub fn build_spec(
         .iter()
         .map(|limit| {
             Ok(Rlimit {
-                resource: rlimit_resource(&limit.name)
-                    .ok_or_else(|| EngineError::InvalidArgument(format!("invalid ulimit type: {}", limit.name)))?,
+                resource: rlimit_resource(&limit.name).ok_or_else(|| {
+                    EngineError::InvalidArgument(format!("invalid ulimit type: {}", limit.name))
+                })?,
                 soft: limit.soft,
                 hard: limit.hard,
             })
@@ -84,7 +89,10 @@ pub fn build_spec(
         .iter()
         .map(|request| {
             let kind = match &request.source {
-                MountSource::Bind { host_path, recursive } => MountKind::Bind {
+                MountSource::Bind {
+                    host_path,
+                    recursive,
+                } => MountKind::Bind {
                     source: PathBuf::from(host_path),
                     recursive: *recursive,
                 },
@@ -118,7 +126,10 @@ pub fn build_spec(
             hierarchies
                 .mount_points()
                 .iter()
-                .filter_map(|path| path.file_name().map(|name| name.to_string_lossy().into_owned()))
+                .filter_map(|path| {
+                    path.file_name()
+                        .map(|name| name.to_string_lossy().into_owned())
+                })
                 .filter(|name| name != "systemd" && name != "unified")
                 .collect(),
             false,
@@ -130,8 +141,14 @@ pub fn build_spec(
         upper: rootfs_paths.upper.clone(),
         work: rootfs_paths.work.clone(),
     });
-    for directory in [&rootfs_paths.upper, &rootfs_paths.work, &rootfs_paths.merged] {
-        std::fs::create_dir_all(directory).map_err(|error| EngineError::Start(format!("failed to create {directory:?}: {error}")))?;
+    for directory in [
+        &rootfs_paths.upper,
+        &rootfs_paths.work,
+        &rootfs_paths.merged,
+    ] {
+        std::fs::create_dir_all(directory).map_err(|error| {
+            EngineError::Start(format!("failed to create {directory:?}: {error}"))
+        })?;
     }
     Ok(ContainerSpec {
         id: record.id.clone(),
@@ -142,7 +159,11 @@ pub fn build_spec(
         process: ProcessSpec {
             args: run.args.clone(),
             env,
-            cwd: if run.working_dir.is_empty() { "/".to_owned() } else { run.working_dir.clone() },
+            cwd: if run.working_dir.is_empty() {
+                "/".to_owned()
+            } else {
+                run.working_dir.clone()
+            },
             uid: user.uid,
             gid: user.gid,
             additional_gids: user.additional_gids,
@@ -159,11 +180,26 @@ pub fn build_spec(
             (paths.resolv_conf(), PathBuf::from("/etc/resolv.conf")),
         ],
         network,
-        masked_paths: if run.privileged { Vec::new() } else { DEFAULT_MASKED_PATHS.iter().map(|p| p.to_string()).collect() },
-        readonly_paths: if run.privileged { Vec::new() } else { DEFAULT_READONLY_PATHS.iter().map(|p| p.to_string()).collect() },
+        masked_paths: if run.privileged {
+            Vec::new()
+        } else {
+            DEFAULT_MASKED_PATHS.iter().map(|p| p.to_string()).collect()
+        },
+        readonly_paths: if run.privileged {
+            Vec::new()
+        } else {
+            DEFAULT_READONLY_PATHS
+                .iter()
+                .map(|p| p.to_string())
+                .collect()
+        },
         privileged: run.privileged,
         init: run.init,
-        shm_size: if run.shm_size == 0 { 64 << 20 } else { run.shm_size },
+        shm_size: if run.shm_size == 0 {
+            64 << 20
+        } else {
+            run.shm_size
+        },
         cgroup_v1_hierarchies,
         cgroup_v2,
         cgroup_namespace: !run.cgroupns_host,
@@ -181,17 +217,26 @@ fn resolve_user_in_layers(
     group_add: &[String],
 ) -> Result<berth_runtime::user::ExecUser, EngineError> {
     let mut view = tempfile_view();
-    let directories: Vec<&Path> = std::iter::once(upper).chain(layers.iter().rev().map(PathBuf::as_path)).collect();
+    let directories: Vec<&Path> = std::iter::once(upper)
+        .chain(layers.iter().rev().map(PathBuf::as_path))
+        .collect();
     for file in ["etc/passwd", "etc/group"] {
         for directory in &directories {
-            if let Ok(Some(bytes)) = berth_runtime::in_root::read_in_root(directory, Path::new(file)) {
+            if let Ok(Some(bytes)) =
+                berth_runtime::in_root::read_in_root(directory, Path::new(file))
+            {
                 view.files.push((file, bytes));
                 break;
             }
         }
     }
-    berth_runtime::user::resolve_user_from(&view.text("etc/passwd"), &view.text("etc/group"), user, group_add)
-        .map_err(|error| EngineError::Start(error.to_string()))
+    berth_runtime::user::resolve_user_from(
+        &view.text("etc/passwd"),
+        &view.text("etc/group"),
+        user,
+        group_add,
+    )
+    .map_err(|error| EngineError::Start(error.to_string()))
 }
 
 struct FileView {
@@ -235,7 +280,10 @@ pub fn rlimit_resource(name: &str) -> Option<u32> {
 }
 
 /// Writes /etc/hostname, /etc/hosts and /etc/resolv.conf for the container.
-pub fn write_etc_files(record: &ContainerRecord, paths: &ContainerPaths) -> Result<(), EngineError> {
+pub fn write_etc_files(
+    record: &ContainerRecord,
+    paths: &ContainerPaths,
+) -> Result<(), EngineError> {
     let run = &record.run;
     let write = |path: PathBuf, content: String| {
         fs_err::write(&path, content).map_err(|error| EngineError::Start(format!("{error}")))

@@ -28,7 +28,10 @@ impl StartedContainer {
         loop {
             match self.receiver.receive()? {
                 MonitorMessage::Exited { code } => {
-                    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(self.monitor_pid), Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+                    let _ = nix::sys::wait::waitpid(
+                        nix::unistd::Pid::from_raw(self.monitor_pid),
+                        Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+                    );
                     return Some(code);
                 }
                 MonitorMessage::Failed { status, .. } => return Some(status),
@@ -48,7 +51,11 @@ pub struct StartFailure {
 
 /// Starts `text` (id, name or prefix). `attachment` carries the CLI's
 /// streams for an attached run; None starts detached.
-pub fn start_container(engine: &mut Engine, text: &str, attachment: Option<Attachment>) -> Result<StartedContainer, EngineError> {
+pub fn start_container(
+    engine: &mut Engine,
+    text: &str,
+    attachment: Option<Attachment>,
+) -> Result<StartedContainer, EngineError> {
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
     if container.state.is_running() {
@@ -62,7 +69,8 @@ pub fn start_container(engine: &mut Engine, text: &str, attachment: Option<Attac
     prepare(engine, &container)?;
     tracing::debug!(container = %container.record.id, "prepared");
 
-    let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
+    let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
     let attachment = attachment.unwrap_or_default();
     // No SQLite connection may cross the fork (see Store::suspend).
     engine.store_mut().suspend()?;
@@ -72,7 +80,9 @@ pub fn start_container(engine: &mut Engine, text: &str, attachment: Option<Attac
     if !matches!(forked, Ok(ForkResult::Child)) {
         engine.store_mut().resume()?;
     }
-    match forked.map_err(|error| EngineError::Start(format!("failed to fork the monitor: {error}")))? {
+    match forked
+        .map_err(|error| EngineError::Start(format!("failed to fork the monitor: {error}")))?
+    {
         ForkResult::Child => {
             drop(status_read);
             monitor::run(config, container.record, attachment, status_write)
@@ -92,14 +102,19 @@ pub fn start_container(engine: &mut Engine, text: &str, attachment: Option<Attac
                     let _ = nix::sys::wait::waitpid(child, None);
                     Err(EngineError::StartFailed(StartFailure { message, status }))
                 }
-                Some(MonitorMessage::Exited { code }) => Err(EngineError::StartFailed(StartFailure {
-                    message: format!("container exited before it was reported started (status {code})"),
-                    status: 125,
-                })),
+                Some(MonitorMessage::Exited { code }) => {
+                    Err(EngineError::StartFailed(StartFailure {
+                        message: format!(
+                            "container exited before it was reported started (status {code})"
+                        ),
+                        status: 125,
+                    }))
+                }
                 None => {
                     let _ = nix::sys::wait::waitpid(child, None);
                     Err(EngineError::StartFailed(StartFailure {
-                        message: "the container's monitor exited before the container started".to_owned(),
+                        message: "the container's monitor exited before the container started"
+                            .to_owned(),
                         status: 125,
                     }))
                 }
@@ -109,18 +124,28 @@ pub fn start_container(engine: &mut Engine, text: &str, attachment: Option<Attac
 }
 
 fn closed_pipe() -> Result<OwnedFd, EngineError> {
-    let (read, write) = nix::unistd::pipe().map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
+    let (read, write) = nix::unistd::pipe()
+        .map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
     drop(write);
     Ok(read)
 }
 
 /// The container's layers, bottom first: the image's, then its init layer.
-pub(crate) fn container_layers(store: &berth_store::Store, container: &super::record::ContainerRecord, paths: &ContainerPaths) -> Result<Vec<std::path::PathBuf>, EngineError> {
-    let image_id = berth_types::Digest::parse(&container.image_id).map_err(|error| EngineError::Start(error.to_string()))?;
+pub(crate) fn container_layers(
+    store: &berth_store::Store,
+    container: &super::record::ContainerRecord,
+    paths: &ContainerPaths,
+) -> Result<Vec<std::path::PathBuf>, EngineError> {
+    let image_id = berth_types::Digest::parse(&container.image_id)
+        .map_err(|error| EngineError::Start(error.to_string()))?;
     let image = store
         .image(&image_id)?
         .ok_or_else(|| EngineError::NoSuchImage(container.image_name.clone()))?;
-    let mut layers: Vec<_> = image.layers.iter().map(|chain_id| store.layers().path(chain_id)).collect();
+    let mut layers: Vec<_> = image
+        .layers
+        .iter()
+        .map(|chain_id| store.layers().path(chain_id))
+        .collect();
     layers.push(paths.init_layer()?);
     Ok(layers)
 }
@@ -132,24 +157,38 @@ fn prepare(engine: &Engine, container: &Container) -> Result<(), EngineError> {
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
     let layers = container_layers(engine.store(), &container.record, &paths)?;
     populate_new_volumes(&config.root, container, &paths, &layers)?;
-    std::fs::create_dir_all(&paths.runtime).map_err(|error| EngineError::Start(format!("failed to create {:?}: {error}", paths.runtime)))?;
+    std::fs::create_dir_all(&paths.runtime).map_err(|error| {
+        EngineError::Start(format!("failed to create {:?}: {error}", paths.runtime))
+    })?;
     write_etc_files(&container.record, &paths)
 }
 
 /// Docker copies the image's content at a volume's mount point into the
 /// volume the first time an empty volume is mounted. Only then is the root
 /// mounted on the host, briefly.
-fn populate_new_volumes(root: &std::path::Path, container: &Container, paths: &ContainerPaths, layers: &[std::path::PathBuf]) -> Result<(), EngineError> {
+fn populate_new_volumes(
+    root: &std::path::Path,
+    container: &Container,
+    paths: &ContainerPaths,
+    layers: &[std::path::PathBuf],
+) -> Result<(), EngineError> {
     let empty_volumes: Vec<(std::path::PathBuf, &str)> = container
         .record
         .run
         .mounts
         .iter()
         .filter_map(|mount| match &mount.source {
-            super::record::MountSource::Volume { name } => Some((crate::volumes::volume_data(root, name), mount.destination.as_str())),
+            super::record::MountSource::Volume { name } => Some((
+                crate::volumes::volume_data(root, name),
+                mount.destination.as_str(),
+            )),
             _ => None,
         })
-        .filter(|(data, _)| std::fs::read_dir(data).map(|mut entries| entries.next().is_none()).unwrap_or(true))
+        .filter(|(data, _)| {
+            std::fs::read_dir(data)
+                .map(|mut entries| entries.next().is_none())
+                .unwrap_or(true)
+        })
         .collect();
     if empty_volumes.is_empty() {
         return Ok(());
@@ -157,13 +196,18 @@ fn populate_new_volumes(root: &std::path::Path, container: &Container, paths: &C
     let rootfs = paths.rootfs();
     let mounted_here = !berth_runtime::rootfs::is_mounted(&rootfs.merged);
     if mounted_here {
-        mount_rootfs(layers, &rootfs).map_err(|error| EngineError::Start(format!("{error}: {}", error_source(&error))))?;
+        mount_rootfs(layers, &rootfs)
+            .map_err(|error| EngineError::Start(format!("{error}: {}", error_source(&error))))?;
     }
     let result = empty_volumes.iter().try_for_each(|(data, destination)| {
-        std::fs::create_dir_all(data).map_err(|error| EngineError::Start(format!("failed to create {data:?}: {error}")))?;
+        std::fs::create_dir_all(data)
+            .map_err(|error| EngineError::Start(format!("failed to create {data:?}: {error}")))?;
         // Resolved inside the container root: image symlinks cannot point
         // the copy at host files.
-        match berth_runtime::in_root::resolve_in_root(&rootfs.merged, std::path::Path::new(destination)) {
+        match berth_runtime::in_root::resolve_in_root(
+            &rootfs.merged,
+            std::path::Path::new(destination),
+        ) {
             Ok(image_path) => crate::volumes::populate_from_image(data, &image_path),
             Err(_) => Ok(()),
         }

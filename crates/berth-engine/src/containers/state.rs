@@ -76,7 +76,10 @@ impl Default for ContainerState {
 
 impl ContainerState {
     pub fn is_running(&self) -> bool {
-        matches!(self.status, Status::Running | Status::Paused | Status::Restarting)
+        matches!(
+            self.status,
+            Status::Running | Status::Paused | Status::Restarting
+        )
     }
 
     /// Docker's `State` object for `inspect`.
@@ -133,7 +136,10 @@ mod tests {
         assert_eq!(docker["ExitCode"], 3);
         assert_eq!(docker["StartedAt"], ZERO_TIME);
         let json = serde_json::to_string(&state).unwrap();
-        assert_eq!(serde_json::from_str::<ContainerState>(&json).unwrap(), state);
+        assert_eq!(
+            serde_json::from_str::<ContainerState>(&json).unwrap(),
+            state
+        );
     }
 
     #[test]

@@ -35,7 +35,8 @@ fn wait_for_exit(pid: i32, timeout: Option<Duration>) -> bool {
             None => PollTimeout::NONE,
             Some(deadline) => {
                 let left = deadline.saturating_duration_since(Instant::now());
-                PollTimeout::try_from(left.as_millis().min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX)
+                PollTimeout::try_from(left.as_millis().min(i32::MAX as u128) as i32)
+                    .unwrap_or(PollTimeout::MAX)
             }
         };
         let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
@@ -80,7 +81,11 @@ fn mark_stopped_by_user(engine: &Engine, id: &str) {
 }
 
 /// Sends `signal` and waits for the monitor to record the exit.
-pub(crate) fn kill_and_wait(engine: &Engine, container: &Container, signal: Signal) -> Result<(), EngineError> {
+pub(crate) fn kill_and_wait(
+    engine: &Engine,
+    container: &Container,
+    signal: Signal,
+) -> Result<(), EngineError> {
     mark_stopped_by_user(engine, &container.record.id);
     if container.state.status == Status::Paused {
         thaw(engine, container);
@@ -92,7 +97,10 @@ pub(crate) fn kill_and_wait(engine: &Engine, container: &Container, signal: Sign
 
 fn thaw(_engine: &Engine, container: &Container) {
     use berth_runtime::cgroups::{new_manager, CgroupDriver, CgroupVersion};
-    if let (Ok(version), Ok(path)) = (CgroupVersion::detect(), CgroupDriver::default().container_path(None, &container.record.id)) {
+    if let (Ok(version), Ok(path)) = (
+        CgroupVersion::detect(),
+        CgroupDriver::default().container_path(None, &container.record.id),
+    ) {
         let _ = new_manager(&version, path).thaw();
     }
 }
@@ -104,12 +112,20 @@ pub fn parse_signal(text: &str) -> Result<Signal, EngineError> {
         return Signal::try_from(number).map_err(|_| invalid());
     }
     let upper = text.to_ascii_uppercase();
-    let name = if upper.starts_with("SIG") { upper } else { format!("SIG{upper}") };
+    let name = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
     name.parse::<Signal>().map_err(|_| invalid())
 }
 
 /// `stop [-t N]`: the stop signal, then SIGKILL after the timeout.
-pub fn stop_container(engine: &mut Engine, text: &str, timeout: Option<i64>) -> Result<(), EngineError> {
+pub fn stop_container(
+    engine: &mut Engine,
+    text: &str,
+    timeout: Option<i64>,
+) -> Result<(), EngineError> {
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
     if !container.state.is_running() {
@@ -126,7 +142,11 @@ pub fn stop_container(engine: &mut Engine, text: &str, timeout: Option<i64>) -> 
     };
     let seconds = timeout.or(container.record.run.stop_timeout).unwrap_or(10);
     signal_container(&container, signal)?;
-    let exited = seconds >= 0 && wait_for_exit(container.state.pid, Some(Duration::from_secs(seconds as u64)));
+    let exited = seconds >= 0
+        && wait_for_exit(
+            container.state.pid,
+            Some(Duration::from_secs(seconds as u64)),
+        );
     if !exited {
         signal_container(&container, Signal::SIGKILL)?;
     }

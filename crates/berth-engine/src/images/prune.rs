@@ -19,7 +19,10 @@ pub fn prune_images(store: &mut Store, all: bool) -> Result<PruneReport, EngineE
         if !all && !image.tags.is_empty() {
             continue;
         }
-        if !store.containers_using_image(&image.id.to_string())?.is_empty() {
+        if !store
+            .containers_using_image(&image.id.to_string())?
+            .is_empty()
+        {
             continue;
         }
         let sizes: Vec<(berth_types::Digest, u64)> = image

@@ -131,7 +131,9 @@ impl Unpacker {
             EntryType::Symlink => {
                 // Docker's layer size counts a symlink as the length of its
                 // target (lstat's st_size), so `images` sizes agree.
-                let target_length = entry.link_name_bytes().map_or(0, |target| target.len() as u64);
+                let target_length = entry
+                    .link_name_bytes()
+                    .map_or(0, |target| target.len() as u64);
                 self.symlink(entry, parents, name, metadata, path)?;
                 self.written += target_length;
                 Ok(())

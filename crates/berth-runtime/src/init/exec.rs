@@ -104,21 +104,21 @@ pub(crate) fn finish_and_exec(process: &ProcessSpec) -> InitResult<Never> {
 /// Docker's `--ulimit` name of an `RLIMIT_*` resource.
 fn rlimit_name(resource: u32) -> String {
     const NAMES: &[(u32, &str)] = &[
-        (libc::RLIMIT_CORE as u32, "core"),
-        (libc::RLIMIT_CPU as u32, "cpu"),
-        (libc::RLIMIT_DATA as u32, "data"),
-        (libc::RLIMIT_FSIZE as u32, "fsize"),
-        (libc::RLIMIT_LOCKS as u32, "locks"),
-        (libc::RLIMIT_MEMLOCK as u32, "memlock"),
-        (libc::RLIMIT_MSGQUEUE as u32, "msgqueue"),
-        (libc::RLIMIT_NICE as u32, "nice"),
-        (libc::RLIMIT_NOFILE as u32, "nofile"),
-        (libc::RLIMIT_NPROC as u32, "nproc"),
-        (libc::RLIMIT_RSS as u32, "rss"),
-        (libc::RLIMIT_RTPRIO as u32, "rtprio"),
-        (libc::RLIMIT_RTTIME as u32, "rttime"),
-        (libc::RLIMIT_SIGPENDING as u32, "sigpending"),
-        (libc::RLIMIT_STACK as u32, "stack"),
+        (libc::RLIMIT_CORE, "core"),
+        (libc::RLIMIT_CPU, "cpu"),
+        (libc::RLIMIT_DATA, "data"),
+        (libc::RLIMIT_FSIZE, "fsize"),
+        (libc::RLIMIT_LOCKS, "locks"),
+        (libc::RLIMIT_MEMLOCK, "memlock"),
+        (libc::RLIMIT_MSGQUEUE, "msgqueue"),
+        (libc::RLIMIT_NICE, "nice"),
+        (libc::RLIMIT_NOFILE, "nofile"),
+        (libc::RLIMIT_NPROC, "nproc"),
+        (libc::RLIMIT_RSS, "rss"),
+        (libc::RLIMIT_RTPRIO, "rtprio"),
+        (libc::RLIMIT_RTTIME, "rttime"),
+        (libc::RLIMIT_SIGPENDING, "sigpending"),
+        (libc::RLIMIT_STACK, "stack"),
     ];
     NAMES
         .iter()

@@ -151,7 +151,12 @@ fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<N
     exec::finish_and_exec(&spec.process)
 }
 
-pub(crate) fn set_stdio(stdin: &OwnedFd, stdout: &OwnedFd, stderr: &OwnedFd, tty: bool) -> InitResult<()> {
+pub(crate) fn set_stdio(
+    stdin: &OwnedFd,
+    stdout: &OwnedFd,
+    stderr: &OwnedFd,
+    tty: bool,
+) -> InitResult<()> {
     if tty {
         nix::unistd::setsid().map_err(|error| InitFailure::nix("setsid", error))?;
     }

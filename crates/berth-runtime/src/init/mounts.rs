@@ -96,8 +96,16 @@ pub(super) fn prepare_root(spec: &ContainerSpec) -> InitResult<()> {
             work: overlay.work.clone(),
             merged: rootfs.clone(),
         };
-        crate::rootfs::mount_overlay(&overlay.lower, &paths)
-            .map_err(|error| InitFailure::new("mount the container root", format!("{error}: {}", error.source().map(ToString::to_string).unwrap_or_default()), libc::EINVAL))?;
+        crate::rootfs::mount_overlay(&overlay.lower, &paths).map_err(|error| {
+            InitFailure::new(
+                "mount the container root",
+                format!(
+                    "{error}: {}",
+                    error.source().map(ToString::to_string).unwrap_or_default()
+                ),
+                libc::EINVAL,
+            )
+        })?;
     }
     // pivot_root needs the new root to be a mount point of its own.
     do_mount(

@@ -30,7 +30,13 @@ pub struct Attachment {
 const BUFFER: usize = 64 * 1024;
 
 /// Copies until `pidfd` says the process exited, then drains what is left.
-pub fn copy_until_exit(io: &mut ContainerIo, attachment: &mut Attachment, log: &mut Option<LogWriter>, pidfd: &OwnedFd, tty: bool) {
+pub fn copy_until_exit(
+    io: &mut ContainerIo,
+    attachment: &mut Attachment,
+    log: &mut Option<LogWriter>,
+    pidfd: &OwnedFd,
+    tty: bool,
+) {
     let mut buffer = vec![0u8; BUFFER];
     let mut output_open = true;
     let mut errors_open = io.errors.is_some();
@@ -63,9 +69,9 @@ pub fn copy_until_exit(io: &mut ContainerIo, attachment: &mut Attachment, log: &
         }
         let ready = |index: Option<usize>| {
             index.is_some_and(|index| {
-                fds[index]
-                    .revents()
-                    .is_some_and(|events| events.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR))
+                fds[index].revents().is_some_and(|events| {
+                    events.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
+                })
             })
         };
         let pid_ready = ready(Some(0));
@@ -74,11 +80,23 @@ pub fn copy_until_exit(io: &mut ContainerIo, attachment: &mut Attachment, log: &
         let stdin_ready = ready(stdin_index);
         drop(fds);
         if output_ready {
-            output_open = pump(&io.output, &mut buffer, Stream::Stdout, log, attachment.stdout.as_ref());
+            output_open = pump(
+                &io.output,
+                &mut buffer,
+                Stream::Stdout,
+                log,
+                attachment.stdout.as_ref(),
+            );
         }
         if errors_ready {
             if let Some(errors) = &io.errors {
-                errors_open = pump(errors, &mut buffer, Stream::Stderr, log, attachment.stderr.as_ref());
+                errors_open = pump(
+                    errors,
+                    &mut buffer,
+                    Stream::Stderr,
+                    log,
+                    attachment.stderr.as_ref(),
+                );
             }
         }
         if stdin_ready {
@@ -88,9 +106,21 @@ pub fn copy_until_exit(io: &mut ContainerIo, attachment: &mut Attachment, log: &
     }
     // The process is gone; take what it wrote last. Nothing in its pid
     // namespace survives it, so the pipes reach EOF (a pty gives EIO).
-    drain(&io.output, &mut buffer, Stream::Stdout, log, attachment.stdout.as_ref());
+    drain(
+        &io.output,
+        &mut buffer,
+        Stream::Stdout,
+        log,
+        attachment.stdout.as_ref(),
+    );
     if let Some(errors) = &io.errors {
-        drain(errors, &mut buffer, Stream::Stderr, log, attachment.stderr.as_ref());
+        drain(
+            errors,
+            &mut buffer,
+            Stream::Stderr,
+            log,
+            attachment.stderr.as_ref(),
+        );
     }
     if let Some(log) = log.as_mut() {
         let _ = log.flush(chrono::Utc::now());
@@ -98,7 +128,13 @@ pub fn copy_until_exit(io: &mut ContainerIo, attachment: &mut Attachment, log: &
 }
 
 /// One read from `source` to the log and the attached stream; false at EOF.
-fn pump(source: &OwnedFd, buffer: &mut [u8], stream: Stream, log: &mut Option<LogWriter>, attached: Option<&OwnedFd>) -> bool {
+fn pump(
+    source: &OwnedFd,
+    buffer: &mut [u8],
+    stream: Stream,
+    log: &mut Option<LogWriter>,
+    attached: Option<&OwnedFd>,
+) -> bool {
     let read = match nix::unistd::read(source.as_raw_fd(), buffer) {
         Ok(0) | Err(nix::Error::EIO) => return false,
         Ok(read) => read,
@@ -132,11 +168,19 @@ fn write_all(fd: &OwnedFd, mut bytes: &[u8]) -> nix::Result<()> {
     Ok(())
 }
 
-fn drain(source: &OwnedFd, buffer: &mut [u8], stream: Stream, log: &mut Option<LogWriter>, attached: Option<&OwnedFd>) {
+fn drain(
+    source: &OwnedFd,
+    buffer: &mut [u8],
+    stream: Stream,
+    log: &mut Option<LogWriter>,
+    attached: Option<&OwnedFd>,
+) {
     let flags = nix::fcntl::fcntl(source.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL).unwrap_or(0);
     let _ = nix::fcntl::fcntl(
         source.as_raw_fd(),
-        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK),
+        nix::fcntl::FcntlArg::F_SETFL(
+            nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK,
+        ),
     );
     loop {
         match nix::unistd::read(source.as_raw_fd(), buffer) {

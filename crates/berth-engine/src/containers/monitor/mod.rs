@@ -26,7 +26,12 @@ use crate::logs::LogWriter;
 use crate::{EngineConfig, EngineError};
 
 /// Runs in the forked monitor; never returns.
-pub(crate) fn run(config: EngineConfig, record: ContainerRecord, attachment: Attachment, status: OwnedFd) -> ! {
+pub(crate) fn run(
+    config: EngineConfig,
+    record: ContainerRecord,
+    attachment: Attachment,
+    status: OwnedFd,
+) -> ! {
     become_monitor();
     let mut sender = MonitorSender::new(status);
     let code = match supervise(&config, &record, attachment, &mut sender) {
@@ -67,7 +72,11 @@ fn become_monitor() {
     // SAFETY: PR_SET_CHILD_SUBREAPER takes an integer flag only.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     // The monitor's own stdio must not keep the CLI's terminal or pipes open.
-    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
         for target in 0..=2 {
             // SAFETY: dup2 onto 0..2 replaces this process's standard
             // streams with /dev/null, which it owns.
@@ -77,14 +86,23 @@ fn become_monitor() {
     // Diagnostics go to /dev/null unless BERTH_MONITOR_LOG names a file
     // (for debugging a monitor; `--debug` output of the CLI stops here).
     if let Some(path) = std::env::var_os("BERTH_MONITOR_LOG") {
-        if let Ok(file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        if let Ok(file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
             // SAFETY: dup2 onto fd 2 replaces stderr with a file we own.
             unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&file), 2) };
         }
     }
 }
 
-fn supervise(config: &EngineConfig, record: &ContainerRecord, mut attachment: Attachment, sender: &mut MonitorSender) -> Result<(), EngineError> {
+fn supervise(
+    config: &EngineConfig,
+    record: &ContainerRecord,
+    mut attachment: Attachment,
+    sender: &mut MonitorSender,
+) -> Result<(), EngineError> {
     tracing::debug!(container = %record.id, "monitor started");
     let store = Store::open(&config.root)?;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
@@ -99,7 +117,16 @@ fn supervise(config: &EngineConfig, record: &ContainerRecord, mut attachment: At
     let mut first = true;
 
     let exit_code = loop {
-        let started = start_once(config, &store, record, &paths, &cgroups, cgroup.as_ref(), &mut attachment, first);
+        let started = start_once(
+            config,
+            &store,
+            record,
+            &paths,
+            &cgroups,
+            cgroup.as_ref(),
+            &mut attachment,
+            first,
+        );
         tracing::debug!(container = %record.id, ok = started.is_ok(), "launch finished");
         let (launched, mut container_io) = match started {
             Ok(started) => started,
@@ -133,18 +160,31 @@ fn supervise(config: &EngineConfig, record: &ContainerRecord, mut attachment: At
         state.stopped_by_user = false;
         write_state(&store, &record.id, &state);
         if first {
-            sender.send(&MonitorMessage::Started { pid: launched.pid.as_raw() });
+            sender.send(&MonitorMessage::Started {
+                pid: launched.pid.as_raw(),
+            });
         }
         first = false;
 
-        io::copy_until_exit(&mut container_io, &mut attachment, &mut log, &launched.pidfd, record.run.tty);
+        io::copy_until_exit(
+            &mut container_io,
+            &mut attachment,
+            &mut log,
+            &launched.pidfd,
+            record.run.tty,
+        );
         tracing::debug!(container = %record.id, "container process exited");
         let code = match nix::sys::wait::waitpid(launched.pid, None) {
             Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => code,
             Ok(nix::sys::wait::WaitStatus::Signaled(_, signal, _)) => 128 + signal as i32,
             _ => 255,
         };
-        let oom_killed = cgroup.stats().ok().and_then(|stats| stats.oom_kills).unwrap_or(0) > 0;
+        let oom_killed = cgroup
+            .stats()
+            .ok()
+            .and_then(|stats| stats.oom_kills)
+            .unwrap_or(0)
+            > 0;
         drop(container_io);
 
         tracing::debug!("exit status collected");
@@ -154,7 +194,11 @@ fn supervise(config: &EngineConfig, record: &ContainerRecord, mut attachment: At
         state.oom_killed = oom_killed;
         state.finished_at = now();
         let restart = should_restart(record, &state, restarts);
-        state.status = if restart { Status::Restarting } else { Status::Exited };
+        state.status = if restart {
+            Status::Restarting
+        } else {
+            Status::Exited
+        };
         write_state(&store, &record.id, &state);
         tracing::debug!("exit recorded");
         if !restart {
@@ -197,22 +241,42 @@ fn start_once(
     attachment: &mut Attachment,
     first: bool,
 ) -> Result<Started, (String, i32)> {
-    let layers = super::start::container_layers(store, record, paths).map_err(|error| (error.to_string(), 125))?;
-    let spec = build_spec(record, paths, &layers, &config.root, &config.root.join("volumes"), cgroups)
+    let layers = super::start::container_layers(store, record, paths)
         .map_err(|error| (error.to_string(), 125))?;
+    let spec = build_spec(
+        record,
+        paths,
+        &layers,
+        &config.root,
+        &config.root.join("volumes"),
+        cgroups,
+    )
+    .map_err(|error| (error.to_string(), 125))?;
     tracing::debug!(container = %record.id, "spec built");
-    cgroup
-        .create(&record.run.resources)
-        .map_err(|error| (format!("failed to create the container's cgroup: {error}"), 125))?;
+    cgroup.create(&record.run.resources).map_err(|error| {
+        (
+            format!("failed to create the container's cgroup: {error}"),
+            125,
+        )
+    })?;
     tracing::debug!(container = %record.id, "cgroup created");
-    let (stdio, container_io) = make_stdio(record, attachment, first).map_err(|error| (format!("failed to set up the container's stdio: {error}"), 125))?;
+    let (stdio, container_io) = make_stdio(record, attachment, first).map_err(|error| {
+        (
+            format!("failed to set up the container's stdio: {error}"),
+            125,
+        )
+    })?;
     match launch(&spec, stdio, cgroup) {
         Ok(launched) => Ok((launched, container_io)),
         Err(error) => Err((error.to_string(), error.exit_status())),
     }
 }
 
-fn make_stdio(record: &ContainerRecord, attachment: &Attachment, first: bool) -> nix::Result<(Stdio, ContainerIo)> {
+fn make_stdio(
+    record: &ContainerRecord,
+    attachment: &Attachment,
+    first: bool,
+) -> nix::Result<(Stdio, ContainerIo)> {
     let wants_stdin = record.run.open_stdin && attachment.stdin.is_some() && first;
     if record.run.tty {
         let pty = nix::pty::openpty(None, None)?;
@@ -267,7 +331,10 @@ fn should_restart(record: &ContainerRecord, state: &ContainerState, restarts: u3
     }
     match policy.name.as_str() {
         "always" | "unless-stopped" => true,
-        "on-failure" => state.exit_code != 0 && (policy.maximum_retry_count == 0 || restarts < policy.maximum_retry_count),
+        "on-failure" => {
+            state.exit_code != 0
+                && (policy.maximum_retry_count == 0 || restarts < policy.maximum_retry_count)
+        }
         _ => false,
     }
 }

@@ -8,12 +8,19 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MonitorMessage {
-    Started { pid: i32 },
+    Started {
+        pid: i32,
+    },
     /// The container could not start; `status` is Docker's exit status for
     /// that (125, 126 or 127).
-    Failed { message: String, status: i32 },
+    Failed {
+        message: String,
+        status: i32,
+    },
     /// The container exited (after `--rm` removal when asked).
-    Exited { code: i32 },
+    Exited {
+        code: i32,
+    },
 }
 
 pub struct MonitorSender {

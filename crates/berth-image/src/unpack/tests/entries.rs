@@ -62,7 +62,10 @@ fn every_entry_type_keeps_its_attributes() {
     let unpacked = unpack(&layer.bytes());
     let outcome = unpacked.outcome();
     // Regular file bytes plus symlink target lengths (lstat sizes), as Docker counts.
-    assert_eq!(outcome.size, "binary".len() as u64 + 1 + "tool".len() as u64);
+    assert_eq!(
+        outcome.size,
+        "binary".len() as u64 + 1 + "tool".len() as u64
+    );
 
     let srv = unpacked.metadata("srv");
     assert!(srv.is_dir());

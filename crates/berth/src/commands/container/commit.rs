@@ -88,19 +88,38 @@ pub fn update(engine: &mut Engine, args: &UpdateArgs) -> anyhow::Result<i32> {
     let mut resources = Resources {
         cpu_shares: args.cpu_shares,
         cpu_period: args.cpu_period,
-        cpu_quota: args.cpu_quota.map(|quota| u64::try_from(quota).map_or(Limit::Unlimited, Limit::Value)),
+        cpu_quota: args
+            .cpu_quota
+            .map(|quota| u64::try_from(quota).map_or(Limit::Unlimited, Limit::Value)),
         cpuset_cpus: args.cpuset_cpus.clone(),
         cpuset_mems: args.cpuset_mems.clone(),
-        memory: args.memory.as_deref().map(parse_size).transpose()?.map(Limit::Value),
-        memory_reservation: args.memory_reservation.as_deref().map(parse_size).transpose()?.map(Limit::Value),
+        memory: args
+            .memory
+            .as_deref()
+            .map(parse_size)
+            .transpose()?
+            .map(Limit::Value),
+        memory_reservation: args
+            .memory_reservation
+            .as_deref()
+            .map(parse_size)
+            .transpose()?
+            .map(Limit::Value),
         pids_limit: args.pids_limit.map(Limit::from_docker_pids),
         ..Resources::default()
     };
     if let Some(swap) = args.memory_swap.as_deref() {
-        resources.memory_swap = if swap == "-1" { Some(Limit::Unlimited) } else { Some(Limit::Value(parse_size(swap)?)) };
+        resources.memory_swap = if swap == "-1" {
+            Some(Limit::Unlimited)
+        } else {
+            Some(Limit::Value(parse_size(swap)?))
+        };
     }
     if let Some(cpus) = args.cpus {
-        anyhow::ensure!(cpus > 0.0, "invalid argument \"{cpus}\" for \"--cpus\" flag");
+        anyhow::ensure!(
+            cpus > 0.0,
+            "invalid argument \"{cpus}\" for \"--cpus\" flag"
+        );
         resources.set_nano_cpus((cpus * 1e9) as u64);
     }
     let restart = args.restart.as_deref().map(parse_restart).transpose()?;
@@ -123,7 +142,13 @@ fn parse_restart(text: &str) -> anyhow::Result<RestartPolicy> {
         matches!(name, "no" | "always" | "unless-stopped" | "on-failure"),
         "invalid restart policy '{name}'"
     );
-    let maximum_retry_count = if count.is_empty() { 0 } else { count.parse().map_err(|_| anyhow::anyhow!("maximum retry count must be an integer"))? };
+    let maximum_retry_count = if count.is_empty() {
+        0
+    } else {
+        count
+            .parse()
+            .map_err(|_| anyhow::anyhow!("maximum retry count must be an integer"))?
+    };
     Ok(RestartPolicy {
         name: name.to_owned(),
         maximum_retry_count,

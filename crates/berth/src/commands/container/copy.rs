@@ -5,7 +5,8 @@ use std::path::Path;
 
 use berth_engine::containers::{find_container, with_container_root};
 use berth_engine::copy::{
-    copy_container_to_host, copy_container_to_stream, copy_host_to_container, copy_stream_to_container, ContainerFs,
+    copy_container_to_host, copy_container_to_stream, copy_host_to_container,
+    copy_stream_to_container, ContainerFs,
 };
 use berth_engine::{Engine, EngineError};
 use clap::Args;
@@ -46,7 +47,9 @@ fn copy_error(error: impl std::fmt::Display) -> EngineError {
 pub fn run(engine: &Engine, args: &CpArgs) -> anyhow::Result<i32> {
     let config = engine.config().clone();
     match (split(&args.source), split(&args.destination)) {
-        ((Some(_), _), (Some(_), _)) => anyhow::bail!("copying between containers is not supported"),
+        ((Some(_), _), (Some(_), _)) => {
+            anyhow::bail!("copying between containers is not supported")
+        }
         ((None, _), (None, _)) => anyhow::bail!("must specify at least one container source"),
         ((Some(name), path), (None, destination)) => {
             let container = find_container(engine.store(), &config, name)?;
@@ -56,12 +59,23 @@ pub fn run(engine: &Engine, args: &CpArgs) -> anyhow::Result<i32> {
                 if destination == "-" {
                     let stdout = std::io::stdout();
                     let mut writer = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-                    copy_container_to_stream(&fs, path, args.follow_link, &mut writer).map_err(copy_error)?;
+                    copy_container_to_stream(&fs, path, args.follow_link, &mut writer)
+                        .map_err(copy_error)?;
                     std::io::Write::flush(&mut writer).map_err(copy_error)?;
                 } else {
-                    let report = copy_container_to_host(&fs, path, Path::new(destination), args.follow_link, args.archive).map_err(copy_error)?;
+                    let report = copy_container_to_host(
+                        &fs,
+                        path,
+                        Path::new(destination),
+                        args.follow_link,
+                        args.archive,
+                    )
+                    .map_err(copy_error)?;
                     if !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-                        eprintln!("Successfully copied {} to {destination}", crate::format::units::human_size(report.size));
+                        eprintln!(
+                            "Successfully copied {} to {destination}",
+                            crate::format::units::human_size(report.size)
+                        );
                     }
                 }
                 Ok(())
@@ -73,11 +87,22 @@ pub fn run(engine: &Engine, args: &CpArgs) -> anyhow::Result<i32> {
             with_container_root(engine, &container, |root| {
                 let fs = ContainerFs::new(root, name).with_user(user.as_deref());
                 if source == "-" {
-                    copy_stream_to_container(&fs, std::io::stdin().lock(), path, args.archive).map_err(copy_error)?;
+                    copy_stream_to_container(&fs, std::io::stdin().lock(), path, args.archive)
+                        .map_err(copy_error)?;
                 } else {
-                    let report = copy_host_to_container(&fs, Path::new(source), path, args.follow_link, args.archive).map_err(copy_error)?;
+                    let report = copy_host_to_container(
+                        &fs,
+                        Path::new(source),
+                        path,
+                        args.follow_link,
+                        args.archive,
+                    )
+                    .map_err(copy_error)?;
                     if !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-                        eprintln!("Successfully copied {} to {name}:{path}", crate::format::units::human_size(report.size));
+                        eprintln!(
+                            "Successfully copied {} to {name}:{path}",
+                            crate::format::units::human_size(report.size)
+                        );
                     }
                 }
                 Ok(())

@@ -52,7 +52,7 @@ pub fn run(engine: &Engine, args: &ExecArgs) -> anyhow::Result<i32> {
             text.lines()
                 .map(str::trim)
                 .filter(|line| !line.is_empty() && !line.starts_with('#'))
-                .map(|line| expand_env(line)),
+                .map(expand_env),
         );
     }
     env.extend(args.env.iter().map(|entry| expand_env(entry)));

@@ -88,9 +88,11 @@ fn chain(error: &dyn Error) -> String {
     text
 }
 
+type FieldCase<'a> = (&'a [&'a str], &'a [(&'a str, Value)]);
+
 /// Checks `pointer → value` pairs in the body of `create <args> busybox`.
 #[track_caller]
-fn check_fields(cases: &[(&[&str], &[(&str, Value)])]) {
+fn check_fields(cases: &[FieldCase<'_>]) {
     for (args, fields) in cases {
         let body = body(args);
         for (pointer, expected) in *fields {
