@@ -28,11 +28,11 @@ pub enum EngineError {
     Import(#[source] ImportError),
     #[error("No such container: {0}")]
     NoSuchContainer(String),
-    #[error("multiple containers found with provided prefix: {0}")]
+    #[error("Multiple IDs found with provided prefix: {0}")]
     AmbiguousContainer(String),
-    #[error("Conflict. The container name \"/{name}\" is already in use. You have to remove (or rename) that container to be able to reuse that name.")]
-    NameInUse { name: String },
-    #[error("cannot remove container \"{id}\": container is running: stop the container before removing or force remove")]
+    #[error("Conflict. The container name \"/{name}\" is already in use by container \"{id}\". You have to remove (or rename) that container to be able to reuse that name.")]
+    NameInUse { name: String, id: String },
+    #[error("You cannot remove a running container {id}. Stop the container before attempting removal or force remove")]
     ContainerRunning { id: String },
     #[error("Container {id} is not running")]
     ContainerNotRunning { id: String },

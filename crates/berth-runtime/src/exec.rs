@@ -92,6 +92,7 @@ fn child(
     stdio: Stdio,
     cgroup: &dyn CgroupManager,
 ) -> Result<init::Never, InitFailure> {
+    init::reset_signals();
     cgroup
         .add_process(Pid::from_raw(0))
         .or_else(|_| cgroup.add_process(nix::unistd::getpid()))
@@ -99,9 +100,18 @@ fn child(
     for (file, flags) in namespaces {
         setns(&file, flags).map_err(|error| InitFailure::nix("join namespace", error))?;
     }
-    let stdin: OwnedFd = stdio.stdin;
-    init::set_stdio(&stdin, &stdio.stdout, &stdio.stderr, process.tty)?;
-    drop((stdin, stdio.stdout, stdio.stderr));
+    match &stdio.console {
+        Some(console) => {
+            let slave = init::terminal(console, false)?;
+            init::set_stdio(&slave, &slave, &slave, true)?;
+        }
+        None => {
+            let stdin: &OwnedFd = &stdio.stdin;
+            init::set_stdio(stdin, &stdio.stdout, &stdio.stderr, process.tty)?;
+        }
+    }
+    drop(stdio);
+    init::close_other_descriptors(-1);
     let cwd = if process.cwd.is_empty() {
         "/"
     } else {

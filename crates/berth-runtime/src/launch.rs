@@ -52,6 +52,10 @@ pub struct Stdio {
     pub stdin: OwnedFd,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
+    /// With a terminal (`-t`): the socket over which the process sends the
+    /// master of the pty it makes in its own devpts; its stdio is then the
+    /// pty and the three descriptors above are unused.
+    pub console: Option<OwnedFd>,
 }
 
 /// A running container process.
@@ -103,6 +107,7 @@ pub fn launch(
                     stdin: stdio.stdin,
                     stdout: stdio.stdout,
                     stderr: stdio.stderr,
+                    console: stdio.console,
                 },
             )
         }

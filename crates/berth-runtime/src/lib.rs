@@ -5,6 +5,7 @@
 pub mod capabilities;
 pub mod cgroups;
 mod clone;
+pub mod console;
 pub mod exec;
 pub mod in_root;
 pub mod init;

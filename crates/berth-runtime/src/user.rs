@@ -138,8 +138,12 @@ pub fn resolve_user_from(
     match group_part {
         Some(group) if !group.is_empty() => {
             resolved.gid = lookup_group(&group_file, group)?;
+            resolved.additional_gids.push(resolved.gid);
         }
         _ => {
+            // The primary group is always among the supplementary groups
+            // (runc does this; `id` shows it under groups=).
+            resolved.additional_gids.push(resolved.gid);
             // Supplementary groups from the group file, only when no
             // explicit group was given (Docker's behaviour).
             if let Some(entry) = entry {
@@ -232,7 +236,7 @@ mod tests {
         );
         assert!(matches!(user("root:nogroup"), Err(UserError::NoGroup(_))));
         let added = resolve_user(root.path(), "", &["extra".into(), "3000".into()]).unwrap();
-        assert_eq!(added.additional_gids, vec![2000, 3000]);
+        assert_eq!(added.additional_gids, vec![0, 2000, 3000]);
     }
 
     #[test]

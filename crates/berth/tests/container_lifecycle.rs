@@ -970,22 +970,37 @@ fn restart_policy_on_failure_retries_then_stays_exited() {
 #[test]
 fn restart_policy_always_restarts_until_stopped() {
     let berth = busybox();
+    // Restarted after exiting by itself (the file system is kept, so the
+    // second run stays up); then stopped, and `always` does not bring it back.
     let id = berth.run_detached(&[
         "--restart",
         "always",
         "busybox",
         "sh",
         "-c",
-        "echo run; sleep 0.1",
+        "echo run; [ -e /once ] || { touch /once; exit 1; }; trap 'exit 0' TERM; while :; do sleep 0.05; done",
     ]);
-    wait_until(8.0, "two restarts", || {
-        berth
-            .inspect(&id, "{{.RestartCount}}")
-            .parse::<u32>()
-            .unwrap()
-            >= 2
+    wait_until(5.0, "a restart after the exit", || {
+        berth.inspect(&id, "{{.RestartCount}} {{.State.Status}}") == "1 running"
     });
-    // Docker stops a restarting container too, and nothing restarts it.
+    berth.wait_logs(&id, "run\nrun\n", 5.0);
+    berth.run(&["stop", "-t", "2", &id]).ok();
+    assert_eq!(berth.status(&id), "exited");
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(
+        berth.inspect(
+            &id,
+            "{{.RestartCount}} {{.State.Status}} {{.State.ExitCode}}"
+        ),
+        "1 exited 0"
+    );
+
+    // A container that keeps exiting spends most of its time "restarting"
+    // (the backoff doubles from 100 ms); Docker stops it there too.
+    let id = berth.run_detached(&["--restart", "always", "busybox", "sh", "-c", "echo run"]);
+    wait_until(8.0, "two restarts, then waiting to restart", || {
+        berth.inspect(&id, "{{.RestartCount}} {{.State.Status}}") == "2 restarting"
+    });
     berth.run(&["stop", "-t", "1", &id]).ok();
     assert_eq!(berth.status(&id), "exited");
     let count = berth.inspect(&id, "{{.RestartCount}}");
@@ -997,10 +1012,11 @@ fn restart_policy_always_restarts_until_stopped() {
     // rm -f of a restarting container works as well.
     let id = berth.run_detached(&["--restart", "always", "busybox", "true"]);
     wait_until(5.0, "a restart", || {
-        berth.inspect(&id, "{{.RestartCount}}") != "0"
+        berth.inspect(&id, "{{.RestartCount}} {{.State.Status}}") == "1 restarting"
     });
-    berth.run(&["rm", "-f", &id]).ok();
+    assert_eq!(berth.run(&["rm", "-f", &id]).ok(), format!("{id}\n"));
     assert_no_containers(&berth, "rm -f of restarting containers");
+    berth.assert_no_leftovers(&id);
 }
 
 // ---------------------------------------------------------------- crash safety

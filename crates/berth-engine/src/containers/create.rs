@@ -147,6 +147,9 @@ pub fn create_container(
     if stored_host.network_mode.is_empty() {
         stored_host.network_mode = "bridge".to_owned();
     }
+    if stored_host.log_config.r#type.is_empty() {
+        stored_host.log_config.r#type = "json-file".to_owned();
+    }
 
     let config_json = serde_json::to_value(&stored_config)
         .map_err(|error| EngineError::Start(error.to_string()))?;
@@ -190,7 +193,15 @@ pub fn create_container(
                 return Ok(id);
             }
             Err(ContainerStoreError::NameInUse(taken)) if name.is_some() => {
-                return Err(EngineError::NameInUse { name: taken });
+                let holder = engine
+                    .store()
+                    .container_by_name(&taken)?
+                    .map(|row| row.id)
+                    .unwrap_or_default();
+                return Err(EngineError::NameInUse {
+                    name: taken,
+                    id: holder,
+                });
             }
             Err(ContainerStoreError::NameInUse(_)) => name = None,
             Err(ContainerStoreError::Store(error)) => return Err(error.into()),
@@ -299,6 +310,15 @@ fn mounts(
             }
         };
         let readonly = options.split(',').any(|option| option == "ro");
+        if source.starts_with('/') && std::fs::symlink_metadata(source).is_err() {
+            // Docker creates a missing `-v` host path as a directory
+            // (`--mount` refuses instead).
+            std::fs::create_dir_all(source).map_err(|error| {
+                EngineError::InvalidArgument(format!(
+                    "error while creating mount source path '{source}': {error}"
+                ))
+            })?;
+        }
         let source = if source.starts_with('/') {
             MountSource::Bind {
                 host_path: source.to_owned(),

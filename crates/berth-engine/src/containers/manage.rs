@@ -81,7 +81,16 @@ pub fn rename_container(
         .store_mut()
         .rename_container(&container.record.id, new_name)
         .map_err(|error| match error {
-            berth_store::ContainerStoreError::NameInUse(name) => EngineError::NameInUse { name },
+            berth_store::ContainerStoreError::NameInUse(name) => {
+                let id = engine
+                    .store()
+                    .container_by_name(&name)
+                    .ok()
+                    .flatten()
+                    .map(|row| row.id)
+                    .unwrap_or_default();
+                EngineError::NameInUse { name, id }
+            }
             berth_store::ContainerStoreError::Store(error) => EngineError::Store(error),
         })
 }

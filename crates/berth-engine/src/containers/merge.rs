@@ -44,6 +44,10 @@ pub fn merge_process(
 ) -> Result<MergedProcess, EngineError> {
     let default = ImageDefaults::default();
     let image = image.unwrap_or(&default);
+    // `--entrypoint ""` arrives as [""]: like any user entrypoint it drops
+    // the image's Cmd, then it is removed (moby's create: a lone "" means
+    // none). An explicit empty list keeps the image's Cmd.
+    let empty_string_entrypoint = user.entrypoint.as_deref() == Some(&[String::new()][..]);
     let user_entrypoint_set = user
         .entrypoint
         .as_ref()
@@ -56,6 +60,7 @@ pub fn merge_process(
         _ => image.cmd.clone().unwrap_or_default(),
     };
     let entrypoint = match &user.entrypoint {
+        Some(_) if empty_string_entrypoint => Vec::new(),
         Some(entrypoint) => entrypoint.clone(),
         None => image.entrypoint.clone().unwrap_or_default(),
     };
@@ -64,15 +69,16 @@ pub fn merge_process(
             "No command specified".to_owned(),
         ));
     }
-    let mut env = image.env.clone().unwrap_or_default();
-    for entry in &user.env {
-        let key = entry.split('=').next().unwrap_or(entry);
-        match env
-            .iter_mut()
-            .find(|existing| existing.split('=').next() == Some(key))
+    // The user's variables first, then the image's that they do not set
+    // (moby `daemon/commit.go` merge order).
+    let key_of = |entry: &str| entry.split('=').next().unwrap_or(entry).to_owned();
+    let mut env = user.env.clone();
+    for entry in image.env.clone().unwrap_or_default() {
+        if !env
+            .iter()
+            .any(|existing| key_of(existing) == key_of(&entry))
         {
-            Some(existing) => *existing = entry.clone(),
-            None => env.push(entry.clone()),
+            env.push(entry);
         }
     }
     if !env.iter().any(|entry| entry.starts_with("PATH=")) {
@@ -155,6 +161,14 @@ mod tests {
         );
         // --entrypoint "" clears the entrypoint but keeps the image's Cmd.
         assert_eq!(args(&both, Some(&[]), None).unwrap(), ["default"]);
+        assert_eq!(
+            args(&both, Some(&[""]), None).unwrap_err().to_string(),
+            "No command specified"
+        );
+        assert_eq!(
+            args(&both, Some(&[""]), Some(&["echo", "hi"])).unwrap(),
+            ["echo", "hi"]
+        );
 
         let nothing = image(None, None);
         assert_eq!(
@@ -171,7 +185,7 @@ mod tests {
             ..UserProcess::default()
         };
         let merged = merge_process(Some(&image(None, Some(&["sh"]))), &user).unwrap();
-        assert_eq!(merged.env, strings(&["PATH=/bin", "A=user", "B=2"]));
+        assert_eq!(merged.env, strings(&["A=user", "B=2", "PATH=/bin"]));
         assert_eq!(merged.working_dir, "/srv");
         let bare = merge_process(
             None,

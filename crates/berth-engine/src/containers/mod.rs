@@ -31,6 +31,6 @@ pub use manage::{
     unpause_container, update_container,
 };
 pub use monitor::Attachment;
-pub use remove::remove_container;
+pub use remove::{remove_container, remove_container_with};
 pub use start::{start_container, StartFailure, StartedContainer};
 pub use stop::{kill_container, parse_signal, stop_container, wait_container};

@@ -7,6 +7,27 @@ use super::paths::ContainerPaths;
 use super::stop::kill_and_wait;
 use crate::{Engine, EngineError};
 
+/// Removes the anonymous volumes a container record names (`rm -v`, and
+/// always with `--rm`), as Docker does; named volumes stay.
+pub(crate) fn remove_anonymous_volumes(
+    store: &Store,
+    root: &std::path::Path,
+    record: &super::record::ContainerRecord,
+) {
+    for mount in &record.run.mounts {
+        let super::record::MountSource::Volume { name } = &mount.source else {
+            continue;
+        };
+        match store.volume(name) {
+            Ok(Some(volume)) if volume.anonymous => {
+                let _ = std::fs::remove_dir_all(root.join("volumes").join(name));
+                let _ = store.delete_volume(name);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Removes the container's directories and its row. Idempotent: another
 /// process may have removed it already.
 pub(crate) fn remove_files_and_row(store: &Store, paths: &ContainerPaths, id: &str) {
@@ -25,6 +46,16 @@ pub(crate) fn remove_files_and_row(store: &Store, paths: &ContainerPaths, id: &s
 
 /// `rm [-f] NAME`; returns the name as given, as Docker prints it.
 pub fn remove_container(engine: &mut Engine, text: &str, force: bool) -> Result<(), EngineError> {
+    remove_container_with(engine, text, force, false)
+}
+
+/// `rm [-f] [-v]`.
+pub fn remove_container_with(
+    engine: &mut Engine,
+    text: &str,
+    force: bool,
+    volumes: bool,
+) -> Result<(), EngineError> {
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
     if container.state.is_running() {
@@ -37,5 +68,8 @@ pub fn remove_container(engine: &mut Engine, text: &str, force: bool) -> Result<
     }
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
     remove_files_and_row(engine.store(), &paths, &container.record.id);
+    if volumes {
+        remove_anonymous_volumes(engine.store(), &config.root, &container.record);
+    }
     Ok(())
 }

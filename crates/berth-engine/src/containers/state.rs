@@ -114,9 +114,20 @@ pub fn process_start_time(pid: i32) -> Option<u64> {
     after.split(' ').nth(19)?.parse().ok()
 }
 
-/// True when the process `pid` exists and started at `start_time`.
+/// True when the process `pid` exists, started at `start_time`, and has
+/// not exited (a zombie waiting for its parent to reap it counts as gone).
 pub fn process_alive(pid: i32, start_time: u64) -> bool {
-    pid > 0 && process_start_time(pid) == Some(start_time)
+    if pid <= 0 || process_start_time(pid) != Some(start_time) {
+        return false;
+    }
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rfind(')')
+                .and_then(|end| stat.get(end + 2..end + 3))
+                .map(str::to_owned)
+        });
+    !matches!(state.as_deref(), Some("Z") | Some("X"))
 }
 
 #[cfg(test)]

@@ -59,6 +59,11 @@ fn wait_for_monitor(container: &Container) {
 
 fn signal_container(container: &Container, signal: Signal) -> Result<(), EngineError> {
     let pid = container.state.pid;
+    if pid <= 0 && container.state.status == Status::Restarting {
+        // Between two runs there is no process; the monitor sees the stop
+        // flag before starting the next one.
+        return Ok(());
+    }
     if pid <= 0 {
         return Err(EngineError::ContainerNotRunning {
             id: container.record.id.clone(),
@@ -142,11 +147,12 @@ pub fn stop_container(
     };
     let seconds = timeout.or(container.record.run.stop_timeout).unwrap_or(10);
     signal_container(&container, signal)?;
-    let exited = seconds >= 0
-        && wait_for_exit(
-            container.state.pid,
-            Some(Duration::from_secs(seconds as u64)),
-        );
+    let exited = container.state.pid <= 0
+        || seconds >= 0
+            && wait_for_exit(
+                container.state.pid,
+                Some(Duration::from_secs(seconds as u64)),
+            );
     if !exited {
         signal_container(&container, Signal::SIGKILL)?;
     }
@@ -156,6 +162,7 @@ pub fn stop_container(
 
 /// `kill [-s SIGNAL]`.
 pub fn kill_container(engine: &mut Engine, text: &str, signal: &str) -> Result<(), EngineError> {
+    let signal = parse_signal(signal)?;
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
     if !container.state.is_running() {
@@ -163,7 +170,6 @@ pub fn kill_container(engine: &mut Engine, text: &str, signal: &str) -> Result<(
             id: container.record.id.clone(),
         });
     }
-    let signal = parse_signal(signal)?;
     if matches!(signal, Signal::SIGKILL | Signal::SIGTERM | Signal::SIGINT) {
         mark_stopped_by_user(engine, &container.record.id);
     }

@@ -34,7 +34,11 @@ pub(crate) fn finish_and_exec(process: &ProcessSpec) -> InitResult<Never> {
         }
     }
 
-    let cwd = Path::new(&process.cwd);
+    let cwd = Path::new(if process.cwd.is_empty() {
+        "/"
+    } else {
+        process.cwd.as_str()
+    });
     if std::fs::metadata(cwd).is_err() {
         // Docker creates a missing working directory.
         std::fs::create_dir_all(cwd).map_err(|error| {
@@ -46,6 +50,8 @@ pub(crate) fn finish_and_exec(process: &ProcessSpec) -> InitResult<Never> {
             Some(Gid::from_raw(process.gid)),
         );
     }
+    nix::unistd::chdir(cwd)
+        .map_err(|error| InitFailure::nix(&format!("chdir to {}", cwd.display()), error))?;
 
     // Resolve the program before dropping privileges: the lookup needs to
     // read directories the user may not; the error is what Docker reports.

@@ -67,6 +67,7 @@ pub struct InitChannels {
     pub stdin: OwnedFd,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
+    pub console: Option<OwnedFd>,
 }
 
 /// Entry point in the cloned child. Never returns.
@@ -81,6 +82,7 @@ pub fn run(spec: &ContainerSpec, channels: InitChannels) -> ! {
         stdin: channels.stdin,
         stdout: channels.stdout,
         stderr: channels.stderr,
+        console: channels.console,
     };
     let failure = match setup_and_exec(spec, channels) {
         Ok(never) => match never {},
@@ -110,9 +112,39 @@ struct SetupChannels {
     stdin: OwnedFd,
     stdout: OwnedFd,
     stderr: OwnedFd,
+    console: Option<OwnedFd>,
+}
+
+/// The container starts with every signal at its default disposition and
+/// none blocked, whatever the monitor that cloned it had set (an ignored
+/// SIGHUP, say, could not even be trapped by a shell script).
+pub(crate) fn reset_signals() {
+    for signal in nix::sys::signal::Signal::iterator() {
+        if matches!(
+            signal,
+            nix::sys::signal::Signal::SIGKILL | nix::sys::signal::Signal::SIGSTOP
+        ) {
+            continue;
+        }
+        // SAFETY: SIG_DFL installs no handler code.
+        unsafe {
+            let _ = nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::SigDfl);
+        }
+    }
+    // Real-time signals (SIGRTMIN..=SIGRTMAX) are outside nix's Signal.
+    for number in libc::SIGRTMIN()..=libc::SIGRTMAX() {
+        // SAFETY: a zeroed sigaction with SIG_DFL installs no handler code.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(number, &action, std::ptr::null_mut());
+        }
+    }
+    let _ = nix::sys::signal::SigSet::empty().thread_set_mask();
 }
 
 fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<Never> {
+    reset_signals();
     // The root and the standard mounts are built while the parent places
     // this process in its cgroup (on cgroup v1 that write waits for an RCU
     // grace period; doing both at once hides one behind the other).
@@ -136,19 +168,89 @@ fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<N
     mounts::pivot_into(&spec.rootfs)?;
     mounts::after_pivot(spec)?;
 
-    set_stdio(
-        &channels.stdin,
-        &channels.stdout,
-        &channels.stderr,
-        spec.process.tty,
-    )?;
-    drop((channels.stdin, channels.stdout, channels.stderr));
+    match &channels.console {
+        Some(console) => {
+            let slave = terminal(console, true)?;
+            set_stdio(&slave, &slave, &slave, true)?;
+        }
+        None => set_stdio(
+            &channels.stdin,
+            &channels.stdout,
+            &channels.stderr,
+            spec.process.tty,
+        )?,
+    }
+    drop((
+        channels.stdin,
+        channels.stdout,
+        channels.stderr,
+        channels.console,
+    ));
+    close_other_descriptors(channels.report_fd);
 
     if spec.init {
         // berth's init stays pid 1; the command runs as its child.
         reaper::fork_and_reap(channels.report_fd)?;
     }
     exec::finish_and_exec(&spec.process)
+}
+
+/// Makes a pty in this mount namespace's devpts, sends its master over
+/// `console`, and returns the slave. With `console_device`, the slave also
+/// appears as /dev/console (runc does the same).
+pub(crate) fn terminal(console: &OwnedFd, console_device: bool) -> InitResult<OwnedFd> {
+    let (master, slave) =
+        crate::console::open_pty().map_err(|error| InitFailure::io("open a terminal", error))?;
+    if console_device {
+        let path = std::fs::read_link(format!("/proc/self/fd/{}", slave.as_raw_fd()))
+            .map_err(|error| InitFailure::io("find the terminal's name", error))?;
+        let console_path = std::path::Path::new("/dev/console");
+        if !console_path.exists() {
+            let _ = std::fs::File::create(console_path);
+        }
+        nix::mount::mount(
+            Some(&path),
+            console_path,
+            None::<&str>,
+            nix::mount::MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(|error| InitFailure::nix("bind /dev/console", error))?;
+    }
+    crate::console::send_fd(console.as_raw_fd(), master.as_raw_fd())
+        .map_err(|error| InitFailure::nix("send the terminal to berth", error))?;
+    Ok(slave)
+}
+
+/// Nothing berth opened may reach the container's program: every
+/// descriptor above stderr becomes close-on-exec (the report pipe already
+/// is, and must stay open until exec).
+pub(crate) fn close_other_descriptors(_report_fd: RawFd) {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags on this
+    // process's descriptors 3..=MAX.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC as u32,
+        )
+    };
+    if result != 0 {
+        // Kernels before 5.11: walk /proc/self/fd instead.
+        if let Ok(entries) = std::fs::read_dir("/proc/self/fd") {
+            let fds: Vec<RawFd> = entries
+                .flatten()
+                .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+                .collect();
+            for fd in fds.into_iter().filter(|fd| *fd > 2) {
+                let _ = nix::fcntl::fcntl(
+                    fd,
+                    nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+                );
+            }
+        }
+    }
 }
 
 pub(crate) fn set_stdio(

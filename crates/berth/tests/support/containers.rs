@@ -126,6 +126,45 @@ pub fn cgroup_dirs(id: &str) -> Vec<PathBuf> {
     found
 }
 
+/// Kills every process started with `BERTH_ROOT=root` (monitors are forks
+/// of the CLI, so they carry its environment) other than this one.
+pub fn kill_processes_of_root(root: &Path) {
+    let wanted = format!("BERTH_ROOT={}", root.display());
+    let own = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == own {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if environ
+            .split(|byte| *byte == 0)
+            .any(|item| item == wanted.as_bytes())
+        {
+            let command = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            eprintln!(
+                "cleanup: killing leftover berth process {pid}: {}",
+                String::from_utf8_lossy(&command).replace('\0', " ")
+            );
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
 /// Kills whatever is left in container `id`'s cgroups and removes them.
 pub fn kill_cgroup(id: &str) {
     let directories = cgroup_dirs(id);

@@ -195,10 +195,12 @@ impl Drop for Berth {
         if !ids.is_empty() {
             let _ = bounded(self.command().args(["rm", "-f"]).args(&ids));
         }
-        // What berth failed to clean up must not stay behind either: processes
-        // in a container's cgroup, its cgroup directories, and mounts under
+        // What berth failed to clean up must not stay behind either: its own
+        // processes (monitors), processes in a container's cgroup, its cgroup
+        // directories, and mounts under
         // the roots (TempDir's removal must never walk into a bind-mounted
         // host directory or a live overlay).
+        containers::kill_processes_of_root(self.root.path());
         for id in &ids {
             containers::kill_cgroup(id);
         }

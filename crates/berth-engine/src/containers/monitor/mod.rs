@@ -206,11 +206,14 @@ fn supervise(
         }
         restarts += 1;
         // Docker's backoff: 100 ms doubling, reset after a run of 10 s.
-        let delay = Duration::from_millis(100u64 << restarts.min(8));
-        std::thread::sleep(delay.min(Duration::from_secs(60)));
+        let delay = Duration::from_millis(100u64 << restarts.min(8)).min(Duration::from_secs(60));
         // The next run gets a fresh cgroup (its OOM counter included).
         let _ = cgroup.delete();
-        if read_state(&store, &record.id).is_none_or(|state| state.stopped_by_user) {
+        if !wait_unless_stopped(&store, &record.id, delay) {
+            if let Some(mut state) = read_state(&store, &record.id) {
+                state.status = Status::Exited;
+                write_state(&store, &record.id, &state);
+            }
             break code;
         }
     };
@@ -219,6 +222,7 @@ fn supervise(
     tracing::debug!(container = %record.id, "cleaned up");
     if record.run.auto_remove {
         super::remove::remove_files_and_row(&store, &paths, &record.id);
+        super::remove::remove_anonymous_volumes(&store, &config.root, record);
         tracing::debug!(container = %record.id, "removed");
     }
     sender.send(&MonitorMessage::Exited { code: exit_code });
@@ -267,36 +271,84 @@ fn start_once(
         )
     })?;
     match launch(&spec, stdio, cgroup) {
-        Ok(launched) => Ok((launched, container_io)),
+        Ok(launched) => {
+            let container_io = container_io.finish(attachment).map_err(|error| {
+                (
+                    format!("failed to receive the container's terminal: {error}"),
+                    125,
+                )
+            })?;
+            Ok((launched, container_io))
+        }
         Err(error) => Err((error.to_string(), error.exit_status())),
     }
+}
+
+/// The monitor's side of the container's stdio before launch: ready pipes,
+/// or (with a terminal) the socket the container will send its pty over.
+enum PendingIo {
+    Ready(ContainerIo),
+    Terminal { socket: OwnedFd, wants_stdin: bool },
+}
+
+impl PendingIo {
+    /// After launch: a terminal's master has arrived by now (sent before the
+    /// container's exec, which `launch` waited for).
+    fn finish(self, attachment: &Attachment) -> nix::Result<ContainerIo> {
+        match self {
+            PendingIo::Ready(io) => Ok(io),
+            PendingIo::Terminal {
+                socket,
+                wants_stdin,
+            } => {
+                let master =
+                    berth_runtime::console::receive_fd(std::os::fd::AsRawFd::as_raw_fd(&socket))?;
+                if let Some(size) = attachment.stdout.as_ref().and_then(io::window_size) {
+                    io::set_window_size(&master, &size);
+                }
+                let input = if wants_stdin {
+                    Some(master.try_clone().map_err(|_| nix::Error::EMFILE)?)
+                } else {
+                    None
+                };
+                Ok(ContainerIo {
+                    output: master,
+                    errors: None,
+                    input,
+                })
+            }
+        }
+    }
+}
+
+fn null() -> nix::Result<OwnedFd> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .map(OwnedFd::from)
+        .map_err(|_| nix::Error::ENOENT)
 }
 
 fn make_stdio(
     record: &ContainerRecord,
     attachment: &Attachment,
     first: bool,
-) -> nix::Result<(Stdio, ContainerIo)> {
+) -> nix::Result<(Stdio, PendingIo)> {
     let wants_stdin = record.run.open_stdin && attachment.stdin.is_some() && first;
     if record.run.tty {
-        let pty = nix::pty::openpty(None, None)?;
-        let slave = pty.slave;
+        let (ours, theirs) = berth_runtime::console::console_socket_pair()?;
         let stdio = Stdio {
-            stdin: slave.try_clone().map_err(|_| nix::Error::EMFILE)?,
-            stdout: slave.try_clone().map_err(|_| nix::Error::EMFILE)?,
-            stderr: slave,
-        };
-        let input = if wants_stdin {
-            Some(pty.master.try_clone().map_err(|_| nix::Error::EMFILE)?)
-        } else {
-            None
+            stdin: null()?,
+            stdout: null()?,
+            stderr: null()?,
+            console: Some(theirs),
         };
         return Ok((
             stdio,
-            ContainerIo {
-                output: pty.master,
-                errors: None,
-                input,
+            PendingIo::Terminal {
+                socket: ours,
+                wants_stdin,
             },
         ));
     }
@@ -306,21 +358,37 @@ fn make_stdio(
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         (read, Some(write))
     } else {
-        let null = std::fs::File::open("/dev/null").map_err(|_| nix::Error::ENOENT)?;
-        (OwnedFd::from(null), None)
+        (null()?, None)
     };
     Ok((
         Stdio {
             stdin,
             stdout: out_write,
             stderr: err_write,
+            console: None,
         },
-        ContainerIo {
+        PendingIo::Ready(ContainerIo {
             output: out_read,
             errors: Some(err_read),
             input,
-        },
+        }),
     ))
+}
+
+/// Sleeps the restart backoff in short steps; false as soon as the user
+/// stopped (or removed) the container.
+fn wait_unless_stopped(store: &Store, id: &str, delay: Duration) -> bool {
+    let deadline = std::time::Instant::now() + delay;
+    loop {
+        if read_state(store, id).is_none_or(|state| state.stopped_by_user) {
+            return false;
+        }
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            return true;
+        }
+        std::thread::sleep((deadline - now).min(Duration::from_millis(50)));
+    }
 }
 
 /// Docker's restart rules.

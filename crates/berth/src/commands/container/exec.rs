@@ -81,6 +81,7 @@ pub fn run(engine: &Engine, args: &ExecArgs) -> anyhow::Result<i32> {
             stdin: null()?,
             stdout: null()?,
             stderr: null()?,
+            console: None,
         }
     } else {
         Stdio {
@@ -91,11 +92,16 @@ pub fn run(engine: &Engine, args: &ExecArgs) -> anyhow::Result<i32> {
             },
             stdout: dup(std::io::stdout().as_fd())?,
             stderr: dup(std::io::stderr().as_fd())?,
+            console: None,
         }
     };
     let pid = exec_in_container(engine, &args.container, &request, stdio).map_err(|error| {
         StatusError {
-            status: error.run_status(),
+            // Docker: 126/127 when the command cannot run, 1 for other errors.
+            status: match &error {
+                berth_engine::EngineError::StartFailed(failure) => failure.status,
+                _ => crate::exit::FAILURE,
+            },
             message: error.to_string(),
         }
     })?;

@@ -3,8 +3,8 @@
 //! going over several containers, exiting 1 if any failed.
 
 use berth_engine::containers::{
-    kill_container, pause_container, prune_containers, remove_container, rename_container,
-    stop_container, unpause_container, wait_container,
+    kill_container, pause_container, prune_containers, rename_container, stop_container,
+    unpause_container, wait_container,
 };
 use berth_engine::{Engine, EngineError};
 use clap::Args;
@@ -133,7 +133,7 @@ pub struct RmArgs {
 
 pub fn remove(engine: &mut Engine, args: &RmArgs) -> anyhow::Result<i32> {
     for_each(&args.containers, |name| {
-        remove_container(engine, name, args.force)
+        berth_engine::containers::remove_container_with(engine, name, args.force, args.volumes)
     })
 }
 

@@ -74,7 +74,7 @@ pub fn run(engine: &Engine, args: &PsArgs) -> anyhow::Result<i32> {
                 key.as_str(),
                 "status" | "name" | "label" | "ancestor" | "id" | "exited"
             ),
-            "invalid filter '{key}'"
+            "Invalid filter '{key}'"
         );
     }
     let has_status_filter = filters
@@ -98,12 +98,12 @@ pub fn run(engine: &Engine, args: &PsArgs) -> anyhow::Result<i32> {
         .iter()
         .map(|container| {
             let record = &container.record;
-            let command = record.run.args.join(" ");
-            let command = if args.no_trunc {
-                format!("\"{command}\"")
+            let command = shell_join(&record.run.args);
+            let command = go_quote(&if args.no_trunc {
+                command
             } else {
-                format!("\"{}\"", ellipsis(&command, 20))
-            };
+                ellipsis(&command, 20)
+            });
             let (created_at, running_for) =
                 crate::commands::image::created_at(Some(&record.created));
             let labels: Vec<String> = record
@@ -144,6 +144,28 @@ fn id(container: &Container, no_trunc: bool) -> String {
     } else {
         id[..12].to_owned()
     }
+}
+
+/// Docker's COMMAND: arguments with spaces or quotes single-quoted, as a
+/// shell would need them.
+fn shell_join(args: &[String]) -> String {
+    args.iter()
+        .map(|arg| {
+            if !arg.is_empty()
+                && !arg.contains(|c: char| c.is_whitespace() || "'\"\\$`".contains(c))
+            {
+                arg.clone()
+            } else {
+                format!("'{}'", arg.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Go's `strconv.Quote` for the text Docker prints.
+fn go_quote(text: &str) -> String {
+    crate::format::gofmt::quote(text)
 }
 
 fn ellipsis(text: &str, width: usize) -> String {

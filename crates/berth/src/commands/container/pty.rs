@@ -26,17 +26,36 @@ pub fn exec_with_pty(
     interactive: bool,
 ) -> anyhow::Result<i32> {
     let size = window_size(std::io::stdout().as_raw_fd());
-    let pty = nix::pty::openpty(size.as_ref(), None)?;
+    // The pty is made inside the container (its own devpts) and its master
+    // sent back over this socket.
+    let (ours, theirs) = berth_runtime::console::console_socket_pair()?;
+    let null = || -> anyhow::Result<OwnedFd> { Ok(std::fs::File::open("/dev/null")?.into()) };
     let stdio = Stdio {
-        stdin: pty.slave.try_clone()?,
-        stdout: pty.slave.try_clone()?,
-        stderr: pty.slave,
+        stdin: null()?,
+        stdout: null()?,
+        stderr: null()?,
+        console: Some(theirs),
     };
     let pid =
         exec_in_container(engine, container, request, stdio).map_err(|error| StatusError {
-            status: error.run_status(),
+            // Docker: 126/127 when the command cannot run, 1 for other errors.
+            status: match &error {
+                berth_engine::EngineError::StartFailed(failure) => failure.status,
+                _ => crate::exit::FAILURE,
+            },
             message: error.to_string(),
         })?;
+    let master = berth_runtime::console::receive_fd(ours.as_raw_fd())?;
+    if let Some(size) = size {
+        // SAFETY: TIOCSWINSZ reads one winsize struct.
+        unsafe {
+            libc::ioctl(
+                master.as_raw_fd(),
+                libc::TIOCSWINSZ,
+                &size as *const nix::pty::Winsize,
+            )
+        };
+    }
     let stdin = std::io::stdin();
     let raw = if interactive && nix::unistd::isatty(stdin.as_raw_fd()).unwrap_or(false) {
         let saved = termios::tcgetattr(stdin.as_fd())?;
@@ -47,7 +66,7 @@ pub fn exec_with_pty(
     } else {
         None
     };
-    copy(&pty.master, interactive);
+    copy(&master, interactive);
     if let Some(saved) = raw {
         let _ = termios::tcsetattr(std::io::stdin().as_fd(), SetArg::TCSANOW, &saved);
     }

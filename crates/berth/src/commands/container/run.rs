@@ -57,7 +57,23 @@ fn refuse_existing_cidfile(path: Option<&std::path::Path>) -> anyhow::Result<()>
     Ok(())
 }
 
+/// Flags after IMAGE belong to the command, so the IMAGE position takes
+/// anything; a flag there is one clap did not know (Docker's message).
+fn refuse_unknown_flag(options: &CreateOptions, command: &str) -> anyhow::Result<()> {
+    let image = options.image();
+    if image.starts_with('-') && image.len() > 1 {
+        let flag = image.split('=').next().unwrap_or(image);
+        return Err(StatusError {
+            status: 125,
+            message: format!("unknown flag: {flag}\nSee 'berth {command} --help'."),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 pub fn create(engine: &mut Engine, options: &CreateOptions) -> anyhow::Result<i32> {
+    refuse_unknown_flag(options, "create")?;
     let (request, extras) = options.to_create_request().map_err(engine_failure)?;
     refuse_existing_cidfile(extras.container_id_file.as_deref())?;
     check_image(engine, &request.config.image)?;
@@ -68,6 +84,7 @@ pub fn create(engine: &mut Engine, options: &CreateOptions) -> anyhow::Result<i3
 }
 
 pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
+    refuse_unknown_flag(&options.create, "run")?;
     let (request, extras) = options.to_run_request().map_err(engine_failure)?;
     refuse_existing_cidfile(extras.create.container_id_file.as_deref())?;
     check_image(engine, &request.config.image)?;

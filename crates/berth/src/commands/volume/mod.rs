@@ -167,10 +167,12 @@ pub fn run(engine: &mut Engine, command: &VolumeCommand) -> anyhow::Result<i32> 
 fn list(engine: &Engine, args: &ListArgs) -> anyhow::Result<i32> {
     let mut dangling = None;
     let mut name_filter = None;
+    let mut label_filters: Vec<String> = Vec::new();
     for filter in &args.filters {
         match filter.split_once('=') {
             Some(("dangling", value)) => dangling = Some(value == "true" || value == "1"),
             Some(("name", value)) => name_filter = Some(value.to_owned()),
+            Some(("label", value)) => label_filters.push(value.to_owned()),
             _ => anyhow::bail!("invalid filter '{filter}'"),
         }
     }
@@ -186,6 +188,17 @@ fn list(engine: &Engine, args: &ListArgs) -> anyhow::Result<i32> {
             .as_ref()
             .is_some_and(|wanted| !row.name.contains(wanted.as_str()))
         {
+            continue;
+        }
+        let labels: std::collections::BTreeMap<String, String> =
+            serde_json::from_str(&row.labels).unwrap_or_default();
+        let labels_match = label_filters
+            .iter()
+            .all(|filter| match filter.split_once('=') {
+                Some((key, value)) => labels.get(key).is_some_and(|actual| actual == value),
+                None => labels.contains_key(filter),
+            });
+        if !labels_match {
             continue;
         }
         rows.push(row);

@@ -61,9 +61,9 @@ pub fn read_key_value_file(
     path: &Path,
     lookup: Option<EnvLookup>,
 ) -> Result<Vec<String>, OptionsError> {
-    let bytes = std::fs::read(path).map_err(|source| OptionsError::ReadFile {
+    let bytes = std::fs::read(path).map_err(|error| OptionsError::ReadFile {
         path: path.to_owned(),
-        source,
+        error,
     })?;
     let problem = |problem: String| OptionsError::KeyValueFile {
         path: path.to_owned(),

@@ -104,12 +104,12 @@ pub enum OptionsError {
     DeviceSpecification(String),
 
     // Files.
-    /// Go's wording for a file that cannot be opened: `open /x: …`.
-    #[error("open {}", path.display())]
+    /// Go's wording for a file that cannot be opened:
+    /// `open /x: no such file or directory`.
+    #[error("open {}: {}", path.display(), go_os_error(error))]
     ReadFile {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("invalid env file ({path}): {problem}")]
     KeyValueFile { path: PathBuf, problem: String },
@@ -150,5 +150,21 @@ impl OptionsError {
     /// A flag value rejected with one of Docker's own sentences.
     pub(super) fn docker(flag: &'static str, value: &str, message: String) -> Self {
         Self::argument(flag, value, ValueError::Docker(message))
+    }
+}
+
+/// An OS error as Go prints it: the C library's text, lower-cased first
+/// letter, no "(os error N)".
+pub fn go_os_error(error: &std::io::Error) -> String {
+    match error.raw_os_error() {
+        Some(code) => {
+            let text = nix::errno::Errno::from_raw(code).desc();
+            let mut characters = text.chars();
+            match characters.next() {
+                Some(first) => first.to_lowercase().chain(characters).collect(),
+                None => String::new(),
+            }
+        }
+        None => error.to_string(),
     }
 }

@@ -1,0 +1,89 @@
+//! Terminals for `-t`: the pseudo-terminal is made inside the container's
+//! own devpts (so `tty` and `/dev/pts/N` mean something there), and the
+//! master end is handed back to berth over a unix socket (SCM_RIGHTS), as
+//! runc's console socket does.
+
+use std::io::{IoSlice, IoSliceMut};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use nix::sys::socket::{
+    recvmsg, sendmsg, socketpair, AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags,
+    SockFlag, SockType,
+};
+
+/// A connected pair: the container end sends, berth's end receives.
+pub fn console_socket_pair() -> nix::Result<(OwnedFd, OwnedFd)> {
+    socketpair(
+        AddressFamily::Unix,
+        SockType::Stream,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+}
+
+/// Opens a new pty from `/dev/ptmx` of the current mount namespace; returns
+/// (master, slave).
+pub fn open_pty() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    // SAFETY: posix_openpt takes flags and returns a new descriptor.
+    let master = unsafe { libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC) };
+    if master < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the descriptor was just created and nothing else owns it.
+    let master = unsafe { OwnedFd::from_raw_fd(master) };
+    // SAFETY: grantpt/unlockpt take an open pty master.
+    if unsafe { libc::grantpt(master.as_raw_fd()) } != 0
+        || unsafe { libc::unlockpt(master.as_raw_fd()) } != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    // TIOCGPTPEER opens the slave through the master, with no path lookup
+    // (so it is the right devpts instance whatever /dev/pts is).
+    // SAFETY: TIOCGPTPEER takes open flags and returns a new descriptor.
+    let slave = unsafe {
+        libc::ioctl(
+            master.as_raw_fd(),
+            libc::TIOCGPTPEER,
+            libc::O_RDWR | libc::O_NOCTTY,
+        )
+    };
+    if slave < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the descriptor was just created and nothing else owns it.
+    Ok((master, unsafe { OwnedFd::from_raw_fd(slave) }))
+}
+
+pub fn send_fd(socket: RawFd, fd: RawFd) -> nix::Result<()> {
+    let fds = [fd];
+    let control = [ControlMessage::ScmRights(&fds)];
+    sendmsg::<()>(
+        socket,
+        &[IoSlice::new(b"m")],
+        &control,
+        MsgFlags::empty(),
+        None,
+    )
+    .map(|_| ())
+}
+
+pub fn receive_fd(socket: RawFd) -> nix::Result<OwnedFd> {
+    let mut byte = [0u8; 1];
+    let mut iov = [IoSliceMut::new(&mut byte)];
+    let mut space = nix::cmsg_space!(RawFd);
+    let message = recvmsg::<()>(
+        socket,
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_CMSG_CLOEXEC,
+    )?;
+    for control in message.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(fds) = control {
+            if let Some(fd) = fds.first() {
+                // SAFETY: the kernel installed this descriptor for us.
+                return Ok(unsafe { OwnedFd::from_raw_fd(*fd) });
+            }
+        }
+    }
+    Err(nix::Error::ENOMSG)
+}
