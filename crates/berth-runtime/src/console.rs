@@ -31,10 +31,10 @@ pub fn open_pty() -> std::io::Result<(OwnedFd, OwnedFd)> {
     }
     // SAFETY: the descriptor was just created and nothing else owns it.
     let master = unsafe { OwnedFd::from_raw_fd(master) };
-    // SAFETY: grantpt/unlockpt take an open pty master.
-    if unsafe { libc::grantpt(master.as_raw_fd()) } != 0
-        || unsafe { libc::unlockpt(master.as_raw_fd()) } != 0
-    {
+    // SAFETY: grantpt takes an open pty master.
+    let granted = unsafe { libc::grantpt(master.as_raw_fd()) } == 0;
+    // SAFETY: unlockpt takes an open pty master.
+    if !granted || unsafe { libc::unlockpt(master.as_raw_fd()) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
     // TIOCGPTPEER opens the slave through the master, with no path lookup

@@ -143,6 +143,7 @@ fn run(container: &Container) -> (i32, String, String) {
             stdin,
             stdout: out_write,
             stderr: err_write,
+            console: None,
         },
         cgroup.as_ref(),
     );

@@ -233,7 +233,7 @@ pub(crate) fn close_other_descriptors(_report_fd: RawFd) {
             libc::SYS_close_range,
             3u32,
             u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC as u32,
+            libc::CLOSE_RANGE_CLOEXEC,
         )
     };
     if result != 0 {
