@@ -147,13 +147,13 @@ pub fn resolve_user_from(
             // Supplementary groups from the group file, only when no
             // explicit group was given (Docker's behaviour).
             if let Some(entry) = entry {
-                resolved.additional_gids = group_file
-                    .iter()
-                    .filter(|group| {
-                        group.members.contains(&entry.name) && group.gid != resolved.gid
-                    })
-                    .map(|group| group.gid)
-                    .collect();
+                let primary = resolved.gid;
+                resolved.additional_gids.extend(
+                    group_file
+                        .iter()
+                        .filter(|group| group.members.contains(&entry.name) && group.gid != primary)
+                        .map(|group| group.gid),
+                );
             }
         }
     }
@@ -206,7 +206,7 @@ mod tests {
             ExecUser {
                 uid: 0,
                 gid: 0,
-                additional_gids: vec![],
+                additional_gids: vec![0],
                 home: "/root".into()
             }
         );
@@ -215,15 +215,12 @@ mod tests {
             ExecUser {
                 uid: 1000,
                 gid: 1000,
-                additional_gids: vec![2000],
+                additional_gids: vec![1000, 2000],
                 home: "/home/berthuser".into()
             }
         );
         assert_eq!(user("1000:extra").unwrap().gid, 2000);
-        assert_eq!(
-            user("1000:extra").unwrap().additional_gids,
-            Vec::<u32>::new()
-        );
+        assert_eq!(user("1000:extra").unwrap().additional_gids, vec![2000]);
         let unknown = user("4242").unwrap();
         assert_eq!(
             (unknown.uid, unknown.gid, unknown.home.as_str()),

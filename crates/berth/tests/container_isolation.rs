@@ -1063,7 +1063,8 @@ fn sys_fs_cgroup_inside_is_read_only_and_shows_own_limits() {
         "cd /sys/fs/cgroup\n\
          cat memory/memory.limit_in_bytes pids/pids.max cpu/cpu.shares\n\
          echo 1 > memory/memory.limit_in_bytes\n\
-         mkdir memory/child",
+         mkdir memory/child\n\
+         true",
     );
     assert_eq!(
         out,

@@ -47,6 +47,13 @@ impl ContainerPaths {
         Ok(init)
     }
 
+    /// Exists while a stop, kill or rm asked the container to stay down:
+    /// the monitor checks it before any restart. A file rather than a field
+    /// of the stored state, so no read-modify-write of the state can lose it.
+    pub fn stop_marker(&self) -> PathBuf {
+        self.runtime.join("stop-requested")
+    }
+
     pub fn log(&self, id: &str) -> PathBuf {
         self.directory.join(format!("{id}-json.log"))
     }

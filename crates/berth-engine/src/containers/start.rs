@@ -67,6 +67,10 @@ pub fn start_container(
         });
     }
     prepare(engine, &container)?;
+    // A new start clears an earlier stop request.
+    let _ = std::fs::remove_file(
+        ContainerPaths::new(&config.root, &config.run_root, &container.record.id).stop_marker(),
+    );
     tracing::debug!(container = %container.record.id, "prepared");
 
     let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)

@@ -79,6 +79,12 @@ fn signal_container(container: &Container, signal: Signal) -> Result<(), EngineE
 }
 
 fn mark_stopped_by_user(engine: &Engine, id: &str) {
+    let config = engine.config();
+    let paths = super::paths::ContainerPaths::new(&config.root, &config.run_root, id);
+    let _ = std::fs::create_dir_all(&paths.runtime);
+    if let Err(error) = std::fs::write(paths.stop_marker(), b"") {
+        tracing::warn!(%error, "failed to record the stop request");
+    }
     if let Some(mut state) = read_state(engine.store(), id) {
         state.stopped_by_user = true;
         write_state(engine.store(), id, &state);

@@ -131,14 +131,21 @@ pub(crate) fn reset_signals() {
             let _ = nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::SigDfl);
         }
     }
-    // Real-time signals (SIGRTMIN..=SIGRTMAX) are outside nix's Signal.
-    for number in libc::SIGRTMIN()..=libc::SIGRTMAX() {
-        // SAFETY: a zeroed sigaction with SIG_DFL installs no handler code.
+    // Real-time signals 32..=64 are outside nix's Signal, and glibc's
+    // sigaction refuses 32 and 33 (it reserves them), so ask the kernel.
+    let default_action = [0u64; 4]; // handler SIG_DFL, no flags, empty mask
+    for number in 32..=64 {
+        // SAFETY: rt_sigaction reads a kernel sigaction (handler, flags,
+        // restorer, 8-byte mask) from `default_action`; SIG_DFL runs no code.
         unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = libc::SIG_DFL;
-            libc::sigaction(number, &action, std::ptr::null_mut());
-        }
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                number,
+                default_action.as_ptr(),
+                std::ptr::null_mut::<u64>(),
+                8usize,
+            )
+        };
     }
     let _ = nix::sys::signal::SigSet::empty().thread_set_mask();
 }

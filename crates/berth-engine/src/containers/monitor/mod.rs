@@ -193,7 +193,7 @@ fn supervise(
         state.exit_code = code;
         state.oom_killed = oom_killed;
         state.finished_at = now();
-        let restart = should_restart(record, &state, restarts);
+        let restart = !paths.stop_marker().exists() && should_restart(record, &state, restarts);
         state.status = if restart {
             Status::Restarting
         } else {
@@ -209,7 +209,7 @@ fn supervise(
         let delay = Duration::from_millis(100u64 << restarts.min(8)).min(Duration::from_secs(60));
         // The next run gets a fresh cgroup (its OOM counter included).
         let _ = cgroup.delete();
-        if !wait_unless_stopped(&store, &record.id, delay) {
+        if !wait_unless_stopped(&store, &paths, &record.id, delay) {
             if let Some(mut state) = read_state(&store, &record.id) {
                 state.status = Status::Exited;
                 write_state(&store, &record.id, &state);
@@ -377,10 +377,10 @@ fn make_stdio(
 
 /// Sleeps the restart backoff in short steps; false as soon as the user
 /// stopped (or removed) the container.
-fn wait_unless_stopped(store: &Store, id: &str, delay: Duration) -> bool {
+fn wait_unless_stopped(store: &Store, paths: &ContainerPaths, id: &str, delay: Duration) -> bool {
     let deadline = std::time::Instant::now() + delay;
     loop {
-        if read_state(store, id).is_none_or(|state| state.stopped_by_user) {
+        if paths.stop_marker().exists() || read_state(store, id).is_none() {
             return false;
         }
         let now = std::time::Instant::now();
