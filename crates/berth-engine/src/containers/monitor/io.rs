@@ -41,9 +41,16 @@ pub fn copy_until_exit(
     let mut output_open = true;
     let mut errors_open = io.errors.is_some();
     let mut exited = false;
+    // With a terminal, the attached CLI forwards SIGWINCH here; the new size
+    // is read from the CLI's terminal and set on the container's.
+    let resize = if tty { window_change_signal() } else { None };
     while !exited {
-        let mut fds = Vec::with_capacity(4);
+        let mut fds = Vec::with_capacity(5);
         fds.push(PollFd::new(pidfd.as_fd(), PollFlags::POLLIN));
+        let resize_index = resize.as_ref().map(|signal_fd| {
+            fds.push(PollFd::new(signal_fd.as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
         let output_index = output_open.then(|| {
             fds.push(PollFd::new(io.output.as_fd(), PollFlags::POLLIN));
             fds.len() - 1
@@ -75,6 +82,7 @@ pub fn copy_until_exit(
             })
         };
         let pid_ready = ready(Some(0));
+        let resize_ready = ready(resize_index);
         let output_ready = ready(output_index);
         let errors_ready = ready(errors_index);
         let stdin_ready = ready(stdin_index);
@@ -101,6 +109,14 @@ pub fn copy_until_exit(
         }
         if stdin_ready {
             forward_stdin(io, attachment, &mut buffer, tty);
+        }
+        if resize_ready {
+            if let Some(signal_fd) = resize.as_ref() {
+                let _ = signal_fd.read_signal();
+            }
+            if let Some(size) = attachment.stdout.as_ref().and_then(window_size) {
+                set_window_size(&io.output, &size);
+            }
         }
         exited = pid_ready;
     }
@@ -237,4 +253,16 @@ pub(super) fn set_window_size(fd: &OwnedFd, size: &libc::winsize) {
             size as *const libc::winsize,
         )
     };
+}
+
+/// A signalfd for SIGWINCH (blocked, so it arrives only through the fd).
+fn window_change_signal() -> Option<nix::sys::signalfd::SignalFd> {
+    let mut set = nix::sys::signal::SigSet::empty();
+    set.add(nix::sys::signal::Signal::SIGWINCH);
+    set.thread_block().ok()?;
+    nix::sys::signalfd::SignalFd::with_flags(
+        &set,
+        nix::sys::signalfd::SfdFlags::SFD_CLOEXEC | nix::sys::signalfd::SfdFlags::SFD_NONBLOCK,
+    )
+    .ok()
 }

@@ -87,6 +87,9 @@ pub fn start_attached(
     if sig_proxy && !tty {
         proxy_signals(started.pid);
     }
+    if terminal {
+        forward_window_changes(started.monitor_pid);
+    }
     match started.wait_exit() {
         Some(code) => Ok(code),
         None => Err(StatusError {
@@ -123,6 +126,24 @@ fn proxy_signals(pid: i32) {
         match set.wait() {
             Ok(signal) => {
                 let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal);
+            }
+            Err(_) => return,
+        }
+    });
+}
+
+/// `-t`: terminal size changes reach the container through its monitor,
+/// which reads the new size from this terminal (Docker's resize).
+fn forward_window_changes(monitor_pid: i32) {
+    let mut set = nix::sys::signal::SigSet::empty();
+    set.add(Signal::SIGWINCH);
+    if set.thread_block().is_err() {
+        return;
+    }
+    std::thread::spawn(move || loop {
+        match set.wait() {
+            Ok(signal) => {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(monitor_pid), signal);
             }
             Err(_) => return,
         }
