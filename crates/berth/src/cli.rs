@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::commands::container::attach_command::AttachArgs;
 use crate::commands::container::changes::{DiffArgs, ExportArgs};
 use crate::commands::container::commit::{CommitArgs, UpdateArgs};
 use crate::commands::container::copy::CpArgs;
@@ -138,6 +139,8 @@ pub enum Command {
     Update(UpdateArgs),
     /// Copy files/folders between a container and the local filesystem
     Cp(CpArgs),
+    /// Attach local standard input, output, and error streams to a running container
+    Attach(AttachArgs),
     /// Manage containers
     #[command(subcommand)]
     Container(ContainerCommand),
@@ -196,6 +199,8 @@ pub enum ContainerCommand {
     Update(UpdateArgs),
     /// Copy files/folders between a container and the local filesystem
     Cp(CpArgs),
+    /// Attach local standard input, output, and error streams to a running container
+    Attach(AttachArgs),
     /// Remove all stopped containers
     Prune(ContainerPruneArgs),
 }

@@ -54,6 +54,26 @@ impl ContainerPaths {
         self.runtime.join("stop-requested")
     }
 
+    /// The monitor's socket for `berth attach`.
+    pub fn attach_socket(&self) -> PathBuf {
+        self.runtime.join("attach.sock")
+    }
+
+    /// Runs `action` with a short path to the attach socket: unix socket
+    /// paths are limited to 107 bytes, so the directory is reached through
+    /// an open descriptor (`/proc/self/fd/N/attach.sock`).
+    pub fn with_short_attach_path<T>(
+        &self,
+        action: impl FnOnce(&Path) -> std::io::Result<T>,
+    ) -> std::io::Result<T> {
+        let directory = std::fs::File::open(&self.runtime)?;
+        let short = PathBuf::from(format!(
+            "/proc/self/fd/{}/attach.sock",
+            std::os::fd::AsRawFd::as_raw_fd(&directory)
+        ));
+        action(&short)
+    }
+
     pub fn log(&self, id: &str) -> PathBuf {
         self.directory.join(format!("{id}-json.log"))
     }

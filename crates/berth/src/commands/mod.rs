@@ -109,6 +109,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Update(args) | Command::Container(ContainerCommand::Update(args)) => {
             container::commit::update(&mut open(&global)?, &args)
         }
+        Command::Attach(args) | Command::Container(ContainerCommand::Attach(args)) => {
+            container::attach_command::run(&mut open(&global)?, &args)
+        }
         Command::Cp(args) | Command::Container(ContainerCommand::Cp(args)) => {
             container::copy::run(&open(&global)?, &args)
         }

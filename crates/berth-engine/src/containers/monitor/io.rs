@@ -36,7 +36,9 @@ pub fn copy_until_exit(
     log: &mut Option<LogWriter>,
     pidfd: &OwnedFd,
     tty: bool,
+    attach: Option<&std::os::unix::net::UnixListener>,
 ) {
+    let mut clients: Vec<AttachClient> = Vec::new();
     let mut buffer = vec![0u8; BUFFER];
     let mut output_open = true;
     let mut errors_open = io.errors.is_some();
@@ -62,6 +64,14 @@ pub fn copy_until_exit(
             }
             _ => None,
         };
+        let listener_index = attach.map(|listener| {
+            fds.push(PollFd::new(listener.as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let first_client_index = fds.len();
+        for client in clients.iter().filter(|client| client.input_open) {
+            fds.push(PollFd::new(client.stream.as_fd(), PollFlags::POLLIN));
+        }
         let stdin_index = match (&attachment.stdin, &io.input) {
             (Some(stdin), Some(_)) => {
                 fds.push(PollFd::new(stdin.as_fd(), PollFlags::POLLIN));
@@ -86,7 +96,28 @@ pub fn copy_until_exit(
         let output_ready = ready(output_index);
         let errors_ready = ready(errors_index);
         let stdin_ready = ready(stdin_index);
+        let listener_ready = ready(listener_index);
+        let client_ready: Vec<bool> = (first_client_index
+            ..first_client_index + clients.iter().filter(|client| client.input_open).count())
+            .map(|index| ready(Some(index)))
+            .collect();
         drop(fds);
+        if listener_ready {
+            if let Some(listener) = attach {
+                if let Ok((stream, _)) = listener.accept() {
+                    clients.push(AttachClient {
+                        stream,
+                        input_open: true,
+                    });
+                }
+            }
+        }
+        let mut readiness = client_ready.into_iter();
+        for client in clients.iter_mut().filter(|client| client.input_open) {
+            if readiness.next() == Some(true) {
+                client_input(client, io, &mut buffer, tty);
+            }
+        }
         if output_ready {
             output_open = pump(
                 &io.output,
@@ -94,6 +125,7 @@ pub fn copy_until_exit(
                 Stream::Stdout,
                 log,
                 attachment.stdout.as_ref(),
+                &mut clients,
             );
         }
         if errors_ready {
@@ -104,6 +136,7 @@ pub fn copy_until_exit(
                     Stream::Stderr,
                     log,
                     attachment.stderr.as_ref(),
+                    &mut clients,
                 );
             }
         }
@@ -128,6 +161,7 @@ pub fn copy_until_exit(
         Stream::Stdout,
         log,
         attachment.stdout.as_ref(),
+        &mut clients,
     );
     if let Some(errors) = &io.errors {
         drain(
@@ -136,6 +170,7 @@ pub fn copy_until_exit(
             Stream::Stderr,
             log,
             attachment.stderr.as_ref(),
+            &mut clients,
         );
     }
     if let Some(log) = log.as_mut() {
@@ -150,6 +185,7 @@ fn pump(
     stream: Stream,
     log: &mut Option<LogWriter>,
     attached: Option<&OwnedFd>,
+    clients: &mut Vec<AttachClient>,
 ) -> bool {
     let read = match nix::unistd::read(source.as_raw_fd(), buffer) {
         Ok(0) | Err(nix::Error::EIO) => return false,
@@ -157,11 +193,17 @@ fn pump(
         Err(nix::Error::EINTR | nix::Error::EAGAIN) => return true,
         Err(_) => return false,
     };
-    deliver(&buffer[..read], stream, log, attached);
+    deliver(&buffer[..read], stream, log, attached, clients);
     true
 }
 
-fn deliver(bytes: &[u8], stream: Stream, log: &mut Option<LogWriter>, attached: Option<&OwnedFd>) {
+fn deliver(
+    bytes: &[u8],
+    stream: Stream,
+    log: &mut Option<LogWriter>,
+    attached: Option<&OwnedFd>,
+    clients: &mut Vec<AttachClient>,
+) {
     if let Some(log) = log.as_mut() {
         if let Err(error) = log.write(stream, bytes, chrono::Utc::now()) {
             tracing::warn!(%error, "failed to write the container log");
@@ -171,6 +213,10 @@ fn deliver(bytes: &[u8], stream: Stream, log: &mut Option<LogWriter>, attached: 
         // A CLI that went away stops receiving; the container goes on.
         let _ = write_all(fd, bytes);
     }
+    // `berth attach` clients get Docker's multiplexed frames; one that
+    // cannot take them is dropped.
+    let frame = frame(stream, bytes);
+    clients.retain_mut(|client| std::io::Write::write_all(&mut client.stream, &frame).is_ok());
 }
 
 fn write_all(fd: &OwnedFd, mut bytes: &[u8]) -> nix::Result<()> {
@@ -190,6 +236,7 @@ fn drain(
     stream: Stream,
     log: &mut Option<LogWriter>,
     attached: Option<&OwnedFd>,
+    clients: &mut Vec<AttachClient>,
 ) {
     let flags = nix::fcntl::fcntl(source.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL).unwrap_or(0);
     let _ = nix::fcntl::fcntl(
@@ -201,7 +248,7 @@ fn drain(
     loop {
         match nix::unistd::read(source.as_raw_fd(), buffer) {
             Ok(0) => break,
-            Ok(read) => deliver(&buffer[..read], stream, log, attached),
+            Ok(read) => deliver(&buffer[..read], stream, log, attached, clients),
             Err(nix::Error::EINTR) => continue,
             Err(_) => break,
         }
@@ -265,4 +312,45 @@ fn window_change_signal() -> Option<nix::sys::signalfd::SignalFd> {
         nix::sys::signalfd::SfdFlags::SFD_CLOEXEC | nix::sys::signalfd::SfdFlags::SFD_NONBLOCK,
     )
     .ok()
+}
+
+/// A `berth attach` connected over the container's attach socket.
+pub struct AttachClient {
+    stream: std::os::unix::net::UnixStream,
+    /// False once the client closed its sending side (its stdin ended).
+    input_open: bool,
+}
+
+/// Docker's multiplexed-stream frame (`stdcopy`): stream id (1 stdout,
+/// 2 stderr), three zero bytes, the length as big-endian u32, the bytes.
+pub fn frame(stream: Stream, bytes: &[u8]) -> Vec<u8> {
+    let mut frame = Vec::with_capacity(8 + bytes.len());
+    frame.push(match stream {
+        Stream::Stdout => 1,
+        Stream::Stderr => 2,
+    });
+    frame.extend_from_slice(&[0, 0, 0]);
+    frame.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+    frame.extend_from_slice(bytes);
+    frame
+}
+
+/// Input from an attach client goes to the container's stdin (when it has
+/// one open); the client's EOF closes a pipe stdin, as Docker's does.
+fn client_input(client: &mut AttachClient, io: &mut ContainerIo, buffer: &mut [u8], tty: bool) {
+    match std::io::Read::read(&mut client.stream, buffer) {
+        Ok(0) | Err(_) => {
+            client.input_open = false;
+            if !tty {
+                io.input = None;
+            }
+        }
+        Ok(read) => {
+            if let Some(input) = io.input.as_ref() {
+                if write_all(input, &buffer[..read]).is_err() {
+                    io.input = None;
+                }
+            }
+        }
+    }
 }

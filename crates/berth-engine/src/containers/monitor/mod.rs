@@ -15,7 +15,7 @@ use berth_runtime::rootfs::unmount_rootfs;
 use berth_runtime::{launch, Stdio};
 use berth_store::Store;
 
-pub use io::{Attachment, ContainerIo};
+pub use io::{frame, Attachment, ContainerIo};
 use protocol::{MonitorMessage, MonitorSender};
 
 use super::paths::ContainerPaths;
@@ -112,6 +112,14 @@ fn supervise(
         .map_err(|error| EngineError::Start(error.to_string()))?;
     let cgroup = new_manager(&cgroups, cgroup_path);
     let mut log = LogWriter::open(&paths.log(&record.id)).ok();
+    // `berth attach` connects here while the container runs.
+    let attach_path = paths.attach_socket();
+    let _ = std::fs::remove_file(&attach_path);
+    let attach_listener = paths
+        .with_short_attach_path(|path| std::os::unix::net::UnixListener::bind(path))
+        .and_then(|listener| listener.set_nonblocking(true).map(|()| listener))
+        .map_err(|error| tracing::warn!(%error, "no attach socket"))
+        .ok();
     let monitor_pid = std::process::id() as i32;
     let mut restarts = read_state(&store, &record.id).map_or(0, |state| state.restart_count);
     let mut first = true;
@@ -125,7 +133,6 @@ fn supervise(
             &cgroups,
             cgroup.as_ref(),
             &mut attachment,
-            first,
         );
         tracing::debug!(container = %record.id, ok = started.is_ok(), "launch finished");
         let (launched, mut container_io) = match started {
@@ -172,6 +179,7 @@ fn supervise(
             &mut log,
             &launched.pidfd,
             record.run.tty,
+            attach_listener.as_ref(),
         );
         tracing::debug!(container = %record.id, "container process exited");
         let code = match nix::sys::wait::waitpid(launched.pid, None) {
@@ -219,6 +227,8 @@ fn supervise(
     };
 
     cleanup(cgroup.as_ref(), &paths);
+    drop(attach_listener);
+    let _ = std::fs::remove_file(&attach_path);
     tracing::debug!(container = %record.id, "cleaned up");
     if record.run.auto_remove {
         super::remove::remove_files_and_row(&store, &paths, &record.id);
@@ -243,7 +253,6 @@ fn start_once(
     cgroups: &CgroupVersion,
     cgroup: &dyn CgroupManager,
     attachment: &mut Attachment,
-    first: bool,
 ) -> Result<Started, (String, i32)> {
     let layers = super::start::container_layers(store, record, paths)
         .map_err(|error| (error.to_string(), 125))?;
@@ -264,7 +273,7 @@ fn start_once(
         )
     })?;
     tracing::debug!(container = %record.id, "cgroup created");
-    let (stdio, container_io) = make_stdio(record, attachment, first).map_err(|error| {
+    let (stdio, container_io) = make_stdio(record).map_err(|error| {
         (
             format!("failed to set up the container's stdio: {error}"),
             125,
@@ -330,12 +339,10 @@ fn null() -> nix::Result<OwnedFd> {
         .map_err(|_| nix::Error::ENOENT)
 }
 
-fn make_stdio(
-    record: &ContainerRecord,
-    attachment: &Attachment,
-    first: bool,
-) -> nix::Result<(Stdio, PendingIo)> {
-    let wants_stdin = record.run.open_stdin && attachment.stdin.is_some() && first;
+fn make_stdio(record: &ContainerRecord) -> nix::Result<(Stdio, PendingIo)> {
+    // `-i` keeps stdin open even with nothing attached yet (`run -d -i`,
+    // then `attach`), as Docker does.
+    let wants_stdin = record.run.open_stdin;
     if record.run.tty {
         let (ours, theirs) = berth_runtime::console::console_socket_pair()?;
         let stdio = Stdio {

@@ -20,13 +20,13 @@ pub struct AttachStreams {
 }
 
 /// Restores the terminal when dropped.
-struct RawMode {
+pub(super) struct RawMode {
     fd: OwnedFd,
     saved: Termios,
 }
 
 impl RawMode {
-    fn enter() -> Option<Self> {
+    pub(super) fn enter() -> Option<Self> {
         let stdin = std::io::stdin();
         let fd = stdin.as_fd().try_clone_to_owned().ok()?;
         let saved = termios::tcgetattr(&fd).ok()?;
@@ -105,7 +105,7 @@ pub fn start_attached(
 
 /// Forwards the signals a user sends the CLI to the container's first
 /// process (Docker's `--sig-proxy`).
-fn proxy_signals(pid: i32) {
+pub(super) fn proxy_signals(pid: i32) {
     let mut set = nix::sys::signal::SigSet::empty();
     for signal in [
         Signal::SIGINT,
@@ -134,7 +134,7 @@ fn proxy_signals(pid: i32) {
 
 /// `-t`: terminal size changes reach the container through its monitor,
 /// which reads the new size from this terminal (Docker's resize).
-fn forward_window_changes(monitor_pid: i32) {
+pub(super) fn forward_window_changes(monitor_pid: i32) {
     let mut set = nix::sys::signal::SigSet::empty();
     set.add(Signal::SIGWINCH);
     if set.thread_block().is_err() {

@@ -1,6 +1,7 @@
 //! `berth container …` and the top-level `run`/`create`/`ps`/….
 
 pub mod attach;
+pub mod attach_command;
 pub mod changes;
 pub mod commit;
 pub mod copy;
