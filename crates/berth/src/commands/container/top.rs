@@ -120,7 +120,7 @@ pub fn stats(engine: &Engine, args: &StatsArgs) -> anyhow::Result<i32> {
     let started = std::time::Instant::now();
     std::thread::sleep(std::time::Duration::from_millis(200));
     let elapsed = started.elapsed().as_nanos() as f64;
-    let memory_total = host_memory();
+    let memory_total = crate::commands::system::info::memory_total();
     let rows: Vec<_> = containers
         .iter()
         .zip(first)
@@ -155,23 +155,6 @@ pub fn stats(engine: &Engine, args: &StatsArgs) -> anyhow::Result<i32> {
         output::render_rows(args.format.as_deref(), STATS_TABLE, &rows, STATS_HEADERS)?
     );
     Ok(0)
-}
-
-fn host_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find_map(|line| line.strip_prefix("MemTotal:"))
-                .and_then(|rest| {
-                    rest.trim()
-                        .trim_end_matches("kB")
-                        .trim()
-                        .parse::<u64>()
-                        .ok()
-                })
-        })
-        .map_or(0, |kib| kib * 1024)
 }
 
 #[derive(Debug, Args)]

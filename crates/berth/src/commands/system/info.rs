@@ -85,7 +85,8 @@ fn operating_system() -> String {
         .unwrap_or_else(|| "Linux".to_owned())
 }
 
-fn memory_total() -> u64 {
+/// The host's memory in bytes (/proc/meminfo MemTotal).
+pub(crate) fn memory_total() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|text| {
