@@ -100,6 +100,16 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
     connection
         .pragma_update(None, "foreign_keys", "ON")
         .map_err(open_error)?;
+    // Every berth command opens and closes the database; SQLite's default is
+    // to checkpoint (with fsyncs) and delete the WAL when the last
+    // connection closes, which made each short command pay for it. The WAL
+    // stays and is checkpointed as it grows (wal_autocheckpoint).
+    connection
+        .set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )
+        .map_err(open_error)?;
     migrate(&mut connection)?;
     Ok(connection)
 }

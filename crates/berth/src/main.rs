@@ -18,6 +18,7 @@ fn main() {
         }
     };
     init_tracing(&cli.global);
+    tracing::debug!("command line parsed");
     let code = match commands::run(cli) {
         Ok(code) => code,
         Err(error) => {

@@ -85,10 +85,13 @@ pub fn create(engine: &mut Engine, options: &CreateOptions) -> anyhow::Result<i3
 
 pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
     refuse_unknown_flag(&options.create, "run")?;
+    tracing::debug!("run: engine open");
     let (request, extras) = options.to_run_request().map_err(engine_failure)?;
     refuse_existing_cidfile(extras.create.container_id_file.as_deref())?;
     check_image(engine, &request.config.image)?;
+    tracing::debug!("run: request resolved");
     let id = create_container(engine, &request).map_err(engine_failure)?;
+    tracing::debug!("run: container created");
     write_cidfile(extras.create.container_id_file.as_deref(), &id)?;
     if extras.detach {
         berth_engine::containers::start_container(engine, &id, None).map_err(|error| {
