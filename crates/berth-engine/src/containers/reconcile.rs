@@ -18,6 +18,14 @@ pub fn reconcile(store: &Store, config: &EngineConfig, mut container: Container)
     if !state.is_running() || process_alive(state.monitor_pid, state.monitor_start_time) {
         return container;
     }
+    // Read again: the state we hold may predate a restart by another
+    // process (a new monitor), and killing is not undoable.
+    if let Some(fresh) = super::monitor::read_state(store, &container.record.id) {
+        if !fresh.is_running() || process_alive(fresh.monitor_pid, fresh.monitor_start_time) {
+            container.state = fresh;
+            return container;
+        }
+    }
     let id = container.record.id.clone();
     tracing::debug!(container = %id, "monitor is gone; reconciling");
     let paths = ContainerPaths::new(&config.root, &config.run_root, &id);

@@ -114,20 +114,30 @@ pub fn process_start_time(pid: i32) -> Option<u64> {
     after.split(' ').nth(19)?.parse().ok()
 }
 
-/// True when the process `pid` exists, started at `start_time`, and has
-/// not exited (a zombie waiting for its parent to reap it counts as gone).
+/// True when the process `pid` exists, started at `start_time` (0: not
+/// known, any start time), and has not exited (a zombie waiting for its
+/// parent to reap it counts as gone). Errs on the side of "alive": a wrong
+/// "dead" makes the caller kill a healthy container.
 pub fn process_alive(pid: i32, start_time: u64) -> bool {
-    if pid <= 0 || process_start_time(pid) != Some(start_time) {
+    if pid <= 0 {
         return false;
     }
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            stat.rfind(')')
-                .and_then(|end| stat.get(end + 2..end + 3))
-                .map(str::to_owned)
-        });
-    !matches!(state.as_deref(), Some("Z") | Some("X"))
+    let stat = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return false,
+        Err(_) => return true,
+    };
+    let Some(end) = stat.rfind(')') else {
+        return true;
+    };
+    let fields: Vec<&str> = stat[end + 2..].split(' ').collect();
+    if matches!(fields.first().copied(), Some("Z") | Some("X")) {
+        return false;
+    }
+    match fields.get(19).and_then(|field| field.parse::<u64>().ok()) {
+        Some(actual) => start_time == 0 || actual == start_time,
+        None => true,
+    }
 }
 
 #[cfg(test)]
