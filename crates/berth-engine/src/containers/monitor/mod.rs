@@ -71,6 +71,10 @@ fn become_monitor() {
     }
     // SAFETY: PR_SET_CHILD_SUBREAPER takes an integer flag only.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    // The monitor lives as long as its container: give back the heap the
+    // CLI used before the fork (argument parsing, the image lookup).
+    // SAFETY: malloc_trim only returns free heap pages to the kernel.
+    unsafe { libc::malloc_trim(0) };
     // The monitor's own stdio must not keep the CLI's terminal or pipes open.
     if let Ok(null) = std::fs::OpenOptions::new()
         .read(true)
@@ -173,6 +177,9 @@ fn supervise(
         }
         first = false;
 
+        // The monitor now mostly sleeps in poll(): drop the code it will not
+        // run again from its resident set (see `release_read_only_pages`).
+        release_read_only_pages();
         io::copy_until_exit(
             &mut container_io,
             &mut attachment,
@@ -395,6 +402,61 @@ fn wait_unless_stopped(store: &Store, paths: &ContainerPaths, id: &str, delay: D
             return true;
         }
         std::thread::sleep((deadline - now).min(Duration::from_millis(50)));
+    }
+}
+
+/// Unmaps from this process the pages of read-only file mappings (code and
+/// constants of berth and its libraries). They stay in the page cache and
+/// fault back in when used; a monitor idling in its copy loop touches few of
+/// them, which keeps its RSS small. Mappings holding any private (written)
+/// page are left alone — the relocated RELRO segment is read-only yet
+/// written by the loader, and MADV_DONTNEED would reset it to the file's
+/// bytes.
+fn release_read_only_pages() {
+    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+        return;
+    };
+    let mut candidate: Option<(usize, usize)> = None;
+    let release = |range: Option<(usize, usize)>| {
+        if let Some((start, end)) = range {
+            // SAFETY: the range is a whole read-only, private, file-backed
+            // mapping of this process with no private pages; dropping its
+            // pages only makes later accesses re-read the same file.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+        }
+    };
+    for line in smaps.lines() {
+        let mut fields = line.split_whitespace();
+        let first = fields.next().unwrap_or_default();
+        if let Some((start, end)) = first
+            .split_once('-')
+            .filter(|_| line.len() > 20 && first.contains('-'))
+        {
+            // A new mapping header: "start-end perms offset dev inode path".
+            let permissions = fields.next().unwrap_or_default();
+            let path = fields.nth(3).unwrap_or_default();
+            candidate = match (
+                usize::from_str_radix(start, 16),
+                usize::from_str_radix(end, 16),
+            ) {
+                (Ok(start), Ok(end))
+                    if path.starts_with('/') && matches!(permissions, "r-xp" | "r--p") =>
+                {
+                    Some((start, end))
+                }
+                _ => None,
+            };
+        } else if first == "Anonymous:" {
+            let private_pages = fields
+                .next()
+                .and_then(|kib| kib.parse::<u64>().ok())
+                .unwrap_or(1);
+            if private_pages == 0 {
+                release(candidate.take());
+            } else {
+                candidate = None;
+            }
+        }
     }
 }
 
