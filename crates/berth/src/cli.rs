@@ -125,7 +125,7 @@ pub enum Command {
     Unpause(ContainersArgs),
     /// Rename a container
     Rename(RenameArgs),
-    /// Display a live stream of container(s) resource usage statistics
+    /// Display container(s) resource usage statistics (one sample, as --no-stream)
     Stats(StatsArgs),
     /// List port mappings or a specific mapping for the container
     Port(PortArgs),
@@ -183,7 +183,7 @@ pub enum ContainerCommand {
     Unpause(ContainersArgs),
     /// Rename a container
     Rename(RenameArgs),
-    /// Display a live stream of container(s) resource usage statistics
+    /// Display container(s) resource usage statistics (one sample, as --no-stream)
     Stats(StatsArgs),
     /// List port mappings or a specific mapping for the container
     Port(PortArgs),
