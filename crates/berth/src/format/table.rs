@@ -42,6 +42,7 @@ impl ListFormat {
     }
 
     /// Whether the output has a header row and aligned columns.
+    #[cfg(test)]
     pub fn is_table(&self) -> bool {
         self.table
     }

@@ -121,7 +121,9 @@ pub fn parse_size(text: &str) -> Result<u64, UnitsError> {
     parse_size_with(text, 1024)
 }
 
-/// Parses a size with decimal multipliers (`1kB` = 1000), go-units `FromHumanSize`.
+/// Parses a size with decimal multipliers (`1kB` = 1000), go-units
+/// `FromHumanSize` (kept for `--storage-opt size=` and the API's sizes).
+#[cfg(test)]
 pub fn parse_decimal_size(text: &str) -> Result<u64, UnitsError> {
     parse_size_with(text, 1000)
 }
