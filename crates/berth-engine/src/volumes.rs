@@ -13,19 +13,14 @@ pub fn volume_data(root: &Path, name: &str) -> PathBuf {
     root.join("volumes").join(name).join("_data")
 }
 
-/// Docker's volume name rule.
+/// Docker's volume name rule (the same characters as container names).
 fn validate_name(name: &str) -> Result<(), EngineError> {
-    let mut characters = name.chars();
-    let valid = characters
-        .next()
-        .is_some_and(|first| first.is_ascii_alphanumeric())
-        && name.len() >= 2
-        && characters.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-    if valid {
+    if berth_types::container::names::is_restricted_name(name) {
         Ok(())
     } else {
         Err(EngineError::InvalidArgument(format!(
-            "create {name}: \"{name}\" includes invalid characters for a local volume name, only \"[a-zA-Z0-9][a-zA-Z0-9_.-]\" are allowed. If you intended to pass a host directory, use absolute path"
+            "create {name}: \"{name}\" includes invalid characters for a local volume name, only \"{}\" are allowed. If you intended to pass a host directory, use absolute path",
+            berth_types::container::names::RESTRICTED_NAME_CHARS
         )))
     }
 }

@@ -87,20 +87,15 @@ pub fn generate_name(attempt: u32) -> String {
     }
 }
 
-/// Docker's rule for user-given names.
+/// Docker's rule for user-given names (one definition, in `berth-types`).
 pub fn validate_name(name: &str) -> Result<(), String> {
     let name = name.strip_prefix('/').unwrap_or(name);
-    let mut characters = name.chars();
-    let valid = characters
-        .next()
-        .is_some_and(|first| first.is_ascii_alphanumeric())
-        && name.len() >= 2
-        && characters.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-    if valid {
+    if berth_types::container::names::is_restricted_name(name) {
         Ok(())
     } else {
         Err(format!(
-            "Invalid container name ({name}), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed"
+            "Invalid container name ({name}), only {} are allowed",
+            berth_types::container::names::RESTRICTED_NAME_CHARS
         ))
     }
 }

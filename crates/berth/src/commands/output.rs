@@ -68,6 +68,20 @@ pub fn json_array<T: Serialize>(values: &[T]) -> String {
     String::from_utf8(buffer).expect("serde_json writes UTF-8")
 }
 
+/// `inspect`-style output: the objects as an indented JSON array, or each
+/// through the `--format` template.
+pub fn print_inspect(format: Option<&str>, found: &[Value]) -> anyhow::Result<()> {
+    match format {
+        None | Some("json") => println!("{}", json_array(found)),
+        Some(format) => {
+            for value in found {
+                println!("{}", render_one(format, value)?);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A value as Go's `fmt.Print` shows it.
 pub fn plain(value: &Value) -> String {
     crate::format::gofmt::sprint(value)

@@ -73,13 +73,6 @@ pub fn run(engine: &Engine, args: &InspectArgs, kind: Kind) -> anyhow::Result<i3
             }
         }
     }
-    match args.format.as_deref() {
-        None | Some("json") => println!("{}", output::json_array(&found)),
-        Some(format) => {
-            for value in &found {
-                println!("{}", output::render_one(format, value)?);
-            }
-        }
-    }
+    output::print_inspect(args.format.as_deref(), &found)?;
     Ok(status)
 }

@@ -42,13 +42,6 @@ pub fn run(engine: &Engine, args: &InspectArgs) -> anyhow::Result<i32> {
             Err(error) => return Err(error.into()),
         }
     }
-    match args.format.as_deref() {
-        None | Some("json") => println!("{}", output::json_array(&found)),
-        Some(format) => {
-            for value in &found {
-                println!("{}", output::render_one(format, value)?);
-            }
-        }
-    }
+    output::print_inspect(args.format.as_deref(), &found)?;
     Ok(status)
 }

@@ -123,14 +123,7 @@ pub fn run(engine: &mut Engine, command: &VolumeCommand) -> anyhow::Result<i32> 
                     }
                 }
             }
-            match args.format.as_deref() {
-                None | Some("json") => println!("{}", output::json_array(&found)),
-                Some(format) => {
-                    for value in &found {
-                        println!("{}", output::render_one(format, value)?);
-                    }
-                }
-            }
+            output::print_inspect(args.format.as_deref(), &found)?;
             Ok(status)
         }
         VolumeCommand::Rm(args) => {
