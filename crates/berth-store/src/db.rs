@@ -82,6 +82,33 @@ const MIGRATIONS: &[&str] = &[
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
+    // Switching a new database to WAL takes an exclusive lock for which
+    // SQLite does not call the busy handler, so when many berth processes
+    // create the same root at once some see SQLITE_BUSY here; they retry.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match open_once(path) {
+            Err(StoreError::Open { source, .. } | StoreError::Database(source))
+                if is_busy(&source) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            result => return result,
+        }
+    }
+}
+
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error,
+        rusqlite::Error::SqliteFailure(failure, _)
+            if matches!(failure.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+fn open_once(path: &Path) -> Result<Connection, StoreError> {
     let open_error = |source| StoreError::Open {
         path: path.to_owned(),
         source,
@@ -91,9 +118,15 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
     connection
         .busy_timeout(Duration::from_secs(60))
         .map_err(open_error)?;
-    connection
-        .pragma_update(None, "journal_mode", "WAL")
+    // Only a new database needs switching (which needs the exclusive lock).
+    let mode: String = connection
+        .pragma_query_value(None, "journal_mode", |row| row.get(0))
         .map_err(open_error)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        connection
+            .pragma_update(None, "journal_mode", "WAL")
+            .map_err(open_error)?;
+    }
     connection
         .pragma_update(None, "synchronous", "NORMAL")
         .map_err(open_error)?;
