@@ -1,0 +1,176 @@
+//! `cp` (both directions and tar streams), `commit`, `update` and `port`
+//! through the CLI.
+
+#![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
+
+mod support;
+
+use support::Berth;
+
+fn busybox() -> Berth {
+    let berth = Berth::new();
+    berth.load("busybox-docker.tar");
+    berth
+}
+
+#[test]
+fn cp_copies_both_ways_and_streams_tar() {
+    let berth = busybox();
+    let id = berth.run_detached(&["busybox", "sleep", "100"]);
+    let host = tempfile::tempdir().unwrap();
+    std::fs::write(host.path().join("in.txt"), "from the host\n").unwrap();
+
+    berth
+        .run(&[
+            "cp",
+            host.path().join("in.txt").to_str().unwrap(),
+            &format!("{id}:/tmp/"),
+        ])
+        .ok();
+    assert_eq!(
+        berth.run(&["exec", &id, "cat", "/tmp/in.txt"]).ok(),
+        "from the host\n"
+    );
+
+    berth
+        .run(&[
+            "exec",
+            &id,
+            "sh",
+            "-c",
+            "mkdir /data && echo inside > /data/file",
+        ])
+        .ok();
+    let out = host.path().join("out");
+    berth
+        .run(&["cp", &format!("{id}:/data"), out.to_str().unwrap()])
+        .ok();
+    assert_eq!(
+        std::fs::read_to_string(out.join("file")).unwrap(),
+        "inside\n"
+    );
+
+    // `-` writes a tar stream of the path.
+    let tar = berth
+        .run(&["cp", &format!("{id}:/data/file"), "-"])
+        .output
+        .stdout;
+    let mut archive = tar::Archive::new(tar.as_slice());
+    let names: Vec<String> = archive
+        .entries()
+        .unwrap()
+        .map(|entry| entry.unwrap().path().unwrap().display().to_string())
+        .collect();
+    assert_eq!(names, ["file"]);
+
+    let stderr = berth
+        .run(&["cp", &format!("{id}:/nope"), out.to_str().unwrap()])
+        .fails(1);
+    assert!(
+        stderr.contains("Could not find the file /nope in container"),
+        "{stderr}"
+    );
+    berth.run(&["rm", "-f", &id]).ok();
+}
+
+#[test]
+fn cp_works_on_a_stopped_container() {
+    let berth = busybox();
+    berth
+        .run(&[
+            "run",
+            "--name",
+            "done",
+            "busybox",
+            "sh",
+            "-c",
+            "echo kept > /kept",
+        ])
+        .ok();
+    let host = tempfile::tempdir().unwrap();
+    let target = host.path().join("kept");
+    berth
+        .run(&["cp", "done:/kept", target.to_str().unwrap()])
+        .ok();
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept\n");
+    berth.run(&["rm", "done"]).ok();
+}
+
+#[test]
+fn commit_makes_an_image_with_the_changes_and_config() {
+    let berth = busybox();
+    berth
+        .run(&[
+            "run",
+            "--name",
+            "src",
+            "busybox",
+            "sh",
+            "-c",
+            "echo committed > /hello",
+        ])
+        .ok();
+    let id = berth
+        .run(&[
+            "commit",
+            "-c",
+            "CMD [\"cat\", \"/hello\"]",
+            "-m",
+            "a message",
+            "src",
+            "snap:1",
+        ])
+        .ok();
+    assert!(id.trim().starts_with("sha256:"), "{id}");
+    assert_eq!(berth.run(&["run", "--rm", "snap:1"]).ok(), "committed\n");
+    let history = berth
+        .run(&["history", "--format", "{{.Comment}}", "snap:1"])
+        .ok();
+    assert_eq!(history.lines().next(), Some("a message"));
+    // The base image is in use by the container: rmi refuses, as Docker.
+    let stderr = berth.run(&["rmi", "busybox"]).fails(1);
+    assert!(stderr.contains("is using its referenced image"), "{stderr}");
+    berth.run(&["rm", "src"]).ok();
+}
+
+#[test]
+fn update_changes_limits_of_a_running_container() {
+    let berth = busybox();
+    let id = berth.run_detached(&["-m", "64m", "busybox", "sleep", "100"]);
+    let read_limit = || {
+        berth
+            .run(&[
+                "exec",
+                &id,
+                "cat",
+                "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            ])
+            .ok()
+    };
+    if std::path::Path::new("/sys/fs/cgroup/memory").is_dir() {
+        assert_eq!(read_limit(), "67108864\n");
+        berth
+            .run(&["update", "-m", "128m", "--memory-swap", "256m", &id])
+            .ok();
+        assert_eq!(read_limit(), "134217728\n");
+    } else {
+        eprintln!("SKIP: no cgroup v1 memory hierarchy on this host");
+    }
+    berth
+        .run(&["update", "--restart", "on-failure:3", &id])
+        .ok();
+    assert_eq!(berth.run(&["rm", "-f", &id]).ok(), format!("{id}\n"));
+}
+
+#[test]
+fn port_without_published_ports() {
+    let berth = busybox();
+    let id = berth.run_detached(&["busybox", "sleep", "100"]);
+    assert_eq!(berth.run(&["port", &id]).ok(), "");
+    let stderr = berth.run(&["port", &id, "80"]).fails(1);
+    assert!(
+        stderr.contains("No public port '80/tcp' published for"),
+        "{stderr}"
+    );
+    berth.run(&["rm", "-f", &id]).ok();
+}
