@@ -174,3 +174,31 @@ fn port_without_published_ports() {
     );
     berth.run(&["rm", "-f", &id]).ok();
 }
+
+#[test]
+fn exec_resolves_users_in_the_running_container() {
+    let berth = busybox();
+    let id = berth.run_detached(&["busybox", "sleep", "100"]);
+    berth
+        .run(&[
+            "exec",
+            &id,
+            "sh",
+            "-c",
+            "echo late:x:4242:4242::/home/late:/bin/sh >> /etc/passwd; echo lategroup:x:4242: >> /etc/group",
+        ])
+        .ok();
+    let out = berth
+        .run(&["exec", "-u", "late", &id, "sh", "-c", "id; echo $HOME"])
+        .ok();
+    assert_eq!(
+        out,
+        "uid=4242(late) gid=4242(lategroup) groups=4242(lategroup)\n/home/late\n"
+    );
+    let stderr = berth.run(&["exec", "-u", "nosuch", &id, "id"]).fails(126);
+    assert!(
+        stderr.contains("unable to find user nosuch: no matching entries in passwd file"),
+        "{stderr}"
+    );
+    berth.run(&["rm", "-f", &id]).ok();
+}

@@ -44,6 +44,21 @@ pub fn exec_in_container(
     if let Some(user) = &request.user {
         record.run.user = user.clone();
     }
+    // Docker resolves an exec's user in the running container's own
+    // /etc/passwd and /etc/group (users added at run time included); the
+    // numeric result then needs no further lookup in the image.
+    let live_root = std::path::PathBuf::from(format!("/proc/{}/root", container.state.pid));
+    // An unknown user is Docker's 126 (the process cannot be invoked).
+    let live_user =
+        berth_runtime::user::resolve_user(&live_root, &record.run.user, &record.run.group_add)
+            .map_err(|error| {
+                EngineError::StartFailed(super::StartFailure {
+                    message: error.to_string(),
+                    status: 126,
+                })
+            })?;
+    record.run.user = format!("{}:{}", live_user.uid, live_user.gid);
+    record.run.group_add = Vec::new();
     if request.privileged {
         record.run.privileged = true;
     }
@@ -60,6 +75,16 @@ pub fn exec_in_container(
         &version,
     )?;
     let mut process = spec.process;
+    process.additional_gids = live_user.additional_gids.clone();
+    if !record
+        .run
+        .env
+        .iter()
+        .any(|entry| entry.starts_with("HOME="))
+    {
+        process.env.retain(|entry| !entry.starts_with("HOME="));
+        process.env.push(format!("HOME={}", live_user.home));
+    }
     process.args = request.command.clone();
     for entry in &request.env {
         let key = entry.split('=').next().unwrap_or(entry);
