@@ -4,7 +4,7 @@
 //! runc's console socket does.
 
 use std::io::{IoSlice, IoSliceMut};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use nix::sys::socket::{
     recvmsg, sendmsg, socketpair, AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags,
@@ -86,4 +86,26 @@ pub fn receive_fd(socket: RawFd) -> nix::Result<OwnedFd> {
         }
     }
     Err(nix::Error::ENOMSG)
+}
+
+/// The window size of a terminal, if `fd` is one.
+pub fn window_size(fd: impl AsFd) -> Option<libc::winsize> {
+    let mut size = std::mem::MaybeUninit::<libc::winsize>::uninit();
+    // SAFETY: TIOCGWINSZ fills one winsize struct.
+    let result =
+        unsafe { libc::ioctl(fd.as_fd().as_raw_fd(), libc::TIOCGWINSZ, size.as_mut_ptr()) };
+    // SAFETY: on success the kernel initialised the struct.
+    (result == 0).then(|| unsafe { size.assume_init() })
+}
+
+/// Sets a terminal's window size (its foreground process gets SIGWINCH).
+pub fn set_window_size(fd: impl AsFd, size: &libc::winsize) {
+    // SAFETY: TIOCSWINSZ reads one winsize struct.
+    unsafe {
+        libc::ioctl(
+            fd.as_fd().as_raw_fd(),
+            libc::TIOCSWINSZ,
+            size as *const libc::winsize,
+        )
+    };
 }

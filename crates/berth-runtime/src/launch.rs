@@ -47,6 +47,20 @@ impl LaunchError {
     }
 }
 
+/// Waits for the child `pid` and returns its exit status as a shell (and
+/// Docker) reports it: the exit code, or 128 + the signal that killed it;
+/// 255 when it cannot be waited for.
+pub fn wait_exit_code(pid: Pid) -> i32 {
+    loop {
+        match waitpid(pid, None) {
+            Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => return code,
+            Ok(nix::sys::wait::WaitStatus::Signaled(_, signal, _)) => return 128 + signal as i32,
+            Ok(_) | Err(nix::Error::EINTR) => continue,
+            Err(_) => return 255,
+        }
+    }
+}
+
 /// The container's standard streams as the first process gets them.
 pub struct Stdio {
     pub stdin: OwnedFd,

@@ -15,5 +15,5 @@ pub mod seccomp;
 pub mod spec;
 pub mod user;
 
-pub use launch::{launch, LaunchError, Launched, Stdio};
+pub use launch::{launch, wait_exit_code, LaunchError, Launched, Stdio};
 pub use spec::{ContainerSpec, MountKind, MountSpec, NetworkMode, ProcessSpec, Rlimit};

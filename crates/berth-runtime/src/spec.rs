@@ -67,6 +67,41 @@ pub struct ProcessSpec {
     pub tty: bool,
 }
 
+/// Docker's `--ulimit` names and the `RLIMIT_*` resource each sets.
+pub const RLIMITS: &[(&str, u32)] = &[
+    ("core", libc::RLIMIT_CORE),
+    ("cpu", libc::RLIMIT_CPU),
+    ("data", libc::RLIMIT_DATA),
+    ("fsize", libc::RLIMIT_FSIZE),
+    ("locks", libc::RLIMIT_LOCKS),
+    ("memlock", libc::RLIMIT_MEMLOCK),
+    ("msgqueue", libc::RLIMIT_MSGQUEUE),
+    ("nice", libc::RLIMIT_NICE),
+    ("nofile", libc::RLIMIT_NOFILE),
+    ("nproc", libc::RLIMIT_NPROC),
+    ("rss", libc::RLIMIT_RSS),
+    ("rtprio", libc::RLIMIT_RTPRIO),
+    ("rttime", libc::RLIMIT_RTTIME),
+    ("sigpending", libc::RLIMIT_SIGPENDING),
+    ("stack", libc::RLIMIT_STACK),
+];
+
+/// The resource a Docker `--ulimit` name sets.
+pub fn rlimit_resource(name: &str) -> Option<u32> {
+    RLIMITS
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|(_, resource)| *resource)
+}
+
+/// The Docker `--ulimit` name of a resource.
+pub fn rlimit_name(resource: u32) -> Option<&'static str> {
+    RLIMITS
+        .iter()
+        .find(|(_, known)| *known == resource)
+        .map(|(name, _)| *name)
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rlimit {
     /// `libc::RLIMIT_*`

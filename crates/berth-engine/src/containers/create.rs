@@ -116,7 +116,7 @@ pub fn create_container(
         cgroupns_host: host.cgroupns_mode == "host",
     };
     for limit in &run.ulimits {
-        if super::spec::rlimit_resource(&limit.name).is_none() {
+        if berth_runtime::spec::rlimit_resource(&limit.name).is_none() {
             return Err(EngineError::InvalidArgument(format!(
                 "invalid ulimit type: {}",
                 limit.name

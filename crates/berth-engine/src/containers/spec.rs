@@ -75,7 +75,7 @@ pub fn build_spec(
         .iter()
         .map(|limit| {
             Ok(Rlimit {
-                resource: rlimit_resource(&limit.name).ok_or_else(|| {
+                resource: berth_runtime::spec::rlimit_resource(&limit.name).ok_or_else(|| {
                     EngineError::InvalidArgument(format!("invalid ulimit type: {}", limit.name))
                 })?,
                 soft: limit.soft,
@@ -255,28 +255,6 @@ impl FileView {
 
 fn tempfile_view() -> FileView {
     FileView { files: Vec::new() }
-}
-
-/// Docker's `--ulimit` names.
-pub fn rlimit_resource(name: &str) -> Option<u32> {
-    Some(match name {
-        "core" => libc::RLIMIT_CORE,
-        "cpu" => libc::RLIMIT_CPU,
-        "data" => libc::RLIMIT_DATA,
-        "fsize" => libc::RLIMIT_FSIZE,
-        "locks" => libc::RLIMIT_LOCKS,
-        "memlock" => libc::RLIMIT_MEMLOCK,
-        "msgqueue" => libc::RLIMIT_MSGQUEUE,
-        "nice" => libc::RLIMIT_NICE,
-        "nofile" => libc::RLIMIT_NOFILE,
-        "nproc" => libc::RLIMIT_NPROC,
-        "rss" => libc::RLIMIT_RSS,
-        "rtprio" => libc::RLIMIT_RTPRIO,
-        "rttime" => libc::RLIMIT_RTTIME,
-        "sigpending" => libc::RLIMIT_SIGPENDING,
-        "stack" => libc::RLIMIT_STACK,
-        _ => return None,
-    })
 }
 
 /// Writes /etc/hostname, /etc/hosts and /etc/resolv.conf for the container.

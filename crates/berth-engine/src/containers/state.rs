@@ -51,9 +51,6 @@ pub struct ContainerState {
     pub monitor_start_time: u64,
     #[serde(default)]
     pub restart_count: u32,
-    /// Set by `stop`/`kill`, so restart policies know the user asked.
-    #[serde(default)]
-    pub stopped_by_user: bool,
 }
 
 impl Default for ContainerState {
@@ -69,7 +66,6 @@ impl Default for ContainerState {
             monitor_pid: 0,
             monitor_start_time: 0,
             restart_count: 0,
-            stopped_by_user: false,
         }
     }
 }

@@ -9,7 +9,6 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
 use super::lookup::{find_container, Container};
-use super::monitor::{read_state, write_state};
 use super::state::{process_alive, Status};
 use crate::{Engine, EngineError};
 
@@ -84,10 +83,6 @@ fn mark_stopped_by_user(engine: &Engine, id: &str) {
     let _ = std::fs::create_dir_all(&paths.runtime);
     if let Err(error) = std::fs::write(paths.stop_marker(), b"") {
         tracing::warn!(%error, "failed to record the stop request");
-    }
-    if let Some(mut state) = read_state(engine.store(), id) {
-        state.stopped_by_user = true;
-        write_state(engine.store(), id, &state);
     }
 }
 

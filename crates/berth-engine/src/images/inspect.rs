@@ -4,6 +4,7 @@ use berth_store::{ImageRecord, Store};
 use berth_types::image::{ContainerConfig, ImageConfig};
 use serde_json::{json, Map, Value};
 
+use super::familiar;
 use crate::EngineError;
 
 /// The image config as stored (its blob is the image id).
@@ -94,10 +95,4 @@ pub(crate) fn docker_config(config: Option<&ContainerConfig>) -> Value {
         put(key, config.extra.get(key).cloned().unwrap_or(Value::Null));
     }
     Value::Object(object)
-}
-
-fn familiar(reference: &str) -> String {
-    berth_types::Reference::parse_normalized(reference)
-        .map(|parsed| parsed.familiar_string())
-        .unwrap_or_else(|_| reference.to_owned())
 }

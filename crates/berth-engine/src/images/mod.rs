@@ -18,6 +18,13 @@ pub use remove::{remove_image, RemovalEvent};
 pub use resolve::{parse_reference, resolve_image};
 pub use tag::tag_image;
 
+/// A stored full reference as Docker prints it (`busybox:latest`).
+pub fn familiar(reference: &str) -> String {
+    berth_types::Reference::parse_normalized(reference)
+        .map(|parsed| parsed.familiar_string())
+        .unwrap_or_else(|_| reference.to_owned())
+}
+
 /// Repository and tag of a stored full reference, in Docker's familiar form.
 pub(crate) fn familiar_parts(reference: &str) -> (String, String) {
     match berth_types::Reference::parse_normalized(reference) {

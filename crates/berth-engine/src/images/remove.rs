@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use berth_store::Store;
 use berth_types::Digest;
 
+use super::familiar;
 use super::resolve::resolve_image;
 use crate::EngineError;
 
@@ -96,10 +97,4 @@ pub fn remove_image(
         blobs.delete(digest)?;
     }
     Ok(events)
-}
-
-fn familiar(reference: &str) -> String {
-    berth_types::Reference::parse_normalized(reference)
-        .map(|parsed| parsed.familiar_string())
-        .unwrap_or_else(|_| reference.to_owned())
 }

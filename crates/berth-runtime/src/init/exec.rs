@@ -27,7 +27,11 @@ pub(crate) fn finish_and_exec(process: &ProcessSpec) -> InitResult<Never> {
                 ""
             };
             return Err(InitFailure::new(
-                &format!("set rlimit {}", rlimit_name(limit.resource)),
+                &format!(
+                    "set rlimit {}",
+                    crate::spec::rlimit_name(limit.resource)
+                        .map_or_else(|| limit.resource.to_string(), str::to_owned)
+                ),
                 format!("{error}{hint}"),
                 error.raw_os_error().unwrap_or(0),
             ));
@@ -105,31 +109,6 @@ pub(crate) fn finish_and_exec(process: &ProcessSpec) -> InitResult<Never> {
         .err()
         .unwrap_or(nix::Error::UnknownErrno);
     Err(exec_failure(&process.args[0], error))
-}
-
-/// Docker's `--ulimit` name of an `RLIMIT_*` resource.
-fn rlimit_name(resource: u32) -> String {
-    const NAMES: &[(u32, &str)] = &[
-        (libc::RLIMIT_CORE, "core"),
-        (libc::RLIMIT_CPU, "cpu"),
-        (libc::RLIMIT_DATA, "data"),
-        (libc::RLIMIT_FSIZE, "fsize"),
-        (libc::RLIMIT_LOCKS, "locks"),
-        (libc::RLIMIT_MEMLOCK, "memlock"),
-        (libc::RLIMIT_MSGQUEUE, "msgqueue"),
-        (libc::RLIMIT_NICE, "nice"),
-        (libc::RLIMIT_NOFILE, "nofile"),
-        (libc::RLIMIT_NPROC, "nproc"),
-        (libc::RLIMIT_RSS, "rss"),
-        (libc::RLIMIT_RTPRIO, "rtprio"),
-        (libc::RLIMIT_RTTIME, "rttime"),
-        (libc::RLIMIT_SIGPENDING, "sigpending"),
-        (libc::RLIMIT_STACK, "stack"),
-    ];
-    NAMES
-        .iter()
-        .find(|(number, _)| *number == resource)
-        .map_or_else(|| resource.to_string(), |(_, name)| (*name).to_owned())
 }
 
 fn c_strings(items: &[String]) -> InitResult<Vec<CString>> {

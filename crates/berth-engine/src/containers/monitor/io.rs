@@ -7,6 +7,8 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
+use berth_runtime::console::{set_window_size, window_size};
+
 use crate::logs::{LogWriter, Stream};
 
 /// The monitor's ends of the container's standard streams.
@@ -280,26 +282,6 @@ fn forward_stdin(io: &mut ContainerIo, attachment: &mut Attachment, buffer: &mut
         }
     }
     let _ = stdin_file.flush();
-}
-
-/// The window size of a terminal, if `fd` is one.
-pub(super) fn window_size(fd: &OwnedFd) -> Option<libc::winsize> {
-    let mut size = std::mem::MaybeUninit::<libc::winsize>::uninit();
-    // SAFETY: TIOCGWINSZ fills one winsize struct.
-    let result = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, size.as_mut_ptr()) };
-    // SAFETY: on success the kernel initialised the struct.
-    (result == 0).then(|| unsafe { size.assume_init() })
-}
-
-pub(super) fn set_window_size(fd: &OwnedFd, size: &libc::winsize) {
-    // SAFETY: TIOCSWINSZ reads one winsize struct.
-    unsafe {
-        libc::ioctl(
-            fd.as_raw_fd(),
-            libc::TIOCSWINSZ,
-            size as *const libc::winsize,
-        )
-    };
 }
 
 /// A signalfd for SIGWINCH (blocked, so it arrives only through the fd).

@@ -168,7 +168,6 @@ fn supervise(
         state.monitor_pid = monitor_pid;
         state.monitor_start_time = process_start_time(monitor_pid).unwrap_or(0);
         state.restart_count = restarts;
-        state.stopped_by_user = false;
         write_state(&store, &record.id, &state);
         if first {
             sender.send(&MonitorMessage::Started {
@@ -189,11 +188,7 @@ fn supervise(
             attach_listener.as_ref(),
         );
         tracing::debug!(container = %record.id, "container process exited");
-        let code = match nix::sys::wait::waitpid(launched.pid, None) {
-            Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => code,
-            Ok(nix::sys::wait::WaitStatus::Signaled(_, signal, _)) => 128 + signal as i32,
-            _ => 255,
-        };
+        let code = berth_runtime::wait_exit_code(launched.pid);
         let oom_killed = cgroup
             .stats()
             .ok()
@@ -319,8 +314,12 @@ impl PendingIo {
             } => {
                 let master =
                     berth_runtime::console::receive_fd(std::os::fd::AsRawFd::as_raw_fd(&socket))?;
-                if let Some(size) = attachment.stdout.as_ref().and_then(io::window_size) {
-                    io::set_window_size(&master, &size);
+                if let Some(size) = attachment
+                    .stdout
+                    .as_ref()
+                    .and_then(berth_runtime::console::window_size)
+                {
+                    berth_runtime::console::set_window_size(&master, &size);
                 }
                 let input = if wants_stdin {
                     Some(master.try_clone().map_err(|_| nix::Error::EMFILE)?)
@@ -463,7 +462,7 @@ fn release_read_only_pages() {
 /// Docker's restart rules.
 fn should_restart(record: &ContainerRecord, state: &ContainerState, restarts: u32) -> bool {
     let policy = &record.run.restart;
-    if state.stopped_by_user || record.run.auto_remove {
+    if record.run.auto_remove {
         return false;
     }
     match policy.name.as_str() {

@@ -106,19 +106,33 @@ pub fn start_attached(
 /// Forwards the signals a user sends the CLI to the container's first
 /// process (Docker's `--sig-proxy`).
 pub(super) fn proxy_signals(pid: i32) {
+    forward_signals(
+        &[
+            Signal::SIGINT,
+            Signal::SIGTERM,
+            Signal::SIGHUP,
+            Signal::SIGQUIT,
+            Signal::SIGUSR1,
+            Signal::SIGUSR2,
+        ],
+        pid,
+    );
+}
+
+/// `-t`: terminal size changes reach the container through its monitor,
+/// which reads the new size from this terminal (Docker's resize).
+pub(super) fn forward_window_changes(monitor_pid: i32) {
+    forward_signals(&[Signal::SIGWINCH], monitor_pid);
+}
+
+/// Blocks `signals` in this thread (and so in threads created after) and
+/// passes each one that arrives on to `pid`, from a thread that waits for
+/// them with sigwait.
+fn forward_signals(signals: &[Signal], pid: i32) {
     let mut set = nix::sys::signal::SigSet::empty();
-    for signal in [
-        Signal::SIGINT,
-        Signal::SIGTERM,
-        Signal::SIGHUP,
-        Signal::SIGQUIT,
-        Signal::SIGUSR1,
-        Signal::SIGUSR2,
-    ] {
-        set.add(signal);
+    for signal in signals {
+        set.add(*signal);
     }
-    // Blocked in this thread (and so in threads created after), received by
-    // the proxy thread with sigwait.
     if set.thread_block().is_err() {
         return;
     }
@@ -126,24 +140,6 @@ pub(super) fn proxy_signals(pid: i32) {
         match set.wait() {
             Ok(signal) => {
                 let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal);
-            }
-            Err(_) => return,
-        }
-    });
-}
-
-/// `-t`: terminal size changes reach the container through its monitor,
-/// which reads the new size from this terminal (Docker's resize).
-pub(super) fn forward_window_changes(monitor_pid: i32) {
-    let mut set = nix::sys::signal::SigSet::empty();
-    set.add(Signal::SIGWINCH);
-    if set.thread_block().is_err() {
-        return;
-    }
-    std::thread::spawn(move || loop {
-        match set.wait() {
-            Ok(signal) => {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(monitor_pid), signal);
             }
             Err(_) => return,
         }

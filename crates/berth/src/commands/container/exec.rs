@@ -95,21 +95,12 @@ pub fn run(engine: &Engine, args: &ExecArgs) -> anyhow::Result<i32> {
             console: None,
         }
     };
-    let pid = exec_in_container(engine, &args.container, &request, stdio).map_err(|error| {
-        StatusError {
-            // Docker: 126/127 when the command cannot run, 1 for other errors.
-            status: match &error {
-                berth_engine::EngineError::StartFailed(failure) => failure.status,
-                _ => crate::exit::FAILURE,
-            },
-            message: error.to_string(),
-        }
-    })?;
+    let pid = exec_in_container(engine, &args.container, &request, stdio).map_err(exec_failure)?;
     if args.detach {
         // The process is our child; it is reparented when we exit.
         return Ok(0);
     }
-    Ok(wait_status(pid))
+    Ok(berth_runtime::wait_exit_code(pid))
 }
 
 /// `-e KEY` takes the value from our environment, as Docker does.
@@ -123,14 +114,14 @@ fn expand_env(entry: &str) -> String {
     }
 }
 
-pub(super) fn wait_status(pid: nix::unistd::Pid) -> i32 {
-    loop {
-        match nix::sys::wait::waitpid(pid, None) {
-            Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => return code,
-            Ok(nix::sys::wait::WaitStatus::Signaled(_, signal, _)) => return 128 + signal as i32,
-            Ok(_) => continue,
-            Err(nix::Error::EINTR) => continue,
-            Err(_) => return 255,
-        }
+/// Docker's exit status for an exec that did not start: 126/127 when the
+/// command cannot be invoked or found, 1 for other errors.
+pub(super) fn exec_failure(error: berth_engine::EngineError) -> StatusError {
+    StatusError {
+        status: match &error {
+            berth_engine::EngineError::StartFailed(failure) => failure.status,
+            _ => crate::exit::FAILURE,
+        },
+        message: error.to_string(),
     }
 }

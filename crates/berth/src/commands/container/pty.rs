@@ -9,23 +9,13 @@ use berth_runtime::Stdio;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::termios::{self, SetArg};
 
-use crate::exit::StatusError;
-
-fn window_size(fd: i32) -> Option<nix::pty::Winsize> {
-    let mut size = std::mem::MaybeUninit::<nix::pty::Winsize>::uninit();
-    // SAFETY: TIOCGWINSZ fills one winsize struct.
-    let result = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, size.as_mut_ptr()) };
-    // SAFETY: on success the kernel initialised the struct.
-    (result == 0).then(|| unsafe { size.assume_init() })
-}
-
 pub fn exec_with_pty(
     engine: &Engine,
     container: &str,
     request: &ExecRequest,
     interactive: bool,
 ) -> anyhow::Result<i32> {
-    let size = window_size(std::io::stdout().as_raw_fd());
+    let size = berth_runtime::console::window_size(std::io::stdout());
     // The pty is made inside the container (its own devpts) and its master
     // sent back over this socket.
     let (ours, theirs) = berth_runtime::console::console_socket_pair()?;
@@ -37,24 +27,10 @@ pub fn exec_with_pty(
         console: Some(theirs),
     };
     let pid =
-        exec_in_container(engine, container, request, stdio).map_err(|error| StatusError {
-            // Docker: 126/127 when the command cannot run, 1 for other errors.
-            status: match &error {
-                berth_engine::EngineError::StartFailed(failure) => failure.status,
-                _ => crate::exit::FAILURE,
-            },
-            message: error.to_string(),
-        })?;
+        exec_in_container(engine, container, request, stdio).map_err(super::exec::exec_failure)?;
     let master = berth_runtime::console::receive_fd(ours.as_raw_fd())?;
     if let Some(size) = size {
-        // SAFETY: TIOCSWINSZ reads one winsize struct.
-        unsafe {
-            libc::ioctl(
-                master.as_raw_fd(),
-                libc::TIOCSWINSZ,
-                &size as *const nix::pty::Winsize,
-            )
-        };
+        berth_runtime::console::set_window_size(&master, &size);
     }
     let stdin = std::io::stdin();
     let raw = if interactive && nix::unistd::isatty(stdin.as_raw_fd()).unwrap_or(false) {
@@ -70,7 +46,7 @@ pub fn exec_with_pty(
     if let Some(saved) = raw {
         let _ = termios::tcsetattr(std::io::stdin().as_fd(), SetArg::TCSANOW, &saved);
     }
-    Ok(super::exec::wait_status(pid))
+    Ok(berth_runtime::wait_exit_code(pid))
 }
 
 fn copy(master: &OwnedFd, interactive: bool) {

@@ -36,9 +36,7 @@ pub fn run(engine: &mut Engine, args: &LoadArgs) -> anyhow::Result<i32> {
     };
     for image in loaded {
         for moved in &image.moved {
-            let name = berth_types::Reference::parse_normalized(&moved.reference)
-                .map(|reference| reference.familiar_string())
-                .unwrap_or_else(|_| moved.reference.clone());
+            let name = berth_engine::images::familiar(&moved.reference);
             println!(
                 "The image {name} already exists, renaming the old one with ID {} to empty string",
                 moved.previous
