@@ -60,3 +60,60 @@ fn attach_to_a_stopped_container_is_refused() {
     );
     berth.run(&["rm", id.trim()]).ok();
 }
+
+/// `-it` on a terminal: the container's pty starts with the user's window
+/// size and follows a resize (SIGWINCH to the CLI).
+#[test]
+fn terminal_size_follows_the_users_terminal() {
+    use std::io::Read;
+    use std::os::fd::OwnedFd;
+
+    let berth = busybox();
+    let size = |rows, cols| libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = nix::pty::openpty(Some(&size(30, 100)), None).unwrap();
+    let slave = |pty: &nix::pty::OpenptyResult| -> std::process::Stdio {
+        OwnedFd::from(pty.slave.try_clone().unwrap()).into()
+    };
+    let mut child = berth
+        .command()
+        .args([
+            "run",
+            "-it",
+            "--rm",
+            "busybox",
+            "sh",
+            "-c",
+            "stty size; sleep 1; stty size",
+        ])
+        .stdin(slave(&pty))
+        .stdout(slave(&pty))
+        .stderr(slave(&pty))
+        .spawn()
+        .unwrap();
+    drop(pty.slave);
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    berth_runtime::console::set_window_size(&pty.master, &size(40, 120));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGWINCH,
+    )
+    .unwrap();
+    let mut output = Vec::new();
+    let mut master = std::fs::File::from(pty.master);
+    let mut buffer = [0u8; 1024];
+    // EIO once the last slave end is closed (the CLI exited).
+    while let Ok(read) = master.read(&mut buffer) {
+        if read == 0 {
+            break;
+        }
+        output.extend_from_slice(&buffer[..read]);
+    }
+    assert!(child.wait().unwrap().success());
+    let text = String::from_utf8_lossy(&output).replace('\r', "");
+    assert_eq!(text, "30 100\n40 120\n");
+}
