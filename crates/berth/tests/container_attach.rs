@@ -66,7 +66,6 @@ fn attach_to_a_stopped_container_is_refused() {
 #[test]
 fn terminal_size_follows_the_users_terminal() {
     use std::io::Read;
-    use std::os::fd::OwnedFd;
 
     let berth = busybox();
     let size = |rows, cols| libc::winsize {
@@ -77,7 +76,7 @@ fn terminal_size_follows_the_users_terminal() {
     };
     let pty = nix::pty::openpty(Some(&size(30, 100)), None).unwrap();
     let slave = |pty: &nix::pty::OpenptyResult| -> std::process::Stdio {
-        OwnedFd::from(pty.slave.try_clone().unwrap()).into()
+        pty.slave.try_clone().unwrap().into()
     };
     let mut child = berth
         .command()
