@@ -15,9 +15,14 @@
 #   layers-docker-gzip.tar  the same layers:latest with gzip instead of zstd (Docker < 23)
 #   layers-expected.txt   what the merged rootfs of layers:latest must contain
 #   busybox-extra.tar     docker-save archive with extra:1 + extra:latest and other:latest
+#   iperf3-docker.tar     docker-save archive, berth-test/iperf3:latest: the busybox layer plus
+#                         Debian's iperf3 with every library ldd lists (network benchmarks)
 #   image-ids.txt         "<archive>\t<ref>\tsha256:<config digest>" for every image above
+#                         except berth-test/iperf3 (check-fixtures-docker.sh checks every line)
 #
-# Environment: BUSYBOX=path overrides /bin/busybox; SOURCE_DATE_EPOCH overrides the mtime.
+# Environment: BUSYBOX=path overrides /bin/busybox; IPERF3=path overrides /usr/bin/iperf3;
+# SOURCE_DATE_EPOCH overrides the mtime. iperf3-docker.tar is as deterministic as the host's
+# iperf3/libc/OpenSSL packages: the same bytes until one of them is upgraded.
 set -euo pipefail
 
 usage() { echo "usage: $0 OUTDIR" >&2; exit 2; }
@@ -51,12 +56,18 @@ if ! is_static "$BUSYBOX"; then
 fi
 command -v zstd >/dev/null 2>&1 || apt_install zstd
 command -v python3 >/dev/null 2>&1 || apt_install python3
+IPERF3=${IPERF3:-/usr/bin/iperf3}
+if [[ ! -x $IPERF3 ]]; then
+    [[ $IPERF3 == /usr/bin/iperf3 ]] || { echo "make-fixtures: $IPERF3 is not executable" >&2; exit 1; }
+    apt_install iperf3
+    [[ -x $IPERF3 ]] || { echo "make-fixtures: $IPERF3 still missing" >&2; exit 1; }
+fi
 
 mkdir -p "$OUTDIR"
-exec python3 - "$OUTDIR" "$BUSYBOX" "${SOURCE_DATE_EPOCH:-1704067200}" <<'PY'
-import gzip, hashlib, io, json, os, subprocess, sys, tarfile, time
+exec python3 - "$OUTDIR" "$BUSYBOX" "${SOURCE_DATE_EPOCH:-1704067200}" "$IPERF3" <<'PY'
+import gzip, hashlib, io, json, os, re, subprocess, sys, tarfile, time
 
-OUT, BUSYBOX, EPOCH = sys.argv[1], sys.argv[2], int(sys.argv[3])
+OUT, BUSYBOX, EPOCH, IPERF3 = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 CREATED = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(EPOCH))
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -430,6 +441,53 @@ docker_save("busybox-extra.tar", [
     (["extra:1", "extra:latest"], EXTRA_CONFIG, ["bb", "extra"]),
     (["other:latest"], OTHER_CONFIG, ["bb", "other"]),
 ], {"bb": plain(ROOTFS), "extra": plain(EXTRA_L), "other": plain(OTHER_L)})
+
+# ---------------------------------------------------------------- iperf3-docker.tar
+# berth-test/iperf3:latest = busybox layer + one layer with the host's (Debian's) iperf3 and
+# every shared object `ldd` resolves for it, each at the path ldd prints (so the dynamic
+# loader at /lib64/ld-linux-x86-64.so.2 finds them in its built-in /lib/<triplet> search
+# path without an ld.so.cache). Symlinked libraries are stored as the files they point to.
+def ldd_deps(binary):
+    out = subprocess.run(["ldd", binary], stdout=subprocess.PIPE, check=True, text=True).stdout
+    deps = set()
+    for line in out.splitlines():
+        m = re.match(r"\s*(?:\S+\s+=>\s+)?(/\S+)\s+\(0x[0-9a-f]+\)\s*$", line)
+        if m:
+            deps.add(m.group(1))
+        elif "=>" in line and "not found" in line:
+            raise SystemExit("make-fixtures: %s: missing library: %s" % (binary, line.strip()))
+    assert any("ld-linux" in d for d in deps), "no dynamic loader in ldd output:\n" + out
+    return sorted(deps)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+iperf_files = {"usr/bin/iperf3": (read(IPERF3), 0o755)}
+for dep in ldd_deps(IPERF3):
+    iperf_files[dep.strip("/")] = (read(os.path.realpath(dep)), 0o755 if "ld-linux" in dep else 0o644)
+iperf_dirs = set()
+for p in iperf_files:
+    parts = p.split("/")[:-1]
+    iperf_dirs.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+IPERF_L = make_tar([D(d) for d in iperf_dirs] +
+                   [F(p, data, mode) for p, (data, mode) in iperf_files.items()])
+iperf_version = subprocess.run([IPERF3, "--version"], stdout=subprocess.PIPE, text=True,
+                               check=True).stdout.split("\n")[0].strip()
+IPERF_CONFIG = config([BUSYBOX_DIFF, sha(IPERF_L)], BUSYBOX_HISTORY[:1] + [
+    {"created_by": "berth fixture: %s + its shared libraries (ldd)" % iperf_version},
+    {"created_by": 'berth fixture: ENTRYPOINT ["iperf3"] CMD ["-s"] EXPOSE 5201/tcp',
+     "empty_layer": True},
+], Entrypoint=["iperf3"], Cmd=["-s"], ExposedPorts={"5201/tcp": {}},
+    Labels={"org.berth.fixture": "iperf3"})
+ids_before_iperf = len(ids)
+docker_save("iperf3-docker.tar", [(["berth-test/iperf3:latest"], IPERF_CONFIG, ["bb", "iperf3"])],
+            {"bb": plain(ROOTFS), "iperf3": plain(IPERF_L)})
+# Kept out of image-ids.txt: check-fixtures-docker.sh expects every ref listed there to be
+# loaded by it, and it loads only the busybox/layers/extra archives.
+del ids[ids_before_iperf:]
 
 lines = "".join("%s\t%s\t%s\n" % row for row in ids)
 write_file("image-ids.txt", lines.encode())

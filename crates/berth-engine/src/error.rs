@@ -53,6 +53,10 @@ pub enum EngineError {
     },
     #[error("failed to start the container: {0}")]
     Start(String),
+    #[error("network {0} not found")]
+    NoSuchNetwork(String),
+    #[error("{0}")]
+    Network(String),
     #[error(transparent)]
     StartFailed(crate::containers::StartFailure),
     #[error(transparent)]
@@ -73,7 +77,10 @@ impl EngineError {
     pub fn is_not_found(&self) -> bool {
         matches!(
             self,
-            Self::NoSuchImage(_) | Self::NoSuchContainer(_) | Self::NoSuchVolume(_)
+            Self::NoSuchImage(_)
+                | Self::NoSuchContainer(_)
+                | Self::NoSuchVolume(_)
+                | Self::NoSuchNetwork(_)
         )
     }
 

@@ -6,10 +6,12 @@ pub mod copy;
 mod error;
 pub mod images;
 pub mod logs;
+pub mod networks;
 pub mod volumes;
 
 use std::path::{Path, PathBuf};
 
+use berth_net::kernel::{HostKernel, Kernel};
 use berth_store::Store;
 
 pub use error::EngineError;
@@ -23,16 +25,33 @@ pub struct EngineConfig {
     pub run_root: PathBuf,
 }
 
-/// An open engine: the store plus configuration. Each CLI process opens one.
+/// An open engine: the store, the kernel's network edge, and configuration.
+/// Each CLI process opens one.
 pub struct Engine {
     config: EngineConfig,
     store: Store,
+    kernel: Box<dyn Kernel>,
 }
 
 impl Engine {
     pub fn open(config: EngineConfig) -> Result<Self, EngineError> {
+        Self::with_kernel(config, Box::new(HostKernel::new()))
+    }
+
+    /// An engine whose network changes go to `kernel` (a recording fake in
+    /// unit tests).
+    pub fn with_kernel(config: EngineConfig, kernel: Box<dyn Kernel>) -> Result<Self, EngineError> {
         let store = Store::open(&config.root)?;
-        Ok(Self { config, store })
+        Ok(Self {
+            config,
+            store,
+            kernel,
+        })
+    }
+
+    /// The store and the kernel together, for network work that needs both.
+    pub fn network_parts(&mut self) -> (&mut Store, &mut dyn Kernel) {
+        (&mut self.store, self.kernel.as_mut())
     }
 
     pub fn config(&self) -> &EngineConfig {

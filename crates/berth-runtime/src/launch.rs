@@ -27,6 +27,9 @@ pub enum LaunchError {
     Cgroup(#[source] crate::cgroups::CgroupError),
     #[error("failed to read the container's start report")]
     Report(#[source] std::io::Error),
+    /// The caller's setup between clone and start (its network) failed.
+    #[error("{0}")]
+    Prepare(String),
     /// The container's own setup failed; the step says where.
     #[error("failed to start container process: {0}")]
     Init(InitFailure),
@@ -79,13 +82,19 @@ pub struct Launched {
     pub pidfd: OwnedFd,
 }
 
+/// Work done on a container between its clone and its start, given its pid:
+/// its namespaces exist, its program has not started (its network is
+/// connected here).
+pub type PrepareHook<'a> = &'a mut dyn FnMut(Pid) -> Result<(), String>;
+
 /// Clones the container's first process into new namespaces, places it in
-/// `cgroup`, lets it build its root and exec. Returns once the program is
-/// running (or reports why it is not).
+/// `cgroup`, runs `prepare`, lets it build its root and exec. Returns once
+/// the program is running (or reports why it is not).
 pub fn launch(
     spec: &ContainerSpec,
     stdio: Stdio,
     cgroup: &dyn CgroupManager,
+    prepare: PrepareHook<'_>,
 ) -> Result<Launched, LaunchError> {
     let (go_read, go_write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(LaunchError::Pipe)?;
@@ -127,7 +136,14 @@ pub fn launch(
         }
         Forked::Parent { child, pidfd } => {
             drop((go_read, report_write, stdio));
-            let result = finish_start(child, go_write, report_read, cgroup, cgroup_fd.is_some());
+            let result = finish_start(
+                child,
+                go_write,
+                report_read,
+                cgroup,
+                cgroup_fd.is_some(),
+                prepare,
+            );
             if result.is_err() {
                 let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
                 let _ = waitpid(child, None);
@@ -143,10 +159,12 @@ fn finish_start(
     report: OwnedFd,
     cgroup: &dyn CgroupManager,
     placed_by_clone: bool,
+    prepare: PrepareHook<'_>,
 ) -> Result<(), LaunchError> {
     if !placed_by_clone {
         cgroup.add_process(child).map_err(LaunchError::Cgroup)?;
     }
+    prepare(child).map_err(LaunchError::Prepare)?;
     let mut go = std::fs::File::from(go);
     // The child may already have died; its report says why.
     let _ = go.write_all(b"g");

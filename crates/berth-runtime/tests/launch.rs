@@ -146,6 +146,7 @@ fn run(container: &Container) -> (i32, String, String) {
             console: None,
         },
         cgroup.as_ref(),
+        &mut |_| Ok(()),
     );
     let launched = match result {
         Ok(launched) => launched,

@@ -38,7 +38,7 @@ fn row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ContainerRow> {
     })
 }
 
-fn is_unique_violation(error: &rusqlite::Error) -> bool {
+pub(crate) fn is_unique_violation(error: &rusqlite::Error) -> bool {
     matches!(
         error,
         rusqlite::Error::SqliteFailure(failure, _)

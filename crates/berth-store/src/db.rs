@@ -77,6 +77,28 @@ const MIGRATIONS: &[&str] = &[
         anonymous INTEGER NOT NULL
     );
     "#,
+    // 4: networks and their live endpoints. An endpoint is a running
+    // container's place on a network: its address is held only while the
+    // container runs, and the unique index is what keeps two containers from
+    // ever getting the same address.
+    r#"
+    CREATE TABLE networks (
+        id      TEXT PRIMARY KEY,
+        name    TEXT NOT NULL UNIQUE,
+        created TEXT NOT NULL,
+        record  TEXT NOT NULL
+    );
+    CREATE TABLE endpoints (
+        network_id   TEXT NOT NULL REFERENCES networks(id),
+        container_id TEXT NOT NULL,
+        address      TEXT NOT NULL,
+        record       TEXT NOT NULL,
+        PRIMARY KEY (network_id, container_id)
+    );
+    CREATE UNIQUE INDEX endpoints_by_address ON endpoints(network_id, address)
+        WHERE address != '';
+    CREATE INDEX endpoints_by_container ON endpoints(container_id);
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

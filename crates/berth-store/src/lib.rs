@@ -18,6 +18,7 @@ mod error;
 mod images;
 mod layers;
 mod lock;
+mod networks;
 mod volumes;
 
 use std::path::{Path, PathBuf};
@@ -29,6 +30,7 @@ pub use error::StoreError;
 pub use images::{ImageRecord, LayerRecord, MovedTag, NewImage, RemovedImage};
 pub use layers::{LayerStore, StagedLayer};
 pub use lock::StoreLock;
+pub use networks::{EndpointRow, NetworkRow, NetworkStoreError};
 pub use volumes::VolumeRow;
 
 /// An open berth root. Cheap to open; each `berth` process opens its own.
@@ -73,6 +75,12 @@ impl Store {
     /// writer has found present but not yet referenced.
     pub fn lock_shared(&self) -> Result<StoreLock, StoreError> {
         StoreLock::acquire(&self.root.join("locks/content.lock"), false)
+    }
+
+    /// Exclusive lock held while berth's network rules are rendered from
+    /// the store and applied, so the last writer applies the latest state.
+    pub fn lock_network_rules(&self) -> Result<StoreLock, StoreError> {
+        StoreLock::acquire(&self.root.join("locks/network.lock"), true)
     }
 
     /// Exclusive lock for removing content.

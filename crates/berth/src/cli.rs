@@ -22,6 +22,7 @@ use crate::commands::image::{
     HistoryArgs, ImagesArgs, ImportArgs, InspectArgs, LoadArgs, PruneArgs, RmiArgs, SaveArgs,
     TagArgs,
 };
+use crate::commands::network::NetworkCommand;
 use crate::commands::system::InfoArgs;
 use crate::commands::volume::VolumeCommand;
 
@@ -147,6 +148,9 @@ pub enum Command {
     /// Manage volumes
     #[command(subcommand)]
     Volume(VolumeCommand),
+    /// Manage networks
+    #[command(subcommand)]
+    Network(NetworkCommand),
 }
 
 #[derive(Debug, Subcommand)]

@@ -296,21 +296,20 @@ fn hostname_defaults_to_the_short_id_and_follows_hostname_flag() {
 }
 
 #[test]
-fn network_none_and_default_have_only_loopback() {
+fn network_none_has_only_loopback_and_the_default_adds_eth0() {
     let berth = busybox();
-    // Networking (bridge, veth) is not implemented yet: the default mode
-    // gets a private network namespace with loopback only. This asserts the
-    // current behaviour; change it when the bridge lands.
-    for options in [&["--network", "none"][..], &[]] {
+    for (options, links) in [
+        (&["--network", "none"][..], &["lo"][..]),
+        (&[], &["lo", "eth0"]),
+    ] {
         let out = sh_ok(
             &berth,
             options,
-            "ip -o link | cut -d: -f2 | tr -d ' '; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; readlink /proc/self/ns/net",
+            "ip -o link | cut -d: -f2 | tr -d ' ' | cut -d@ -f1; readlink /proc/self/ns/net",
         );
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines[..2], ["lo", "lo"], "{options:?}: {out}");
-        assert_eq!(lines.len(), 3, "{options:?}: {out}");
-        assert_ne!(lines[2], host_namespace("net"), "{options:?}");
+        assert_eq!(lines[..lines.len() - 1], *links, "{options:?}: {out}");
+        assert_ne!(lines[lines.len() - 1], host_namespace("net"), "{options:?}");
     }
 }
 

@@ -15,7 +15,117 @@ use super::record::{
 };
 use super::state::{now, ContainerState};
 use crate::images::resolve_image;
+use crate::networks::ports::PortRequest;
+use crate::networks::NetworkRequest;
 use crate::{Engine, EngineError};
+
+/// The networks a container joins at each start. Docker's rules: the mode
+/// names the first network; address, alias and MAC settings come from the
+/// endpoint settings of that network (aliases and addresses only on
+/// user-defined networks); further endpoints join further networks.
+fn network_requests(
+    engine: &mut Engine,
+    mode: &str,
+    request: &CreateRequest,
+) -> Result<Vec<NetworkRequest>, EngineError> {
+    let endpoints = request.networking_config.endpoints_config.clone();
+    if mode == "host" || mode == "none" || mode.starts_with("container:") {
+        if let Some(container) = mode.strip_prefix("container:") {
+            if container.is_empty() {
+                return Err(EngineError::InvalidArgument(
+                    "Invalid network mode: container: needs a container name or id".to_owned(),
+                ));
+            }
+        }
+        return Ok(Vec::new());
+    }
+    let (store, kernel) = engine.network_parts();
+    let mut requests = Vec::new();
+    let first = if mode == "default" { "bridge" } else { mode };
+    let mut names: Vec<&str> = vec![first];
+    names.extend(
+        endpoints
+            .keys()
+            .map(String::as_str)
+            .filter(|name| *name != first && *name != "default"),
+    );
+    for name in names {
+        let network = crate::networks::find_network(store, kernel, name)?;
+        let settings = endpoints
+            .get(name)
+            .or_else(|| (name == first).then(|| endpoints.get("default")).flatten())
+            .cloned()
+            .unwrap_or_default();
+        let ipv4_address = settings
+            .ipam_config
+            .as_ref()
+            .map(|config| config.ipv4_address.clone())
+            .unwrap_or_default();
+        let aliases = settings.aliases.clone().unwrap_or_default();
+        if !network.is_user_defined() {
+            if !ipv4_address.is_empty() {
+                return Err(EngineError::InvalidArgument(
+                    "user specified IP address is supported on user defined networks only"
+                        .to_owned(),
+                ));
+            }
+            if !aliases.is_empty() {
+                return Err(EngineError::InvalidArgument(
+                    "network-scoped alias is supported only for containers in user defined networks"
+                        .to_owned(),
+                ));
+            }
+        }
+        if !network.is_bridge() {
+            return Err(EngineError::InvalidArgument(format!(
+                "container cannot be disconnected from host network or connected to host network ({})",
+                network.name
+            )));
+        }
+        if !settings.mac_address.is_empty() {
+            crate::networks::record::parse_mac(&settings.mac_address)?;
+        }
+        requests.push(NetworkRequest {
+            network_id: network.id.clone(),
+            name: network.name.clone(),
+            aliases,
+            ipv4_address,
+            mac_address: settings.mac_address.clone(),
+        });
+    }
+    Ok(requests)
+}
+
+/// `-p` bindings and, with `-P`, every port the image or `--expose` exposes.
+fn port_requests(
+    mode: &str,
+    request: &CreateRequest,
+    image: &berth_types::image::ImageConfig,
+) -> Result<Vec<PortRequest>, EngineError> {
+    let host = &request.host_config;
+    let bindings = host.port_bindings.clone().unwrap_or_default();
+    if mode.starts_with("container:") && (!bindings.is_empty() || host.publish_all_ports) {
+        return Err(EngineError::InvalidArgument(
+            "conflicting options: port publishing and the container type network mode".to_owned(),
+        ));
+    }
+    if mode == "host" || mode == "none" {
+        // Docker discards published ports without these namespaces.
+        return Ok(Vec::new());
+    }
+    let mut exposed: Vec<String> = request.config.exposed_ports.keys().cloned().collect();
+    if let Some(image_ports) = image
+        .config
+        .as_ref()
+        .and_then(|config| config.exposed_ports.as_ref())
+    {
+        exposed.extend(image_ports.keys().cloned());
+    }
+    exposed.sort();
+    exposed.dedup();
+    crate::networks::ports::port_requests(&bindings, &exposed, host.publish_all_ports)
+        .map_err(EngineError::InvalidArgument)
+}
 
 /// Creates the container; returns its id.
 pub fn create_container(
@@ -88,6 +198,8 @@ pub fn create_container(
         readonly_rootfs: host.readonly_rootfs,
         init: host.init.unwrap_or(false),
         shm_size: u64::try_from(host.shm_size).unwrap_or(0),
+        networks: network_requests(engine, &network_mode, request)?,
+        ports: port_requests(&network_mode, request, &image_config)?,
         network_mode,
         dns: host.dns.clone().unwrap_or_default(),
         dns_search: host.dns_search.clone().unwrap_or_default(),

@@ -9,7 +9,7 @@ use super::state::Status;
 use crate::{EngineConfig, EngineError};
 
 /// Docker's `ContainerJSON` (the subset berth knows).
-pub fn inspect_container(config: &EngineConfig, container: &Container) -> Value {
+pub fn inspect_container(store: &Store, config: &EngineConfig, container: &Container) -> Value {
     let record = &container.record;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
     let rootfs = paths.rootfs();
@@ -84,35 +84,139 @@ pub fn inspect_container(config: &EngineConfig, container: &Container) -> Value 
         },
         "Mounts": mounts,
         "Config": record.config,
-        "NetworkSettings": network_settings(&record.run.network_mode),
+        "NetworkSettings": network_settings(store, container),
     })
 }
 
-/// Networking is not in yet: the shape Docker prints for `--network none`,
-/// with the mode the container asked for.
-fn network_settings(mode: &str) -> Value {
-    let name = if mode.is_empty() { "bridge" } else { mode };
+/// Docker's `NetworkSettings`: one entry per network the container is on,
+/// with its live address while it runs; the default bridge's values also
+/// at the top level, as Docker keeps them.
+fn network_settings(store: &Store, container: &Container) -> Value {
+    let run = &container.record.run;
+    let running = container.state.is_running();
+    let endpoints = if running {
+        crate::networks::container_endpoints(store, &container.record.id)
+    } else {
+        Vec::new()
+    };
+    let mut networks = serde_json::Map::new();
+    let mut top = json!({
+        "EndpointID": "", "Gateway": "", "IPAddress": "", "IPPrefixLen": 0, "MacAddress": "",
+    });
+    let named: Vec<(String, String, Vec<String>)> = if run.networks.is_empty() {
+        if run.network_mode.starts_with("container:") {
+            Vec::new()
+        } else {
+            vec![(run.network_mode.clone(), String::new(), Vec::new())]
+        }
+    } else {
+        run.networks
+            .iter()
+            .map(|request| {
+                (
+                    request.name.clone(),
+                    request.network_id.clone(),
+                    request.aliases.clone(),
+                )
+            })
+            .collect()
+    };
+    for (name, network_id, aliases) in named {
+        let endpoint = endpoints
+            .iter()
+            .find(|endpoint| endpoint.network_id == network_id);
+        let field = |value: Option<String>| value.unwrap_or_default();
+        let user_defined = name != "bridge" && !network_id.is_empty();
+        let aliases = if user_defined {
+            let mut all = vec![container.record.id[..12].to_owned()];
+            all.extend(aliases);
+            json!(all)
+        } else {
+            Value::Null
+        };
+        let entry = json!({
+            "IPAMConfig": Value::Null,
+            "Links": Value::Null,
+            "Aliases": aliases,
+            "NetworkID": network_id,
+            "EndpointID": field(endpoint.map(|e| e.record.endpoint_id.clone())),
+            "Gateway": field(endpoint.map(|e| e.record.gateway.clone())),
+            "IPAddress": field(endpoint.map(|e| e.address.clone())),
+            "IPPrefixLen": endpoint.map_or(0, |e| e.record.prefix_len),
+            "IPv6Gateway": "",
+            "GlobalIPv6Address": "",
+            "GlobalIPv6PrefixLen": 0,
+            "MacAddress": field(endpoint.map(|e| e.record.mac_address.clone())),
+            "DriverOpts": Value::Null,
+        });
+        if name == "bridge" {
+            for key in [
+                "EndpointID",
+                "Gateway",
+                "IPAddress",
+                "IPPrefixLen",
+                "MacAddress",
+            ] {
+                top[key] = entry[key].clone();
+            }
+        }
+        networks.insert(name, entry);
+    }
+    let mut ports = serde_json::Map::new();
+    for request in &run.ports {
+        ports
+            .entry(format!("{}/{}", request.container_port, request.protocol))
+            .or_insert(Value::Null);
+    }
+    for port in endpoints.iter().flat_map(|endpoint| &endpoint.record.ports) {
+        let key = format!("{}/{}", port.container_port, port.protocol);
+        let binding = json!({ "HostIp": port.host_ip, "HostPort": port.host_port.to_string() });
+        match ports.get_mut(&key) {
+            Some(Value::Array(list)) => list.push(binding),
+            _ => {
+                ports.insert(key, json!([binding]));
+            }
+        }
+    }
+    if !running {
+        ports.clear();
+    }
     json!({
         "Bridge": "",
         "SandboxID": "",
-        "SandboxKey": "",
-        "Ports": {},
-        "Gateway": "",
-        "IPAddress": "",
-        "IPPrefixLen": 0,
-        "MacAddress": "",
-        "Networks": { name: {
-            "IPAMConfig": Value::Null,
-            "Links": Value::Null,
-            "Aliases": Value::Null,
-            "NetworkID": "",
-            "EndpointID": "",
-            "Gateway": "",
-            "IPAddress": "",
-            "IPPrefixLen": 0,
-            "MacAddress": "",
-        }},
+        "HairpinMode": false,
+        "LinkLocalIPv6Address": "",
+        "LinkLocalIPv6PrefixLen": 0,
+        "Ports": ports,
+        "SandboxKey": if running { format!("/proc/{}/ns/net", container.state.pid) } else { String::new() },
+        "SecondaryIPAddresses": Value::Null,
+        "SecondaryIPv6Addresses": Value::Null,
+        "EndpointID": top["EndpointID"],
+        "Gateway": top["Gateway"],
+        "GlobalIPv6Address": "",
+        "GlobalIPv6PrefixLen": 0,
+        "IPAddress": top["IPAddress"],
+        "IPPrefixLen": top["IPPrefixLen"],
+        "IPv6Gateway": "",
+        "MacAddress": top["MacAddress"],
+        "Networks": networks,
     })
+}
+
+/// The container's published ports while it runs, sorted.
+pub fn published_ports(
+    store: &Store,
+    container: &Container,
+) -> Vec<crate::networks::PublishedPort> {
+    if !container.state.is_running() {
+        return Vec::new();
+    }
+    let mut ports: Vec<_> = crate::networks::container_endpoints(store, &container.record.id)
+        .into_iter()
+        .flat_map(|endpoint| endpoint.record.ports)
+        .collect();
+    ports.sort();
+    ports
 }
 
 /// Every container, newest first, each reconciled.

@@ -24,7 +24,7 @@ pub use changes::{container_diff, export_container, with_container_root};
 pub use commit::{commit_container, CommitOptions};
 pub use create::create_container;
 pub use exec::{exec_in_container, ExecRequest};
-pub use inspect::{inspect_container, list_containers, status_text};
+pub use inspect::{inspect_container, list_containers, published_ports, status_text};
 pub use lookup::{find_container, Container};
 pub use manage::{
     container_processes, container_stats, pause_container, prune_containers, rename_container,

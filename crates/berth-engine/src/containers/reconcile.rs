@@ -38,6 +38,12 @@ pub fn reconcile(store: &Store, config: &EngineConfig, mut container: Container)
             }
         }
     }
+    crate::networks::disconnect_container(
+        store,
+        &mut berth_net::kernel::HostKernel::new(),
+        &id,
+        None,
+    );
     if let Err(error) = unmount_rootfs(&paths.rootfs()) {
         tracing::warn!(%error, "failed to unmount the root of a crashed container");
     }

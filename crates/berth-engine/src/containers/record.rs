@@ -80,9 +80,15 @@ pub struct RunSettings {
     pub readonly_rootfs: bool,
     pub init: bool,
     pub shm_size: u64,
-    /// "none", "host", "container:<id>", "bridge" (networking is not in
-    /// yet: bridge gets a private namespace with loopback only).
+    /// "none", "host", "container:<name>", "bridge" or a network's name.
     pub network_mode: String,
+    /// The networks to connect at each start, the first with the default
+    /// route; empty for host, none and container: modes.
+    #[serde(default)]
+    pub networks: Vec<crate::networks::NetworkRequest>,
+    /// Ports to publish at each start (`-p`, `-P`).
+    #[serde(default)]
+    pub ports: Vec<crate::networks::ports::PortRequest>,
     pub dns: Vec<String>,
     pub dns_search: Vec<String>,
     pub dns_options: Vec<String>,

@@ -31,6 +31,19 @@ pub(crate) fn remove_anonymous_volumes(
 /// Removes the container's directories and its row. Idempotent: another
 /// process may have removed it already.
 pub(crate) fn remove_files_and_row(store: &Store, paths: &ContainerPaths, id: &str) {
+    // Normally done when the container stopped; after a crash, here.
+    if !store
+        .endpoints(None, Some(id))
+        .unwrap_or_default()
+        .is_empty()
+    {
+        crate::networks::disconnect_container(
+            store,
+            &mut berth_net::kernel::HostKernel::new(),
+            id,
+            None,
+        );
+    }
     let _ = berth_runtime::rootfs::unmount_rootfs(&paths.rootfs());
     for directory in [&paths.directory, &paths.runtime] {
         if let Err(error) = std::fs::remove_dir_all(directory) {

@@ -257,16 +257,32 @@ fn tempfile_view() -> FileView {
     FileView { files: Vec::new() }
 }
 
-/// Writes /etc/hostname, /etc/hosts and /etc/resolv.conf for the container.
+/// Writes /etc/hostname, /etc/hosts and /etc/resolv.conf for the container
+/// (the hosts file without the container's address, which is only known
+/// once it is connected: see `write_hosts`).
 pub fn write_etc_files(
     record: &ContainerRecord,
     paths: &ContainerPaths,
 ) -> Result<(), EngineError> {
     let run = &record.run;
-    let write = |path: PathBuf, content: String| {
-        fs_err::write(&path, content).map_err(|error| EngineError::Start(format!("{error}")))
-    };
-    write(paths.hostname(), format!("{}\n", run.hostname))?;
+    write_file(paths.hostname(), format!("{}\n", run.hostname))?;
+    write_hosts(record, paths, None)?;
+    let host_resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+    write_file(paths.resolv_conf(), resolv_conf(run, &host_resolv))
+}
+
+fn write_file(path: PathBuf, content: String) -> Result<(), EngineError> {
+    fs_err::write(&path, content).map_err(|error| EngineError::Start(format!("{error}")))
+}
+
+/// Docker's /etc/hosts: localhost lines, `--add-host` entries, then the
+/// container's own address and hostname.
+pub fn write_hosts(
+    record: &ContainerRecord,
+    paths: &ContainerPaths,
+    address: Option<&str>,
+) -> Result<(), EngineError> {
+    let run = &record.run;
     let mut hosts = String::from(
         "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n",
     );
@@ -275,21 +291,98 @@ pub fn write_etc_files(
             hosts.push_str(&format!("{address}\t{name}\n"));
         }
     }
-    write(paths.hosts(), hosts)?;
-    let resolv = if run.dns.is_empty() && run.dns_search.is_empty() && run.dns_options.is_empty() {
-        std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default()
-    } else {
-        let mut text = String::new();
-        for server in &run.dns {
-            text.push_str(&format!("nameserver {server}\n"));
-        }
-        if !run.dns_search.is_empty() {
-            text.push_str(&format!("search {}\n", run.dns_search.join(" ")));
-        }
-        if !run.dns_options.is_empty() {
-            text.push_str(&format!("options {}\n", run.dns_options.join(" ")));
-        }
-        text
+    if let Some(address) = address {
+        hosts.push_str(&format!("{address}\t{}\n", run.hostname));
+    }
+    write_file(paths.hosts(), hosts)
+}
+
+/// True when the container's first network is user-defined: it then asks
+/// berth's embedded DNS (127.0.0.11), which knows the other containers.
+pub fn uses_embedded_dns(run: &super::record::RunSettings) -> bool {
+    run.networks
+        .first()
+        .is_some_and(|network| network.name != "bridge")
+}
+
+/// The embedded resolver's address inside the container.
+pub const EMBEDDED_DNS: &str = "127.0.0.11";
+
+/// Docker's resolv.conf rules: `--dns*` replace the host's values; on the
+/// default bridge, the host's nameservers on loopback (unreachable from the
+/// container) are dropped, and Google's are used when none is left; on
+/// user-defined networks the container asks the embedded resolver, which
+/// forwards to the servers it would otherwise have had.
+pub fn resolv_conf(run: &super::record::RunSettings, host: &str) -> String {
+    let lines = |key: &str| -> Vec<String> {
+        host.lines()
+            .filter_map(|line| {
+                let mut words = line.split_whitespace();
+                (words.next() == Some(key)).then(|| words.collect::<Vec<_>>().join(" "))
+            })
+            .collect()
     };
-    write(paths.resolv_conf(), resolv)
+    let search = if run.dns_search.is_empty() {
+        lines("search").last().cloned().unwrap_or_default()
+    } else {
+        run.dns_search.join(" ")
+    };
+    let options = if run.dns_options.is_empty() {
+        lines("options").join(" ")
+    } else {
+        run.dns_options.join(" ")
+    };
+    let mut text = String::new();
+    if !search.is_empty() {
+        text.push_str(&format!("search {search}\n"));
+    }
+    if run.network_mode == "host" && run.dns.is_empty() {
+        return host.to_owned();
+    }
+    if uses_embedded_dns(run) {
+        text.push_str(&format!("nameserver {EMBEDDED_DNS}\n"));
+        let options = if options.is_empty() {
+            "ndots:0".to_owned()
+        } else {
+            format!("ndots:0 {options}")
+        };
+        text.push_str(&format!("options {options}\n"));
+        return text;
+    }
+    let mut servers: Vec<String> = if run.dns.is_empty() {
+        lines("nameserver")
+            .into_iter()
+            .filter(|server| {
+                !server
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|address| address.is_loopback())
+            })
+            .collect()
+    } else {
+        run.dns.clone()
+    };
+    if servers.is_empty() {
+        servers = vec!["8.8.8.8".to_owned(), "8.8.4.4".to_owned()];
+    }
+    for server in servers {
+        text.push_str(&format!("nameserver {server}\n"));
+    }
+    if !options.is_empty() {
+        text.push_str(&format!("options {options}\n"));
+    }
+    text
+}
+
+/// The servers the embedded resolver forwards to: `--dns`, else the host's.
+pub fn embedded_dns_upstreams(run: &super::record::RunSettings) -> Vec<std::net::SocketAddr> {
+    if run.dns.is_empty() {
+        let host = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+        berth_net::dns::upstreams_from_resolv_conf(&host)
+    } else {
+        run.dns
+            .iter()
+            .filter_map(|server| server.parse::<std::net::IpAddr>().ok())
+            .map(|address| std::net::SocketAddr::new(address, 53))
+            .collect()
+    }
 }

@@ -4,6 +4,7 @@
 // Not wired into the command line yet; `run`/`create` land with the runtime.
 pub mod container;
 pub mod image;
+pub mod network;
 mod output;
 pub mod system;
 pub mod volume;
@@ -119,6 +120,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             container::lifecycle::prune(&mut open(&global)?, &args)
         }
         Command::Volume(command) => volume::run(&mut open(&global)?, &command),
+        Command::Network(command) => network::run(&mut open(&global)?, &command),
         Command::Image(ImageCommand::Prune(args)) => image::prune::run(&mut open(&global)?, &args),
     }
 }

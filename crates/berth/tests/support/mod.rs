@@ -207,7 +207,36 @@ impl Drop for Berth {
         for root in [self.root.path(), self.run_root.path()] {
             containers::detach_mounts_under(root);
         }
+        remove_network_objects(self.root.path());
     }
+}
+
+/// Bridges and the nftables table are host-wide: remove the ones this root
+/// made (its networks' bridges, its default bridge, its table).
+fn remove_network_objects(root: &Path) {
+    let mut devices = Vec::new();
+    if let Ok(store) = berth_store::Store::open(root) {
+        for network in store.networks().unwrap_or_default() {
+            let record: serde_json::Value =
+                serde_json::from_str(&network.record).unwrap_or_default();
+            if let Some(device) = record["device"]
+                .as_str()
+                .filter(|device| !device.is_empty())
+            {
+                devices.push(device.to_owned());
+            }
+        }
+    }
+    let instance = berth_net::instance::Instance::for_root(root);
+    devices.push(instance.default_bridge);
+    for device in devices {
+        let _ = bounded(
+            Command::new("ip")
+                .args(["link", "delete", &device])
+                .stderr(std::process::Stdio::null()),
+        );
+    }
+    let _ = berth_net::nft::remove_table(&instance.table);
 }
 
 /// Runs `command` with no stdin, its stdout captured, and gives up (killing

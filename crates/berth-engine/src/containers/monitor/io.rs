@@ -39,6 +39,7 @@ pub fn copy_until_exit(
     pidfd: &OwnedFd,
     tty: bool,
     attach: Option<&std::os::unix::net::UnixListener>,
+    mut dns: Option<(&mut berth_net::dns::DnsServer, &dyn berth_net::dns::Names)>,
 ) {
     let mut clients: Vec<AttachClient> = Vec::new();
     let mut buffer = vec![0u8; BUFFER];
@@ -81,7 +82,18 @@ pub fn copy_until_exit(
             }
             _ => None,
         };
-        match poll(&mut fds, PollTimeout::NONE) {
+        let first_dns_index = fds.len();
+        let mut timeout = PollTimeout::NONE;
+        if let Some((server, _)) = &dns {
+            for fd in server.poll_fds() {
+                fds.push(PollFd::new(fd, PollFlags::POLLIN));
+            }
+            if let Some(wait) = server.next_timeout() {
+                let millis = u16::try_from(wait.as_millis().saturating_add(1)).unwrap_or(u16::MAX);
+                timeout = PollTimeout::from(millis);
+            }
+        }
+        match poll(&mut fds, timeout) {
             Ok(_) => {}
             Err(nix::Error::EINTR) => continue,
             Err(_) => break,
@@ -99,11 +111,18 @@ pub fn copy_until_exit(
         let errors_ready = ready(errors_index);
         let stdin_ready = ready(stdin_index);
         let listener_ready = ready(listener_index);
+        let dns_ready = (first_dns_index..fds.len()).any(|index| ready(Some(index)))
+            || timeout != PollTimeout::NONE;
         let client_ready: Vec<bool> = (first_client_index
             ..first_client_index + clients.iter().filter(|client| client.input_open).count())
             .map(|index| ready(Some(index)))
             .collect();
         drop(fds);
+        if dns_ready {
+            if let Some((server, names)) = dns.as_mut() {
+                server.handle_ready(*names);
+            }
+        }
         if listener_ready {
             if let Some(listener) = attach {
                 if let Ok((stream, _)) = listener.accept() {

@@ -5,6 +5,7 @@
 //! stays behind.
 
 mod io;
+mod network;
 pub mod protocol;
 
 use std::os::fd::OwnedFd;
@@ -108,7 +109,7 @@ fn supervise(
     sender: &mut MonitorSender,
 ) -> Result<(), EngineError> {
     tracing::debug!(container = %record.id, "monitor started");
-    let store = Store::open(&config.root)?;
+    let mut store = Store::open(&config.root)?;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
     let cgroups = CgroupVersion::detect().map_err(|error| EngineError::Start(error.to_string()))?;
     let cgroup_path = CgroupDriver::default()
@@ -127,11 +128,30 @@ fn supervise(
     let monitor_pid = std::process::id() as i32;
     let mut restarts = read_state(&store, &record.id).map_or(0, |state| state.restart_count);
     let mut first = true;
+    let mut network = match network::MonitorNetwork::new(record) {
+        Ok(network) => network,
+        Err(message) => {
+            let mut state = read_state(&store, &record.id).unwrap_or_default();
+            state.error = message.clone();
+            state.exit_code = 125;
+            write_state(&store, &record.id, &state);
+            cleanup(cgroup.as_ref(), &paths);
+            if record.run.auto_remove {
+                super::remove::remove_files_and_row(&store, &paths, &record.id);
+            }
+            sender.send(&MonitorMessage::Failed {
+                message,
+                status: 125,
+            });
+            return Ok(());
+        }
+    };
 
     let exit_code = loop {
         let started = start_once(
             config,
-            &store,
+            &mut store,
+            &mut network,
             record,
             &paths,
             &cgroups,
@@ -178,6 +198,16 @@ fn supervise(
 
         // The monitor now mostly sleeps in poll(): drop the code it will not
         // run again from its resident set (see `release_read_only_pages`).
+        let mut dns = network.dns_server(record, launched.pid.as_raw());
+        let names = crate::networks::ContainerNames::new(
+            &store,
+            record
+                .run
+                .networks
+                .iter()
+                .map(|network| network.network_id.clone())
+                .collect(),
+        );
         release_read_only_pages();
         io::copy_until_exit(
             &mut container_io,
@@ -186,7 +216,10 @@ fn supervise(
             &launched.pidfd,
             record.run.tty,
             attach_listener.as_ref(),
+            dns.as_mut()
+                .map(|server| (server, &names as &dyn berth_net::dns::Names)),
         );
+        drop(dns);
         tracing::debug!(container = %record.id, "container process exited");
         let code = berth_runtime::wait_exit_code(launched.pid);
         let oom_killed = cgroup
@@ -196,6 +229,7 @@ fn supervise(
             .unwrap_or(0)
             > 0;
         drop(container_io);
+        network.disconnect(&mut store, record);
 
         tracing::debug!("exit status collected");
         let mut state = read_state(&store, &record.id).unwrap_or_default();
@@ -249,7 +283,8 @@ type Started = (berth_runtime::Launched, ContainerIo);
 #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
 fn start_once(
     config: &EngineConfig,
-    store: &Store,
+    store: &mut Store,
+    network: &mut network::MonitorNetwork,
     record: &ContainerRecord,
     paths: &ContainerPaths,
     cgroups: &CgroupVersion,
@@ -258,7 +293,7 @@ fn start_once(
 ) -> Result<Started, (String, i32)> {
     let layers = super::start::container_layers(store, record, paths)
         .map_err(|error| (error.to_string(), 125))?;
-    let spec = build_spec(
+    let mut spec = build_spec(
         record,
         paths,
         &layers,
@@ -267,6 +302,12 @@ fn start_once(
         cgroups,
     )
     .map_err(|error| (error.to_string(), 125))?;
+    if let Some(joined) =
+        network::joined_network(store, config, record).map_err(|message| (message, 125))?
+    {
+        spec.network = joined.mode;
+        spec.etc_files = joined.etc_files;
+    }
     tracing::debug!(container = %record.id, "spec built");
     cgroup.create(&record.run.resources).map_err(|error| {
         (
@@ -281,7 +322,13 @@ fn start_once(
             125,
         )
     })?;
-    match launch(&spec, stdio, cgroup) {
+    let launched = launch(&spec, stdio, cgroup, &mut |pid| {
+        network.connect(store, record, paths, pid.as_raw())
+    });
+    if launched.is_err() {
+        network.disconnect(store, record);
+    }
+    match launched {
         Ok(launched) => {
             let container_io = container_io.finish(attachment).map_err(|error| {
                 (

@@ -45,7 +45,7 @@ pub fn run(engine: &Engine, args: &InspectArgs, kind: Kind) -> anyhow::Result<i3
             None
         } else {
             match find_container(engine.store(), &config, name) {
-                Ok(container) => Some(inspect_container(&config, &container)),
+                Ok(container) => Some(inspect_container(engine.store(), &config, &container)),
                 Err(error) if error.is_not_found() => None,
                 Err(error) => return Err(error.into()),
             }

@@ -122,7 +122,14 @@ pub fn run(engine: &Engine, args: &PsArgs) -> anyhow::Result<i32> {
                 "Mounts": "",
                 "Names": record.name,
                 "Networks": record.run.network_mode,
-                "Ports": "",
+                "Ports": berth_engine::containers::published_ports(engine.store(), container)
+                    .iter()
+                    .map(|port| format!(
+                        "{}:{}->{}/{}",
+                        port.host_ip, port.host_port, port.container_port, port.protocol
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 "RunningFor": running_for,
                 "Size": "0B",
                 "State": container.state.status.as_str(),

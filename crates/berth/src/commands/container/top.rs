@@ -165,16 +165,40 @@ pub struct PortArgs {
     pub port: Option<String>,
 }
 
-/// No port publishing yet (networking lands next): Docker prints nothing for
-/// a container without published ports, and an error for a named port.
+/// `port CONTAINER [PRIVATE_PORT[/PROTO]]`: the published ports of a running
+/// container, as Docker prints them.
 pub fn port(engine: &Engine, args: &PortArgs) -> anyhow::Result<i32> {
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, &args.container)?;
-    if let Some(port) = &args.port {
-        anyhow::bail!(
-            "No public port '{}' published for {}",
-            normalise_port(port),
-            container.record.name
+    let ports = berth_engine::containers::published_ports(engine.store(), &container);
+    let host = |port: &berth_engine::networks::PublishedPort| {
+        format!("{}:{}", port.host_ip, port.host_port)
+    };
+    if let Some(wanted) = &args.port {
+        let wanted = normalise_port(wanted);
+        let matching: Vec<String> = ports
+            .iter()
+            .filter(|port| format!("{}/{}", port.container_port, port.protocol) == wanted)
+            .map(host)
+            .collect();
+        if matching.is_empty() {
+            anyhow::bail!(
+                "No public port '{}' published for {}",
+                wanted,
+                container.record.name
+            );
+        }
+        for line in matching {
+            println!("{line}");
+        }
+        return Ok(0);
+    }
+    for port in &ports {
+        println!(
+            "{}/{} -> {}",
+            port.container_port,
+            port.protocol,
+            host(port)
         );
     }
     Ok(0)

@@ -1,0 +1,133 @@
+//! The monitor's part in networking: it holds the container's published
+//! host ports for as long as it lives, connects each run of the container
+//! to its networks before the program starts, serves the embedded DNS of
+//! user-defined networks, and disconnects after each run.
+
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+
+use berth_net::dns::DnsServer;
+use berth_net::kernel::HostKernel;
+use berth_runtime::NetworkMode;
+use berth_store::Store;
+
+use super::super::paths::ContainerPaths;
+use super::super::record::ContainerRecord;
+use super::super::spec::{embedded_dns_upstreams, uses_embedded_dns, write_hosts, EMBEDDED_DNS};
+use crate::networks::ports::{reserve_ports, PortReservation};
+use crate::networks::{connect_container, disconnect_container, ContainerIdentity};
+use crate::EngineConfig;
+
+pub(super) struct MonitorNetwork {
+    kernel: HostKernel,
+    ports: PortReservation,
+}
+
+impl MonitorNetwork {
+    /// Takes the container's host ports; Docker's message when one is
+    /// taken.
+    pub fn new(record: &ContainerRecord) -> Result<Self, String> {
+        let ports = reserve_ports(&record.run.ports).map_err(|reason| {
+            format!(
+                "driver failed programming external connectivity on endpoint {} ({}): {reason}",
+                record.name, record.id
+            )
+        })?;
+        Ok(Self {
+            kernel: HostKernel::new(),
+            ports,
+        })
+    }
+
+    /// Connects the just-cloned container `pid` and writes its hosts file.
+    pub fn connect(
+        &mut self,
+        store: &mut Store,
+        record: &ContainerRecord,
+        paths: &ContainerPaths,
+        pid: i32,
+    ) -> Result<(), String> {
+        let identity = ContainerIdentity {
+            id: &record.id,
+            name: &record.name,
+        };
+        let endpoints = connect_container(
+            store,
+            &mut self.kernel,
+            &identity,
+            pid,
+            &record.run.networks,
+            &self.ports.published,
+        )
+        .map_err(|error| error.to_string())?;
+        if let Some(first) = endpoints.first() {
+            if let Err(error) = write_hosts(record, paths, Some(&first.address)) {
+                self.disconnect(store, record);
+                return Err(error.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    pub fn disconnect(&mut self, store: &mut Store, record: &ContainerRecord) {
+        disconnect_container(store, &mut self.kernel, &record.id, None);
+    }
+
+    /// The embedded DNS server for a container on a user-defined network:
+    /// listening on 127.0.0.11:53 inside the container's namespace,
+    /// forwarding from the host's.
+    pub fn dns_server(&self, record: &ContainerRecord, pid: i32) -> Option<DnsServer> {
+        if !uses_embedded_dns(&record.run) {
+            return None;
+        }
+        let made = (|| -> Result<DnsServer, String> {
+            let netns = std::fs::File::open(format!("/proc/{pid}/ns/net"))
+                .map_err(|error| error.to_string())?;
+            let socket = berth_net::netns::in_netns(netns.as_fd(), || {
+                std::net::UdpSocket::bind((EMBEDDED_DNS, 53))
+            })
+            .map_err(|error| error.to_string())?
+            .map_err(|error| error.to_string())?;
+            DnsServer::new(socket, embedded_dns_upstreams(&record.run))
+                .map_err(|error| error.to_string())
+        })();
+        made.map_err(|error| tracing::warn!(%error, "no embedded DNS server"))
+            .ok()
+    }
+}
+
+/// The network namespace to join and the /etc files to bind instead of the
+/// container's own.
+pub(super) struct JoinedNetwork {
+    pub mode: NetworkMode,
+    pub etc_files: Vec<(PathBuf, PathBuf)>,
+}
+
+/// `--network container:NAME`: the namespace of that running container and
+/// its /etc files (Docker shares its hosts and resolv.conf too).
+pub(super) fn joined_network(
+    store: &Store,
+    config: &EngineConfig,
+    record: &ContainerRecord,
+) -> Result<Option<JoinedNetwork>, String> {
+    let Some(name) = record.run.network_mode.strip_prefix("container:") else {
+        return Ok(None);
+    };
+    let target = super::super::lookup::find_container(store, config, name)
+        .map_err(|error| error.to_string())?;
+    if !target.state.is_running() {
+        return Err(format!(
+            "cannot join network of a non running container: {}",
+            target.record.id
+        ));
+    }
+    let paths = ContainerPaths::new(&config.root, &config.run_root, &target.record.id);
+    Ok(Some(JoinedNetwork {
+        mode: NetworkMode::Join(PathBuf::from(format!("/proc/{}/ns/net", target.state.pid))),
+        etc_files: vec![
+            (paths.hostname(), PathBuf::from("/etc/hostname")),
+            (paths.hosts(), PathBuf::from("/etc/hosts")),
+            (paths.resolv_conf(), PathBuf::from("/etc/resolv.conf")),
+        ],
+    }))
+}

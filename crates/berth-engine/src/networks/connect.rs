@@ -1,0 +1,128 @@
+//! `network connect` and `network disconnect`: change the networks a
+//! container joins at each start, and, when it runs, its live endpoints.
+
+use std::os::fd::AsFd;
+
+use super::endpoints::{connect_one, container_endpoints, disconnect_container, ContainerIdentity};
+use super::lookup::find_network;
+use super::record::NetworkRequest;
+use super::rules::sync_rules;
+use crate::containers::find_container;
+use crate::{Engine, EngineError};
+
+/// `network connect [--alias A] [--ip IP] NETWORK CONTAINER`.
+pub fn connect_network(
+    engine: &mut Engine,
+    network_text: &str,
+    container_text: &str,
+    aliases: Vec<String>,
+    ipv4_address: String,
+) -> Result<(), EngineError> {
+    let config = engine.config().clone();
+    let container = find_container(engine.store(), &config, container_text)?;
+    let (store, kernel) = engine.network_parts();
+    let network = find_network(store, kernel, network_text)?;
+    let mut record = container.record.clone();
+    let mode = record.run.network_mode.as_str();
+    if mode == "host" || mode.starts_with("container:") || !network.is_bridge() {
+        return Err(EngineError::InvalidArgument(
+            "container cannot be disconnected from host network or connected to host network"
+                .to_owned(),
+        ));
+    }
+    if mode == "none" {
+        return Err(EngineError::InvalidArgument(
+            "container cannot be connected to multiple networks with one of the networks in private (none) mode"
+                .to_owned(),
+        ));
+    }
+    if !network.is_user_defined() && (!aliases.is_empty() || !ipv4_address.is_empty()) {
+        return Err(EngineError::InvalidArgument(
+            "user specified IP address and aliases are supported on user defined networks only"
+                .to_owned(),
+        ));
+    }
+    if record
+        .run
+        .networks
+        .iter()
+        .any(|request| request.network_id == network.id)
+    {
+        return Err(EngineError::InvalidArgument(format!(
+            "endpoint with name {} already exists in network {}",
+            record.name, network.name
+        )));
+    }
+    let request = NetworkRequest {
+        network_id: network.id.clone(),
+        name: network.name.clone(),
+        aliases,
+        ipv4_address,
+        mac_address: String::new(),
+    };
+    if container.state.is_running() {
+        let netns = std::fs::File::open(format!("/proc/{}/ns/net", container.state.pid)).map_err(
+            |error| {
+                EngineError::Network(format!(
+                    "failed to open the container's network namespace: {error}"
+                ))
+            },
+        )?;
+        let device = format!("eth{}", container_endpoints(store, &record.id).len());
+        let identity = ContainerIdentity {
+            id: &record.id,
+            name: &record.name,
+        };
+        let (_, bridge_created) = connect_one(
+            store,
+            kernel,
+            &identity,
+            netns.as_fd(),
+            &request,
+            &device,
+            false,
+            &[],
+        )?;
+        if bridge_created {
+            sync_rules(store, kernel)?;
+        }
+    }
+    record.run.networks.push(request);
+    save_record(store, &record)
+}
+
+/// `network disconnect NETWORK CONTAINER`.
+pub fn disconnect_network(
+    engine: &mut Engine,
+    network_text: &str,
+    container_text: &str,
+) -> Result<(), EngineError> {
+    let config = engine.config().clone();
+    let container = find_container(engine.store(), &config, container_text)?;
+    let (store, kernel) = engine.network_parts();
+    let network = find_network(store, kernel, network_text)?;
+    let mut record = container.record.clone();
+    let before = record.run.networks.len();
+    record
+        .run
+        .networks
+        .retain(|request| request.network_id != network.id);
+    if record.run.networks.len() == before {
+        return Err(EngineError::InvalidArgument(format!(
+            "container {} is not connected to network {}",
+            record.id, network.name
+        )));
+    }
+    disconnect_container(store, kernel, &record.id, Some(&network.id));
+    save_record(store, &record)
+}
+
+fn save_record(
+    store: &berth_store::Store,
+    record: &crate::containers::record::ContainerRecord,
+) -> Result<(), EngineError> {
+    let json =
+        serde_json::to_string(record).map_err(|error| EngineError::Network(error.to_string()))?;
+    store.set_container_record(&record.id, &json)?;
+    Ok(())
+}

@@ -1,0 +1,223 @@
+//! Putting a container on its networks when it starts, and taking it off
+//! when it stops: an address from the store, a veth pair into its network
+//! namespace, and (for published ports) berth's rules.
+
+use std::net::Ipv4Addr;
+use std::os::fd::AsFd;
+
+use berth_net::kernel::{ContainerLink, Kernel};
+use berth_store::Store;
+
+use super::lookup::network_store_error;
+use super::record::{
+    format_mac, mac_for, parse_mac, Endpoint, EndpointRecord, Network, NetworkRequest,
+    PublishedPort,
+};
+use super::rules::sync_rules;
+use crate::containers::names::new_id;
+use crate::EngineError;
+
+/// Who is being connected: enough of the container record for messages,
+/// DNS names and the endpoint rows.
+pub struct ContainerIdentity<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+}
+
+/// Connects the container whose first process is `pid` (its namespaces
+/// made, its program not yet started) to each requested network, in order;
+/// the first gets the default route and the published `ports`. On failure
+/// nothing is left: no address, no veth, no rule.
+pub fn connect_container(
+    store: &mut Store,
+    kernel: &mut dyn Kernel,
+    container: &ContainerIdentity<'_>,
+    pid: i32,
+    requests: &[NetworkRequest],
+    ports: &[PublishedPort],
+) -> Result<Vec<Endpoint>, EngineError> {
+    if requests.is_empty() {
+        return Ok(Vec::new());
+    }
+    let netns = std::fs::File::open(format!("/proc/{pid}/ns/net")).map_err(|error| {
+        EngineError::Network(format!(
+            "failed to open the container's network namespace: {error}"
+        ))
+    })?;
+    let mut endpoints = Vec::new();
+    let mut rules_needed = !ports.is_empty();
+    for (index, request) in requests.iter().enumerate() {
+        let device = format!("eth{index}");
+        let ports = if index == 0 { ports } else { &[] };
+        match connect_one(
+            store,
+            kernel,
+            container,
+            netns.as_fd(),
+            request,
+            &device,
+            index == 0,
+            ports,
+        ) {
+            Ok((endpoint, bridge_created)) => {
+                rules_needed |= bridge_created;
+                endpoints.push(endpoint);
+            }
+            Err(error) => {
+                disconnect_container(store, kernel, container.id, None);
+                return Err(error);
+            }
+        }
+    }
+    if rules_needed {
+        if let Err(error) = sync_rules(store, kernel) {
+            disconnect_container(store, kernel, container.id, None);
+            return Err(error);
+        }
+    }
+    Ok(endpoints)
+}
+
+/// Connects one network; true in the second field when its bridge had to
+/// be created (its NAT rules must then be applied).
+#[allow(clippy::too_many_arguments)] // one caller; the values are unrelated
+pub(crate) fn connect_one(
+    store: &mut Store,
+    kernel: &mut dyn Kernel,
+    container: &ContainerIdentity<'_>,
+    netns: std::os::fd::BorrowedFd<'_>,
+    request: &NetworkRequest,
+    container_device: &str,
+    default_route: bool,
+    ports: &[PublishedPort],
+) -> Result<(Endpoint, bool), EngineError> {
+    let network = store
+        .network(&request.network_id)?
+        .map(|row| Network::from_row(&row))
+        .transpose()?
+        .ok_or_else(|| EngineError::NoSuchNetwork(request.name.clone()))?;
+    let (Some(subnet), Some(gateway)) = (network.subnet(), network.gateway()) else {
+        return Err(EngineError::Network(format!(
+            "network {} has no address range to connect containers to",
+            network.name
+        )));
+    };
+    let bridge_created = kernel
+        .ensure_bridge(&network.record.device, gateway, subnet)
+        .map_err(|error| {
+            EngineError::Network(format!(
+                "failed to set up the bridge {}: {error}",
+                network.record.device
+            ))
+        })?;
+    let requested_ip: Option<Ipv4Addr> = if request.ipv4_address.is_empty() {
+        None
+    } else {
+        Some(
+            berth_net::ipam::parse_address(&request.ipv4_address)
+                .map_err(|error| EngineError::InvalidArgument(error.to_string()))?,
+        )
+    };
+    let requested_mac = if request.mac_address.is_empty() {
+        None
+    } else {
+        Some(parse_mac(&request.mac_address)?)
+    };
+    let host_device = format!("veth{}", &new_id()[..7]);
+    let mut record = EndpointRecord {
+        endpoint_id: new_id(),
+        container_name: container.name.to_owned(),
+        aliases: request.aliases.clone(),
+        mac_address: String::new(),
+        host_device: host_device.clone(),
+        prefix_len: subnet.prefix_len(),
+        gateway: gateway.to_string(),
+        ports: ports.to_vec(),
+    };
+    let mut mac = [0u8; 6];
+    let address = store
+        .add_endpoint(&network.id, container.id, |used| {
+            let used: Vec<Ipv4Addr> = used.iter().filter_map(|text| text.parse().ok()).collect();
+            let address = match requested_ip {
+                Some(address) => subnet
+                    .check_requested(address, gateway, &used)
+                    .map(|()| address),
+                None => subnet.next_free(gateway, &used),
+            }
+            .map_err(|error| error.to_string())?;
+            mac = requested_mac.unwrap_or_else(|| mac_for(address));
+            record.mac_address = format_mac(mac);
+            let json = serde_json::to_string(&record).map_err(|error| error.to_string())?;
+            Ok((address.to_string(), json))
+        })
+        .map_err(network_store_error)?;
+    let address_ip: Ipv4Addr = address
+        .parse()
+        .map_err(|_| EngineError::Network(format!("stored address {address} is not IPv4")))?;
+    let link = ContainerLink {
+        host_device,
+        container_device: container_device.to_owned(),
+        bridge: network.record.device.clone(),
+        address: address_ip,
+        prefix_len: subnet.prefix_len(),
+        gateway: default_route.then_some(gateway),
+        mac: Some(mac),
+    };
+    if let Err(error) = kernel.connect(netns, &link) {
+        let _ = store.remove_endpoints(container.id, Some(&network.id));
+        let _ = kernel.remove_link(&link.host_device);
+        return Err(EngineError::Network(format!(
+            "failed to connect to network {}: {error}",
+            network.name
+        )));
+    }
+    Ok((
+        Endpoint {
+            network_id: network.id,
+            container_id: container.id.to_owned(),
+            address,
+            record,
+        },
+        bridge_created,
+    ))
+}
+
+/// Takes the container off its networks (one, or all): frees the addresses,
+/// deletes the host ends of the veth pairs (the kernel would when the
+/// namespace goes, but a namespace shared with `--network container:` may
+/// outlive it), and drops its published ports from the rules. Never fails:
+/// what it cannot undo it logs, and the next sync repairs the rules.
+pub fn disconnect_container(
+    store: &Store,
+    kernel: &mut dyn Kernel,
+    container_id: &str,
+    network_id: Option<&str>,
+) {
+    let removed = match store.remove_endpoints(container_id, network_id) {
+        Ok(removed) => removed,
+        Err(error) => {
+            tracing::warn!(%error, "failed to free the container's addresses");
+            return;
+        }
+    };
+    let mut had_ports = false;
+    for endpoint in removed.iter().filter_map(Endpoint::from_row) {
+        had_ports |= !endpoint.record.ports.is_empty();
+        if let Err(error) = kernel.remove_link(&endpoint.record.host_device) {
+            tracing::warn!(%error, device = %endpoint.record.host_device, "failed to remove a veth");
+        }
+    }
+    if had_ports {
+        if let Err(error) = sync_rules(store, kernel) {
+            tracing::warn!(%error, "failed to drop the container's published ports");
+        }
+    }
+}
+
+/// The container's live endpoints.
+pub fn container_endpoints(store: &Store, container_id: &str) -> Vec<Endpoint> {
+    store
+        .endpoints(None, Some(container_id))
+        .map(|rows| rows.iter().filter_map(Endpoint::from_row).collect())
+        .unwrap_or_default()
+}

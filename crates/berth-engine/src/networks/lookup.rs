@@ -1,0 +1,139 @@
+//! Finding networks, and making the predefined `bridge`, `host` and `none`
+//! the first time anything asks.
+
+use berth_net::instance::{lock_host_networks, Instance};
+use berth_net::ipam::{choose_subnet, default_pools, Ipv4Net};
+use berth_net::kernel::Kernel;
+use berth_store::{NetworkStoreError, Store};
+
+use super::record::{Network, NetworkRecord};
+use crate::containers::names::new_id;
+use crate::containers::state::now;
+use crate::EngineError;
+
+/// Every network, the predefined ones made first if missing.
+pub fn all_networks(
+    store: &mut Store,
+    kernel: &mut dyn Kernel,
+) -> Result<Vec<Network>, EngineError> {
+    ensure_predefined(store, kernel)?;
+    store.networks()?.iter().map(Network::from_row).collect()
+}
+
+/// Docker's lookup order: full id, exact name, then a unique id prefix.
+pub fn find_network(
+    store: &mut Store,
+    kernel: &mut dyn Kernel,
+    text: &str,
+) -> Result<Network, EngineError> {
+    let networks = all_networks(store, kernel)?;
+    if let Some(network) = networks.iter().find(|network| network.id == text) {
+        return Ok(network.clone());
+    }
+    if let Some(network) = networks.iter().find(|network| network.name == text) {
+        return Ok(network.clone());
+    }
+    let matches: Vec<&Network> = networks
+        .iter()
+        .filter(|network| !text.is_empty() && network.id.starts_with(text))
+        .collect();
+    match matches.as_slice() {
+        [network] => Ok((*network).clone()),
+        [] => Err(EngineError::NoSuchNetwork(text.to_owned())),
+        _ => Err(EngineError::InvalidArgument(format!(
+            "network {text} is ambiguous ({} matches found based on ID prefix)",
+            matches.len()
+        ))),
+    }
+}
+
+/// Subnets berth's networks already use.
+pub fn taken_subnets(networks: &[berth_store::NetworkRow]) -> Vec<Ipv4Net> {
+    networks
+        .iter()
+        .filter_map(|row| Network::from_row(row).ok())
+        .filter_map(|network| network.subnet())
+        .collect()
+}
+
+fn ensure_predefined(store: &mut Store, kernel: &mut dyn Kernel) -> Result<(), EngineError> {
+    if store.network_by_name("none")?.is_some() {
+        return Ok(());
+    }
+    // The default bridge's device: berth's own, never Docker's `docker0`.
+    let device = Instance::for_root(store.root()).default_bridge;
+    let _host_lock = lock_host_networks().map_err(|error| {
+        EngineError::Network(format!("failed to lock the host's networks: {error}"))
+    })?;
+    let routes = kernel.host_routes().map_err(|error| {
+        EngineError::Network(format!("failed to read the host's routes: {error}"))
+    })?;
+    let bridge = |subnet: Ipv4Net| NetworkRecord {
+        driver: "bridge".to_owned(),
+        subnet: subnet.to_string(),
+        gateway: subnet.first_host().to_string(),
+        device: device.clone(),
+        predefined: true,
+        options: [
+            ("com.docker.network.bridge.default_bridge", "true"),
+            ("com.docker.network.bridge.enable_icc", "true"),
+            ("com.docker.network.bridge.enable_ip_masquerade", "true"),
+            ("com.docker.network.bridge.host_binding_ipv4", "0.0.0.0"),
+            ("com.docker.network.bridge.name", device.as_str()),
+            ("com.docker.network.driver.mtu", "1500"),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect(),
+        ..NetworkRecord::default()
+    };
+    for (name, driver) in [("bridge", "bridge"), ("host", "host"), ("none", "null")] {
+        let inserted = store.insert_network(|existing| {
+            let record = if driver == "bridge" {
+                let subnet = choose_subnet(default_pools(), &routes, &taken_subnets(existing))
+                    .map_err(|error| error.to_string())?;
+                bridge(subnet)
+            } else {
+                NetworkRecord {
+                    driver: driver.to_owned(),
+                    predefined: true,
+                    ..NetworkRecord::default()
+                }
+            };
+            let network = Network {
+                id: new_id(),
+                name: name.to_owned(),
+                created: now(),
+                record,
+            };
+            network.to_row().map_err(|error| error.to_string())
+        });
+        match inserted {
+            Ok(row) => {
+                // Made now, under the lock, so that the next root to choose
+                // sees this range in the host's routes.
+                let network = Network::from_row(&row)?;
+                if let (Some(subnet), Some(gateway)) = (network.subnet(), network.gateway()) {
+                    kernel
+                        .ensure_bridge(&network.record.device, gateway, subnet)
+                        .map_err(|error| {
+                            EngineError::Network(format!(
+                                "failed to create the bridge {}: {error}",
+                                network.record.device
+                            ))
+                        })?;
+                }
+            }
+            Err(NetworkStoreError::NameInUse(_)) => {}
+            Err(error) => return Err(network_store_error(error)),
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn network_store_error(error: NetworkStoreError) -> EngineError {
+    match error {
+        NetworkStoreError::Store(error) => EngineError::Store(error),
+        other => EngineError::Network(other.to_string()),
+    }
+}

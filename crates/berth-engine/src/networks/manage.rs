@@ -1,0 +1,260 @@
+//! `network create`, `rm`, `prune`, `ls` and `inspect`.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use berth_net::ipam::{choose_subnet, default_pools, Ipv4Net};
+use berth_net::kernel::Kernel;
+use berth_store::{NetworkStoreError, Store};
+use serde_json::{json, Value};
+
+use super::lookup::{all_networks, find_network, network_store_error, taken_subnets};
+use super::record::{Endpoint, Network, NetworkRecord};
+use super::rules::sync_rules;
+use crate::containers::names::new_id;
+use crate::containers::state::now;
+use crate::EngineError;
+
+/// `network create` options.
+#[derive(Clone, Debug, Default)]
+pub struct NetworkCreate {
+    pub name: String,
+    /// Only `bridge` (the default) is supported.
+    pub driver: String,
+    pub subnet: Option<String>,
+    pub gateway: Option<String>,
+    pub internal: bool,
+    pub attachable: bool,
+    pub labels: BTreeMap<String, String>,
+    pub options: BTreeMap<String, String>,
+}
+
+/// Creates a bridge network and its bridge device; returns the id.
+pub fn create_network(
+    store: &mut Store,
+    kernel: &mut dyn Kernel,
+    request: &NetworkCreate,
+) -> Result<String, EngineError> {
+    let driver = if request.driver.is_empty() {
+        "bridge"
+    } else {
+        request.driver.as_str()
+    };
+    if driver != "bridge" {
+        return Err(EngineError::InvalidArgument(format!(
+            "plugin \"{driver}\" not found: berth supports the bridge driver only"
+        )));
+    }
+    if matches!(
+        request.name.as_str(),
+        "bridge" | "host" | "none" | "default"
+    ) {
+        return Err(EngineError::InvalidArgument(format!(
+            "operation is not permitted on predefined {} network ",
+            request.name
+        )));
+    }
+    crate::containers::names::validate_name(&request.name).map_err(|_| {
+        EngineError::InvalidArgument(format!("invalid network name {:?}", request.name))
+    })?;
+    let requested_subnet: Option<Ipv4Net> = request
+        .subnet
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|error: berth_net::ipam::IpamError| {
+        EngineError::InvalidArgument(error.to_string())
+    })?;
+    let requested_gateway: Option<Ipv4Addr> = request
+        .gateway
+        .as_deref()
+        .map(berth_net::ipam::parse_address)
+        .transpose()
+        .map_err(|error| EngineError::InvalidArgument(error.to_string()))?;
+    if requested_gateway.is_some() && requested_subnet.is_none() {
+        return Err(EngineError::InvalidArgument(
+            "every ip-range or gateway must have a corresponding subnet".to_owned(),
+        ));
+    }
+    if let (Some(subnet), Some(gateway)) = (requested_subnet, requested_gateway) {
+        if !subnet.contains(gateway) {
+            return Err(EngineError::InvalidArgument(format!(
+                "Invalid gateway address {gateway}: not in subnet {subnet}"
+            )));
+        }
+    }
+    all_networks(store, kernel)?;
+    let _host_lock = berth_net::instance::lock_host_networks().map_err(|error| {
+        EngineError::Network(format!("failed to lock the host's networks: {error}"))
+    })?;
+    let routes = kernel.host_routes().map_err(|error| {
+        EngineError::Network(format!("failed to read the host's routes: {error}"))
+    })?;
+    let id = new_id();
+    let device = match request.options.get("com.docker.network.bridge.name") {
+        Some(name) if name.is_empty() || name.len() > 15 || name.contains(['/', ' ', ':']) => {
+            return Err(EngineError::InvalidArgument(format!(
+                "invalid bridge name {name:?}"
+            )))
+        }
+        Some(name) => name.clone(),
+        None => format!("berth-{}", &id[..9]),
+    };
+    let row = store
+        .insert_network(|existing| {
+            let taken = taken_subnets(existing);
+            let subnet = match requested_subnet {
+                Some(subnet) => {
+                    if taken.iter().any(|used| used.overlaps(&subnet)) {
+                        return Err("Pool overlaps with other one on this address space".to_owned());
+                    }
+                    subnet
+                }
+                None => choose_subnet(default_pools(), &routes, &taken)
+                    .map_err(|error| error.to_string())?,
+            };
+            let gateway = requested_gateway.unwrap_or_else(|| subnet.first_host());
+            let network = Network {
+                id: id.clone(),
+                name: request.name.clone(),
+                created: now(),
+                record: NetworkRecord {
+                    driver: "bridge".to_owned(),
+                    subnet: subnet.to_string(),
+                    gateway: gateway.to_string(),
+                    device: device.clone(),
+                    internal: request.internal,
+                    attachable: request.attachable,
+                    labels: request.labels.clone(),
+                    options: {
+                        let mut options = request.options.clone();
+                        options
+                            .entry("com.docker.network.bridge.name".to_owned())
+                            .or_insert_with(|| device.clone());
+                        options
+                    },
+                    predefined: false,
+                },
+            };
+            network.to_row().map_err(|error| error.to_string())
+        })
+        .map_err(network_store_error)?;
+    let network = Network::from_row(&row)?;
+    let made = match (network.subnet(), network.gateway()) {
+        (Some(subnet), Some(gateway)) => kernel
+            .ensure_bridge(&device, gateway, subnet)
+            .map_err(|error| {
+                EngineError::Network(format!("failed to create the bridge {device}: {error}"))
+            })
+            .and_then(|_| sync_rules(store, kernel)),
+        _ => Ok(()),
+    };
+    if let Err(error) = made {
+        let _ = store.delete_network(&id);
+        let _ = kernel.remove_link(&device);
+        let _ = sync_rules(store, kernel);
+        return Err(error);
+    }
+    Ok(id)
+}
+
+/// `network rm`: refused for the predefined networks and while containers
+/// run on it; removes the bridge and its rules.
+pub fn remove_network(
+    store: &mut Store,
+    kernel: &mut dyn Kernel,
+    text: &str,
+) -> Result<(), EngineError> {
+    let network = find_network(store, kernel, text)?;
+    if network.record.predefined {
+        return Err(EngineError::InvalidArgument(format!(
+            "{} is a pre-defined network and cannot be removed",
+            network.name
+        )));
+    }
+    match store.delete_network(&network.id) {
+        Ok(_) => {}
+        Err(NetworkStoreError::Refused(_)) => {
+            return Err(EngineError::InvalidArgument(format!(
+                "error while removing network: network {} id {} has active endpoints",
+                network.name, network.id
+            )))
+        }
+        Err(error) => return Err(network_store_error(error)),
+    }
+    if let Err(error) = kernel.remove_link(&network.record.device) {
+        tracing::warn!(%error, "failed to remove the bridge");
+    }
+    sync_rules(store, kernel)
+}
+
+/// `network prune`: removes every user-defined network no container is on
+/// (running, or created with it); returns their names.
+pub fn prune_networks(
+    store: &mut Store,
+    kernel: &mut dyn Kernel,
+    in_use: &[String],
+) -> Result<Vec<String>, EngineError> {
+    let mut removed = Vec::new();
+    for network in all_networks(store, kernel)? {
+        if network.record.predefined || in_use.contains(&network.id) {
+            continue;
+        }
+        if remove_network(store, kernel, &network.id).is_ok() {
+            removed.push(network.name);
+        }
+    }
+    Ok(removed)
+}
+
+/// Docker's `network inspect` object. `names` maps container ids to names.
+pub fn network_json(store: &Store, network: &Network) -> Value {
+    let endpoints: Vec<Endpoint> = store
+        .endpoints(Some(&network.id), None)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Endpoint::from_row)
+        .collect();
+    let containers: serde_json::Map<String, Value> = endpoints
+        .iter()
+        .map(|endpoint| {
+            (
+                endpoint.container_id.clone(),
+                json!({
+                    "Name": endpoint.record.container_name,
+                    "EndpointID": endpoint.record.endpoint_id,
+                    "MacAddress": endpoint.record.mac_address,
+                    "IPv4Address": format!("{}/{}", endpoint.address, endpoint.record.prefix_len),
+                    "IPv6Address": "",
+                }),
+            )
+        })
+        .collect();
+    let record = &network.record;
+    let ipam_config = if record.subnet.is_empty() {
+        json!([])
+    } else {
+        json!([{ "Subnet": record.subnet, "Gateway": record.gateway }])
+    };
+    json!({
+        "Name": network.name,
+        "Id": network.id,
+        "Created": network.created,
+        "Scope": "local",
+        "Driver": record.driver,
+        "EnableIPv6": false,
+        "IPAM": {
+            "Driver": "default",
+            "Options": if record.predefined { Value::Null } else { json!({}) },
+            "Config": ipam_config,
+        },
+        "Internal": record.internal,
+        "Attachable": record.attachable,
+        "Ingress": false,
+        "ConfigFrom": { "Network": "" },
+        "ConfigOnly": false,
+        "Containers": containers,
+        "Options": record.options,
+        "Labels": record.labels,
+    })
+}

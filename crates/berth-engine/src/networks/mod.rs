@@ -1,0 +1,23 @@
+//! Networks: the predefined `bridge`, `host` and `none`, user-defined bridge
+//! networks, the endpoints of running containers, published ports and the
+//! names the embedded DNS answers. Kernel work goes through
+//! `berth_net::kernel::Kernel`.
+
+mod connect;
+mod endpoints;
+mod lookup;
+mod manage;
+mod names;
+pub mod ports;
+pub mod record;
+mod rules;
+
+pub use connect::{connect_network, disconnect_network};
+pub use endpoints::{
+    connect_container, container_endpoints, disconnect_container, ContainerIdentity,
+};
+pub use lookup::{all_networks, find_network};
+pub use manage::{create_network, network_json, prune_networks, remove_network, NetworkCreate};
+pub use names::ContainerNames;
+pub use record::{Endpoint, Network, NetworkRequest, PublishedPort};
+pub use rules::{ruleset, sync_rules};

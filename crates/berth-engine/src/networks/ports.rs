@@ -1,0 +1,262 @@
+//! Published ports: what a container asks for (`-p`, `-P`), and holding the
+//! host ports while it runs. The monitor keeps a bound socket per host port:
+//! the kernel then refuses that port to anyone else (another container, a
+//! host server) for exactly as long as the container needs it, and a killed
+//! monitor gives it back. The traffic itself never touches these sockets;
+//! nftables forwards it in the kernel.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::OwnedFd;
+
+use nix::sys::socket::{bind, getsockname, socket, AddressFamily, SockFlag, SockType, SockaddrIn};
+use serde::{Deserialize, Serialize};
+
+use super::record::PublishedPort;
+
+/// One `-p` binding, or one `-P` port: host port range 0–0 asks the kernel
+/// for an ephemeral one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortRequest {
+    pub protocol: String,
+    pub container_port: u16,
+    /// Empty for every address.
+    pub host_ip: String,
+    pub host_port_start: u16,
+    pub host_port_end: u16,
+}
+
+/// The host ports a running container holds.
+#[derive(Debug, Default)]
+pub struct PortReservation {
+    pub published: Vec<PublishedPort>,
+    _sockets: Vec<OwnedFd>,
+}
+
+/// `HostConfig.PortBindings` (`"80/tcp": [{HostIp, HostPort}]`) and, with
+/// `-P`, every exposed port without a binding, as requests.
+pub fn port_requests(
+    bindings: &std::collections::BTreeMap<String, Vec<berth_types::container::PortBinding>>,
+    exposed: &[String],
+    publish_all: bool,
+) -> Result<Vec<PortRequest>, String> {
+    let mut requests = Vec::new();
+    for (port, list) in bindings {
+        let (container_port, protocol) = parse_container_port(port)?;
+        let list = if list.is_empty() {
+            vec![berth_types::container::PortBinding::default()]
+        } else {
+            list.clone()
+        };
+        for binding in list {
+            let (start, end) = parse_host_ports(&binding.host_port)?;
+            if !binding.host_ip.is_empty() && binding.host_ip.parse::<Ipv4Addr>().is_err() {
+                return Err(format!(
+                    "invalid host IP {:?}: berth publishes IPv4 addresses only",
+                    binding.host_ip
+                ));
+            }
+            requests.push(PortRequest {
+                protocol: protocol.clone(),
+                container_port,
+                host_ip: binding.host_ip.clone(),
+                host_port_start: start,
+                host_port_end: end,
+            });
+        }
+    }
+    if publish_all {
+        for port in exposed {
+            if bindings.contains_key(port) {
+                continue;
+            }
+            let (container_port, protocol) = parse_container_port(port)?;
+            requests.push(PortRequest {
+                protocol,
+                container_port,
+                host_ip: String::new(),
+                host_port_start: 0,
+                host_port_end: 0,
+            });
+        }
+    }
+    Ok(requests)
+}
+
+/// `80/tcp` → (80, "tcp").
+fn parse_container_port(text: &str) -> Result<(u16, String), String> {
+    let (port, protocol) = text.split_once('/').unwrap_or((text, "tcp"));
+    let protocol = protocol.to_ascii_lowercase();
+    if protocol != "tcp" && protocol != "udp" {
+        return Err(format!(
+            "berth publishes tcp and udp ports only, not {text}"
+        ));
+    }
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|port| *port != 0)
+        .ok_or_else(|| format!("invalid port {text}"))?;
+    Ok((port, protocol))
+}
+
+/// "" → ephemeral; "8080"; "8000-8010" (the first free one).
+fn parse_host_ports(text: &str) -> Result<(u16, u16), String> {
+    if text.is_empty() {
+        return Ok((0, 0));
+    }
+    let invalid = || format!("invalid hostPort: {text}");
+    let (start, end) = text.split_once('-').unwrap_or((text, text));
+    let start: u16 = start.parse().map_err(|_| invalid())?;
+    let end: u16 = end.parse().map_err(|_| invalid())?;
+    if end < start {
+        return Err(invalid());
+    }
+    Ok((start, end))
+}
+
+/// Binds every requested host port; on the first that is taken, releases
+/// what it bound and says which, in Docker's words.
+pub fn reserve_ports(requests: &[PortRequest]) -> Result<PortReservation, String> {
+    let mut reservation = PortReservation::default();
+    for request in requests {
+        let host_ip: Ipv4Addr = if request.host_ip.is_empty() {
+            Ipv4Addr::UNSPECIFIED
+        } else {
+            request
+                .host_ip
+                .parse()
+                .map_err(|_| format!("invalid host IP {}", request.host_ip))?
+        };
+        let mut bound = None;
+        for port in request.host_port_start..=request.host_port_end {
+            match bind_port(&request.protocol, host_ip, port) {
+                Ok(found) => {
+                    bound = Some(found);
+                    break;
+                }
+                Err(nix::Error::EADDRINUSE) => continue,
+                Err(error) => {
+                    return Err(format!(
+                        "failed to bind {host_ip}:{port}/{}: {error}",
+                        request.protocol
+                    ))
+                }
+            }
+        }
+        let Some((socket, port)) = bound else {
+            let ports = if request.host_port_start == request.host_port_end {
+                request.host_port_start.to_string()
+            } else {
+                format!("{}-{}", request.host_port_start, request.host_port_end)
+            };
+            return Err(format!(
+                "Bind for {host_ip}:{ports} failed: port is already allocated"
+            ));
+        };
+        reservation._sockets.push(socket);
+        reservation.published.push(PublishedPort {
+            protocol: request.protocol.clone(),
+            container_port: request.container_port,
+            host_ip: host_ip.to_string(),
+            host_port: port,
+        });
+    }
+    Ok(reservation)
+}
+
+/// A socket bound (not listening, no SO_REUSEADDR) to the port: nobody else
+/// can bind it. Port 0 takes an ephemeral one; returns the port bound.
+fn bind_port(protocol: &str, ip: Ipv4Addr, port: u16) -> nix::Result<(OwnedFd, u16)> {
+    let kind = if protocol == "udp" {
+        SockType::Datagram
+    } else {
+        SockType::Stream
+    };
+    let socket = socket(AddressFamily::Inet, kind, SockFlag::SOCK_CLOEXEC, None)?;
+    bind(
+        std::os::fd::AsRawFd::as_raw_fd(&socket),
+        &SockaddrIn::from(SocketAddrV4::new(ip, port)),
+    )?;
+    let bound: SockaddrIn = getsockname(std::os::fd::AsRawFd::as_raw_fd(&socket))?;
+    Ok((socket, bound.port()))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use berth_types::container::PortBinding;
+
+    use super::*;
+
+    fn binding(ip: &str, port: &str) -> PortBinding {
+        PortBinding {
+            host_ip: ip.to_owned(),
+            host_port: port.to_owned(),
+        }
+    }
+
+    #[test]
+    fn bindings_and_publish_all_become_requests() {
+        let bindings = BTreeMap::from([
+            ("80/tcp".to_owned(), vec![binding("127.0.0.1", "8080")]),
+            ("53/udp".to_owned(), vec![binding("", "")]),
+        ]);
+        let exposed = vec!["80/tcp".to_owned(), "9000/tcp".to_owned()];
+        let requests = port_requests(&bindings, &exposed, true).unwrap();
+        let summary: Vec<_> = requests
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}/{} {}:{}-{}",
+                    r.container_port, r.protocol, r.host_ip, r.host_port_start, r.host_port_end
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            ["53/udp :0-0", "80/tcp 127.0.0.1:8080-8080", "9000/tcp :0-0"]
+        );
+        assert!(port_requests(&bindings, &exposed, false).unwrap().len() == 2);
+        let sctp = BTreeMap::from([("80/sctp".to_owned(), vec![])]);
+        assert!(port_requests(&sctp, &[], false).is_err());
+        let backwards = BTreeMap::from([("80/tcp".to_owned(), vec![binding("", "9-8")])]);
+        assert!(port_requests(&backwards, &[], false).is_err());
+    }
+
+    #[test]
+    fn a_reserved_port_is_refused_to_the_next_and_freed_on_drop() {
+        let ephemeral = PortRequest {
+            protocol: "tcp".to_owned(),
+            container_port: 80,
+            host_ip: "127.0.0.1".to_owned(),
+            host_port_start: 0,
+            host_port_end: 0,
+        };
+        let first = reserve_ports(std::slice::from_ref(&ephemeral)).unwrap();
+        let port = first.published[0].host_port;
+        assert_ne!(port, 0);
+        let fixed = PortRequest {
+            host_port_start: port,
+            host_port_end: port,
+            ..ephemeral.clone()
+        };
+        assert_eq!(
+            reserve_ports(std::slice::from_ref(&fixed)).unwrap_err(),
+            format!("Bind for 127.0.0.1:{port} failed: port is already allocated")
+        );
+        // A host server cannot take it either.
+        assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_err());
+        // A range moves on to the next free port.
+        let range = PortRequest {
+            host_port_end: port.saturating_add(1),
+            ..fixed.clone()
+        };
+        if let Ok(second) = reserve_ports(std::slice::from_ref(&range)) {
+            assert_eq!(second.published[0].host_port, port + 1);
+        }
+        drop(first);
+        assert!(reserve_ports(std::slice::from_ref(&fixed)).is_ok());
+    }
+}

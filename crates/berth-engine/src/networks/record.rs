@@ -1,0 +1,204 @@
+//! The JSON the engine keeps in the store's network and endpoint rows.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use berth_net::ipam::Ipv4Net;
+use berth_store::{EndpointRow, NetworkRow};
+use serde::{Deserialize, Serialize};
+
+use crate::EngineError;
+
+/// A network as created (`network create`, or one of the predefined three).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkRecord {
+    /// `bridge`, `host` or `null`.
+    pub driver: String,
+    /// CIDR; empty for host and none.
+    #[serde(default)]
+    pub subnet: String,
+    #[serde(default)]
+    pub gateway: String,
+    /// The bridge device; empty for host and none.
+    #[serde(default)]
+    pub device: String,
+    #[serde(default)]
+    pub internal: bool,
+    #[serde(default)]
+    pub attachable: bool,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+    /// `bridge`, `host` and `none`: made by berth, never removed.
+    #[serde(default)]
+    pub predefined: bool,
+}
+
+/// A stored network.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Network {
+    pub id: String,
+    pub name: String,
+    pub created: String,
+    pub record: NetworkRecord,
+}
+
+impl Network {
+    pub fn from_row(row: &NetworkRow) -> Result<Self, EngineError> {
+        let record = serde_json::from_str(&row.record).map_err(|error| {
+            EngineError::Network(format!("corrupt record of network {}: {error}", row.name))
+        })?;
+        Ok(Self {
+            id: row.id.clone(),
+            name: row.name.clone(),
+            created: row.created.clone(),
+            record,
+        })
+    }
+
+    pub fn to_row(&self) -> Result<NetworkRow, EngineError> {
+        Ok(NetworkRow {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            created: self.created.clone(),
+            record: serde_json::to_string(&self.record)
+                .map_err(|error| EngineError::Network(error.to_string()))?,
+        })
+    }
+
+    /// A bridge network with an address range (containers get addresses).
+    pub fn subnet(&self) -> Option<Ipv4Net> {
+        self.record.subnet.parse().ok()
+    }
+
+    pub fn gateway(&self) -> Option<Ipv4Addr> {
+        self.record.gateway.parse().ok()
+    }
+
+    pub fn is_bridge(&self) -> bool {
+        self.record.driver == "bridge"
+    }
+
+    /// Docker's "user-defined network": not one of the predefined three.
+    /// Only these get the embedded DNS, aliases and `--ip`.
+    pub fn is_user_defined(&self) -> bool {
+        !self.record.predefined
+    }
+}
+
+/// A container's wish to be on a network, resolved at create (and changed
+/// by `network connect` / `disconnect`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkRequest {
+    pub network_id: String,
+    /// The network's name when the request was made (for messages).
+    pub name: String,
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// `--ip`; empty for the next free address.
+    #[serde(default)]
+    pub ipv4_address: String,
+    /// `--mac-address`; empty for Docker's address-derived MAC.
+    #[serde(default)]
+    pub mac_address: String,
+}
+
+/// A published port as bound on the host.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PublishedPort {
+    /// `tcp` or `udp`.
+    pub protocol: String,
+    pub container_port: u16,
+    /// `0.0.0.0` for every address.
+    pub host_ip: String,
+    pub host_port: u16,
+}
+
+/// A running container's place on one network.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointRecord {
+    pub endpoint_id: String,
+    pub container_name: String,
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    pub mac_address: String,
+    /// The host's end of the veth pair.
+    pub host_device: String,
+    pub prefix_len: u8,
+    pub gateway: String,
+    /// Ports published through this endpoint (the first network's).
+    #[serde(default)]
+    pub ports: Vec<PublishedPort>,
+}
+
+/// A stored endpoint with its record parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub network_id: String,
+    pub container_id: String,
+    pub address: String,
+    pub record: EndpointRecord,
+}
+
+impl Endpoint {
+    pub fn from_row(row: &EndpointRow) -> Option<Self> {
+        let record = serde_json::from_str(&row.record)
+            .map_err(|error| tracing::warn!(%error, "corrupt endpoint record"))
+            .ok()?;
+        Some(Self {
+            network_id: row.network_id.clone(),
+            container_id: row.container_id.clone(),
+            address: row.address.clone(),
+            record,
+        })
+    }
+}
+
+/// Docker's MAC for an address: 02:42 followed by the four address bytes.
+pub fn mac_for(address: Ipv4Addr) -> [u8; 6] {
+    let [a, b, c, d] = address.octets();
+    [0x02, 0x42, a, b, c, d]
+}
+
+pub fn format_mac(mac: [u8; 6]) -> String {
+    mac.iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+pub fn parse_mac(text: &str) -> Result<[u8; 6], EngineError> {
+    let invalid = || EngineError::InvalidArgument(format!("{text} is not a valid mac address"));
+    let bytes: Vec<u8> = text
+        .split(':')
+        .map(|part| {
+            (part.len() == 2)
+                .then(|| u8::from_str_radix(part, 16).ok())
+                .flatten()
+                .ok_or_else(invalid)
+        })
+        .collect::<Result<_, _>>()?;
+    bytes.try_into().map_err(|_| invalid())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn macs_follow_docker_and_parse_back() {
+        let mac = mac_for(Ipv4Addr::new(172, 17, 0, 2));
+        assert_eq!(format_mac(mac), "02:42:ac:11:00:02");
+        assert_eq!(parse_mac("02:42:ac:11:00:02").unwrap(), mac);
+        for bad in [
+            "02:42:ac:11:00",
+            "02:42:ac:11:00:zz",
+            "2:42:ac:11:00:02",
+            "",
+        ] {
+            assert!(parse_mac(bad).is_err(), "{bad}");
+        }
+    }
+}

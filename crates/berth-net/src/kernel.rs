@@ -1,0 +1,204 @@
+//! The kernel edge of networking, behind one narrow trait: the engine asks
+//! for bridges, container links and rules; `HostKernel` does it with
+//! rtnetlink, sysctl files and nft; `RecordingKernel` records the calls for
+//! unit tests of the engine's logic.
+
+use std::net::Ipv4Addr;
+use std::os::fd::BorrowedFd;
+
+use crate::ipam::Ipv4Net;
+use crate::netlink::{Netlink, NetlinkError};
+use crate::nft::{NftError, Ruleset};
+
+/// One container's interface on one bridge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerLink {
+    /// The host's end of the veth pair, e.g. `veth1a2b3c4`.
+    pub host_device: String,
+    /// The name inside the container, e.g. `eth0`.
+    pub container_device: String,
+    pub bridge: String,
+    pub address: Ipv4Addr,
+    pub prefix_len: u8,
+    /// The default route's gateway (the first network's only).
+    pub gateway: Option<Ipv4Addr>,
+    pub mac: Option<[u8; 6]>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    #[error(transparent)]
+    Netlink(#[from] NetlinkError),
+    #[error(transparent)]
+    Nft(#[from] NftError),
+    #[error("the bridge {0} does not exist")]
+    NoBridge(String),
+    #[error("failed to write {path}")]
+    Sysctl {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub trait Kernel {
+    /// Destinations of the host's IPv4 routes (to choose subnets that do
+    /// not clash).
+    fn host_routes(&mut self) -> Result<Vec<Ipv4Net>, KernelError>;
+    /// Makes the bridge exist, up, with `gateway` as its address; true when
+    /// it had to be created.
+    fn ensure_bridge(
+        &mut self,
+        device: &str,
+        gateway: Ipv4Addr,
+        subnet: Ipv4Net,
+    ) -> Result<bool, KernelError>;
+    /// Deletes a link (bridge or veth); fine when it is gone.
+    fn remove_link(&mut self, device: &str) -> Result<(), KernelError>;
+    /// Creates the veth pair into the namespace `netns` and configures the
+    /// container's end.
+    fn connect(&mut self, netns: BorrowedFd<'_>, link: &ContainerLink) -> Result<(), KernelError>;
+    /// Replaces berth's nftables table.
+    fn apply_rules(&mut self, rules: &Ruleset) -> Result<(), KernelError>;
+}
+
+/// The real kernel, in the calling thread's network namespace.
+#[derive(Default)]
+pub struct HostKernel {
+    netlink: Option<Netlink>,
+}
+
+impl HostKernel {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn netlink(&mut self) -> Result<&mut Netlink, KernelError> {
+        if self.netlink.is_none() {
+            self.netlink = Some(Netlink::open()?);
+        }
+        Ok(self
+            .netlink
+            .as_mut()
+            .expect("the netlink socket was opened just above"))
+    }
+}
+
+fn write_sysctl(path: &str, value: &str) -> Result<(), KernelError> {
+    if std::fs::read_to_string(path).is_ok_and(|current| current.trim() == value) {
+        return Ok(());
+    }
+    std::fs::write(path, value).map_err(|source| KernelError::Sysctl {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+impl Kernel for HostKernel {
+    fn host_routes(&mut self) -> Result<Vec<Ipv4Net>, KernelError> {
+        Ok(self
+            .netlink()?
+            .ipv4_routes()?
+            .into_iter()
+            .map(|(address, prefix_len)| Ipv4Net::new(address, prefix_len))
+            .collect())
+    }
+
+    fn ensure_bridge(
+        &mut self,
+        device: &str,
+        gateway: Ipv4Addr,
+        subnet: Ipv4Net,
+    ) -> Result<bool, KernelError> {
+        let netlink = self.netlink()?;
+        let existed = netlink.link_index(device)?.is_some();
+        let index = netlink.create_bridge(device)?;
+        netlink.add_address(index, gateway, subnet.prefix_len())?;
+        netlink.set_up(index)?;
+        // Published ports on 127.0.0.1 are DNATed out of this bridge.
+        write_sysctl(
+            &format!("/proc/sys/net/ipv4/conf/{device}/route_localnet"),
+            "1",
+        )?;
+        write_sysctl("/proc/sys/net/ipv4/ip_forward", "1")?;
+        Ok(!existed)
+    }
+
+    fn remove_link(&mut self, device: &str) -> Result<(), KernelError> {
+        let netlink = self.netlink()?;
+        if let Some(index) = netlink.link_index(device)? {
+            netlink.delete_link(index)?;
+        }
+        Ok(())
+    }
+
+    fn connect(&mut self, netns: BorrowedFd<'_>, link: &ContainerLink) -> Result<(), KernelError> {
+        let netlink = self.netlink()?;
+        let bridge = netlink
+            .link_index(&link.bridge)?
+            .ok_or_else(|| KernelError::NoBridge(link.bridge.clone()))?;
+        let host =
+            netlink.create_veth(&link.host_device, &link.container_device, netns, link.mac)?;
+        netlink.set_master(host, bridge)?;
+        netlink.set_up(host)?;
+        let mut inside = Netlink::open_in(netns)?;
+        let index = inside
+            .link_index(&link.container_device)?
+            .ok_or_else(|| KernelError::NoBridge(link.container_device.clone()))?;
+        inside.add_address(index, link.address, link.prefix_len)?;
+        inside.set_up(index)?;
+        if let Some(gateway) = link.gateway {
+            inside.add_default_route(gateway)?;
+        }
+        Ok(())
+    }
+
+    fn apply_rules(&mut self, rules: &Ruleset) -> Result<(), KernelError> {
+        Ok(rules.apply()?)
+    }
+}
+
+/// Records every call; for unit tests of logic above the kernel.
+#[derive(Debug, Default)]
+pub struct RecordingKernel {
+    pub routes: Vec<Ipv4Net>,
+    pub calls: Vec<String>,
+    pub rules: Option<Ruleset>,
+}
+
+impl Kernel for RecordingKernel {
+    fn host_routes(&mut self) -> Result<Vec<Ipv4Net>, KernelError> {
+        Ok(self.routes.clone())
+    }
+
+    fn ensure_bridge(
+        &mut self,
+        device: &str,
+        gateway: Ipv4Addr,
+        subnet: Ipv4Net,
+    ) -> Result<bool, KernelError> {
+        let call = format!("bridge {device} {gateway}/{}", subnet.prefix_len());
+        let created = !self.calls.contains(&call);
+        self.calls.push(call);
+        Ok(created)
+    }
+
+    fn remove_link(&mut self, device: &str) -> Result<(), KernelError> {
+        self.calls.push(format!("remove {device}"));
+        Ok(())
+    }
+
+    fn connect(&mut self, _netns: BorrowedFd<'_>, link: &ContainerLink) -> Result<(), KernelError> {
+        self.calls.push(format!(
+            "connect {} {} {}/{}",
+            link.host_device, link.bridge, link.address, link.prefix_len
+        ));
+        Ok(())
+    }
+
+    fn apply_rules(&mut self, rules: &Ruleset) -> Result<(), KernelError> {
+        self.calls.push("rules".to_owned());
+        self.rules = Some(rules.clone());
+        Ok(())
+    }
+}
