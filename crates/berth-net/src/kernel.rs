@@ -139,9 +139,12 @@ impl Kernel for HostKernel {
             .ok_or_else(|| KernelError::NoBridge(link.bridge.clone()))?;
         let host =
             netlink.create_veth(&link.host_device, &link.container_device, netns, link.mac)?;
+        tracing::debug!("veth created");
         netlink.set_master(host, bridge)?;
         netlink.set_up(host)?;
+        tracing::debug!("veth up on the bridge");
         let mut inside = Netlink::open_in(netns)?;
+        tracing::debug!("netlink socket in the container");
         let index = inside
             .link_index(&link.container_device)?
             .ok_or_else(|| KernelError::NoBridge(link.container_device.clone()))?;

@@ -84,8 +84,10 @@ pub struct Launched {
 
 /// Work done on a container between its clone and its start, given its pid:
 /// its namespaces exist, its program has not started (its network is
-/// connected here).
-pub type PrepareHook<'a> = &'a mut dyn FnMut(Pid) -> Result<(), String>;
+/// connected here). It runs on a thread of its own while this one places
+/// the process in its cgroup (on cgroup v1 that write waits ~10–20 ms for an
+/// RCU grace period; the network setup hides behind it).
+pub type PrepareHook<'a> = &'a mut (dyn FnMut(Pid) -> Result<(), String> + Send);
 
 /// Clones the container's first process into new namespaces, places it in
 /// `cgroup`, runs `prepare`, lets it build its root and exec. Returns once
@@ -161,10 +163,18 @@ fn finish_start(
     placed_by_clone: bool,
     prepare: PrepareHook<'_>,
 ) -> Result<(), LaunchError> {
-    if !placed_by_clone {
-        cgroup.add_process(child).map_err(LaunchError::Cgroup)?;
-    }
-    prepare(child).map_err(LaunchError::Prepare)?;
+    std::thread::scope(|scope| {
+        let prepared = scope.spawn(|| prepare(child));
+        let placed = if placed_by_clone {
+            Ok(())
+        } else {
+            cgroup.add_process(child).map_err(LaunchError::Cgroup)
+        };
+        let prepared = prepared
+            .join()
+            .unwrap_or_else(|_| Err("the container's setup panicked".to_owned()));
+        placed.and(prepared.map_err(LaunchError::Prepare))
+    })?;
     let mut go = std::fs::File::from(go);
     // The child may already have died; its report says why.
     let _ = go.write_all(b"g");

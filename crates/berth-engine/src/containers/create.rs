@@ -62,20 +62,7 @@ fn network_requests(
             .map(|config| config.ipv4_address.clone())
             .unwrap_or_default();
         let aliases = settings.aliases.clone().unwrap_or_default();
-        if !network.is_user_defined() {
-            if !ipv4_address.is_empty() {
-                return Err(EngineError::InvalidArgument(
-                    "user specified IP address is supported on user defined networks only"
-                        .to_owned(),
-                ));
-            }
-            if !aliases.is_empty() {
-                return Err(EngineError::InvalidArgument(
-                    "network-scoped alias is supported only for containers in user defined networks"
-                        .to_owned(),
-                ));
-            }
-        }
+        network.check_endpoint_request(&ipv4_address, &aliases)?;
         if !network.is_bridge() {
             return Err(EngineError::InvalidArgument(format!(
                 "container cannot be disconnected from host network or connected to host network ({})",

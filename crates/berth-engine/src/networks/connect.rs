@@ -24,24 +24,19 @@ pub fn connect_network(
     let network = find_network(store, kernel, network_text)?;
     let mut record = container.record.clone();
     let mode = record.run.network_mode.as_str();
-    if mode == "host" || mode.starts_with("container:") || !network.is_bridge() {
-        return Err(EngineError::InvalidArgument(
-            "container cannot be disconnected from host network or connected to host network"
-                .to_owned(),
-        ));
-    }
     if mode == "none" {
         return Err(EngineError::InvalidArgument(
             "container cannot be connected to multiple networks with one of the networks in private (none) mode"
                 .to_owned(),
         ));
     }
-    if !network.is_user_defined() && (!aliases.is_empty() || !ipv4_address.is_empty()) {
+    if mode == "host" || mode.starts_with("container:") || !network.is_bridge() {
         return Err(EngineError::InvalidArgument(
-            "user specified IP address and aliases are supported on user defined networks only"
+            "container cannot be disconnected from host network or connected to host network"
                 .to_owned(),
         ));
     }
+    network.check_endpoint_request(&ipv4_address, &aliases)?;
     if record
         .run
         .networks

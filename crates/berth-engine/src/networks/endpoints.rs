@@ -110,6 +110,7 @@ pub(crate) fn connect_one(
                 network.record.device
             ))
         })?;
+    tracing::debug!(network = %network.name, "bridge ready");
     let requested_ip: Option<Ipv4Addr> = if request.ipv4_address.is_empty() {
         None
     } else {
@@ -151,6 +152,7 @@ pub(crate) fn connect_one(
             Ok((address.to_string(), json))
         })
         .map_err(network_store_error)?;
+    tracing::debug!(%address, "address allocated");
     let address_ip: Ipv4Addr = address
         .parse()
         .map_err(|_| EngineError::Network(format!("stored address {address} is not IPv4")))?;
@@ -171,6 +173,7 @@ pub(crate) fn connect_one(
             network.name
         )));
     }
+    tracing::debug!(device = %link.host_device, "veth connected");
     Ok((
         Endpoint {
             network_id: network.id,
@@ -183,15 +186,33 @@ pub(crate) fn connect_one(
 }
 
 /// Takes the container off its networks (one, or all): frees the addresses,
-/// deletes the host ends of the veth pairs (the kernel would when the
-/// namespace goes, but a namespace shared with `--network container:` may
-/// outlive it), and drops its published ports from the rules. Never fails:
-/// what it cannot undo it logs, and the next sync repairs the rules.
+/// deletes the host ends of the veth pairs, and drops its published ports
+/// from the rules. Never fails: what it cannot undo it logs, and the next
+/// sync repairs the rules.
 pub fn disconnect_container(
     store: &Store,
     kernel: &mut dyn Kernel,
     container_id: &str,
     network_id: Option<&str>,
+) {
+    release(store, kernel, container_id, network_id, true);
+}
+
+/// After the container's last process exited and nothing else holds its
+/// network namespace: as `disconnect_container`, but the veths are left to
+/// the kernel, which deletes them with the namespace, in the background
+/// (deleting a link waits for an RCU grace period, ~15 ms here, which would
+/// otherwise add to every `run --rm`).
+pub fn release_container_endpoints(store: &Store, kernel: &mut dyn Kernel, container_id: &str) {
+    release(store, kernel, container_id, None, false);
+}
+
+fn release(
+    store: &Store,
+    kernel: &mut dyn Kernel,
+    container_id: &str,
+    network_id: Option<&str>,
+    delete_links: bool,
 ) {
     let removed = match store.remove_endpoints(container_id, network_id) {
         Ok(removed) => removed,
@@ -203,6 +224,9 @@ pub fn disconnect_container(
     let mut had_ports = false;
     for endpoint in removed.iter().filter_map(Endpoint::from_row) {
         had_ports |= !endpoint.record.ports.is_empty();
+        if !delete_links {
+            continue;
+        }
         if let Err(error) = kernel.remove_link(&endpoint.record.host_device) {
             tracing::warn!(%error, device = %endpoint.record.host_device, "failed to remove a veth");
         }

@@ -126,13 +126,8 @@ pub fn create_network(
                     internal: request.internal,
                     attachable: request.attachable,
                     labels: request.labels.clone(),
-                    options: {
-                        let mut options = request.options.clone();
-                        options
-                            .entry("com.docker.network.bridge.name".to_owned())
-                            .or_insert_with(|| device.clone());
-                        options
-                    },
+                    options: request.options.clone(),
+                    subnet_configured: requested_subnet.is_some(),
                     predefined: false,
                 },
             };

@@ -14,7 +14,8 @@ mod rules;
 
 pub use connect::{connect_network, disconnect_network};
 pub use endpoints::{
-    connect_container, container_endpoints, disconnect_container, ContainerIdentity,
+    connect_container, container_endpoints, disconnect_container, release_container_endpoints,
+    ContainerIdentity,
 };
 pub use lookup::{all_networks, find_network};
 pub use manage::{create_network, network_json, prune_networks, remove_network, NetworkCreate};

@@ -1,5 +1,5 @@
 //! Published ports: what a container asks for (`-p`, `-P`), and holding the
-//! host ports while it runs. The monitor keeps a bound socket per host port:
+//! host ports while it runs. The monitor keeps a socket per host port:
 //! the kernel then refuses that port to anyone else (another container, a
 //! host server) for exactly as long as the container needs it, and a killed
 //! monitor gives it back. The traffic itself never touches these sockets;
@@ -8,7 +8,10 @@
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::OwnedFd;
 
-use nix::sys::socket::{bind, getsockname, socket, AddressFamily, SockFlag, SockType, SockaddrIn};
+use nix::sys::socket::{
+    bind, getsockname, listen, setsockopt, socket, sockopt, AddressFamily, Backlog, SockFlag,
+    SockType, SockaddrIn,
+};
 use serde::{Deserialize, Serialize};
 
 use super::record::PublishedPort;
@@ -164,8 +167,13 @@ pub fn reserve_ports(requests: &[PortRequest]) -> Result<PortReservation, String
     Ok(reservation)
 }
 
-/// A socket bound (not listening, no SO_REUSEADDR) to the port: nobody else
-/// can bind it. Port 0 takes an ephemeral one; returns the port bound.
+/// A socket that holds the port: nobody else can bind it while it lives.
+/// TCP: bound with SO_REUSEADDR (so connections of an earlier user of the
+/// port in TIME_WAIT do not block it, as with any server) and listening
+/// (a listening socket refuses every other bind, SO_REUSEADDR or not). It
+/// never sees a connection: DNAT sends them to the container first. UDP:
+/// bound without SO_REUSEADDR. Port 0 takes an ephemeral port; returns the
+/// port bound.
 fn bind_port(protocol: &str, ip: Ipv4Addr, port: u16) -> nix::Result<(OwnedFd, u16)> {
     let kind = if protocol == "udp" {
         SockType::Datagram
@@ -173,10 +181,16 @@ fn bind_port(protocol: &str, ip: Ipv4Addr, port: u16) -> nix::Result<(OwnedFd, u
         SockType::Stream
     };
     let socket = socket(AddressFamily::Inet, kind, SockFlag::SOCK_CLOEXEC, None)?;
+    if kind == SockType::Stream {
+        setsockopt(&socket, sockopt::ReuseAddr, &true)?;
+    }
     bind(
         std::os::fd::AsRawFd::as_raw_fd(&socket),
         &SockaddrIn::from(SocketAddrV4::new(ip, port)),
     )?;
+    if kind == SockType::Stream {
+        listen(&socket, Backlog::new(1)?)?;
+    }
     let bound: SockaddrIn = getsockname(std::os::fd::AsRawFd::as_raw_fd(&socket))?;
     Ok((socket, bound.port()))
 }
@@ -225,6 +239,30 @@ mod tests {
         assert!(port_requests(&backwards, &[], false).is_err());
     }
 
+    /// A port whose last server closed its connections first has them in
+    /// TIME_WAIT for a minute; it is free all the same, as for any server.
+    #[test]
+    fn a_port_with_connections_in_time_wait_can_be_reserved() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (served, _) = listener.accept().unwrap();
+        drop(served); // the server side closes first: its end waits
+        drop(listener);
+        let mut buffer = [0u8; 1];
+        let _ = std::io::Read::read(&mut &client, &mut buffer);
+        drop(client);
+        let request = PortRequest {
+            protocol: "tcp".to_owned(),
+            container_port: 80,
+            host_ip: "127.0.0.1".to_owned(),
+            host_port_start: port,
+            host_port_end: port,
+        };
+        let reserved = reserve_ports(&[request]).unwrap();
+        assert_eq!(reserved.published[0].host_port, port);
+    }
+
     #[test]
     fn a_reserved_port_is_refused_to_the_next_and_freed_on_drop() {
         let ephemeral = PortRequest {
@@ -246,7 +284,8 @@ mod tests {
             reserve_ports(std::slice::from_ref(&fixed)).unwrap_err(),
             format!("Bind for 127.0.0.1:{port} failed: port is already allocated")
         );
-        // A host server cannot take it either.
+        // A host server cannot take it either (std's listener sets
+        // SO_REUSEADDR, as most servers do).
         assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_err());
         // A range moves on to the next free port.
         let range = PortRequest {

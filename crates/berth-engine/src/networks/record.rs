@@ -30,6 +30,10 @@ pub struct NetworkRecord {
     pub labels: BTreeMap<String, String>,
     #[serde(default)]
     pub options: BTreeMap<String, String>,
+    /// The user gave the subnet (`--subnet`): only then may containers ask
+    /// for an address of their own (`--ip`), as in Docker.
+    #[serde(default)]
+    pub subnet_configured: bool,
     /// `bridge`, `host` and `none`: made by berth, never removed.
     #[serde(default)]
     pub predefined: bool,
@@ -78,6 +82,34 @@ impl Network {
 
     pub fn is_bridge(&self) -> bool {
         self.record.driver == "bridge"
+    }
+
+    /// Docker's checks of a requested address (`--ip`) and aliases.
+    pub fn check_endpoint_request(
+        &self,
+        ipv4_address: &str,
+        aliases: &[String],
+    ) -> Result<(), EngineError> {
+        if !self.is_user_defined() {
+            if !ipv4_address.is_empty() {
+                return Err(EngineError::InvalidArgument(
+                    "user specified IP address is supported on user defined networks only"
+                        .to_owned(),
+                ));
+            }
+            if !aliases.is_empty() {
+                return Err(EngineError::InvalidArgument(
+                    "network-scoped alias is supported only for containers in user defined networks"
+                        .to_owned(),
+                ));
+            }
+        } else if !ipv4_address.is_empty() && !self.record.subnet_configured {
+            return Err(EngineError::InvalidArgument(
+                "user specified IP address is supported only when connecting to networks with user configured subnets"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
     }
 
     /// Docker's "user-defined network": not one of the predefined three.

@@ -15,7 +15,9 @@ use super::super::paths::ContainerPaths;
 use super::super::record::ContainerRecord;
 use super::super::spec::{embedded_dns_upstreams, uses_embedded_dns, write_hosts, EMBEDDED_DNS};
 use crate::networks::ports::{reserve_ports, PortReservation};
-use crate::networks::{connect_container, disconnect_container, ContainerIdentity};
+use crate::networks::{
+    connect_container, disconnect_container, release_container_endpoints, ContainerIdentity,
+};
 use crate::EngineConfig;
 
 pub(super) struct MonitorNetwork {
@@ -69,8 +71,20 @@ impl MonitorNetwork {
         Ok(())
     }
 
+    /// After a run that got as far as its namespaces.
     pub fn disconnect(&mut self, store: &mut Store, record: &ContainerRecord) {
         disconnect_container(store, &mut self.kernel, &record.id, None);
+    }
+
+    /// After the container's program exited: the kernel removes the veths
+    /// with the namespace unless another running container joined it
+    /// (`--network container:`), which would keep it (and them) alive.
+    pub fn release(&mut self, store: &mut Store, config: &EngineConfig, record: &ContainerRecord) {
+        if namespace_shared(store, config, record) {
+            disconnect_container(store, &mut self.kernel, &record.id, None);
+        } else {
+            release_container_endpoints(store, &mut self.kernel, &record.id);
+        }
     }
 
     /// The embedded DNS server for a container on a user-defined network:
@@ -130,4 +144,22 @@ pub(super) fn joined_network(
             (paths.resolv_conf(), PathBuf::from("/etc/resolv.conf")),
         ],
     }))
+}
+
+/// True when a running container joined this one's network namespace.
+fn namespace_shared(store: &Store, config: &EngineConfig, record: &ContainerRecord) -> bool {
+    let Ok(containers) = super::super::list_containers(store, config) else {
+        return true;
+    };
+    containers.iter().any(|other| {
+        other.state.is_running()
+            && other
+                .record
+                .run
+                .network_mode
+                .strip_prefix("container:")
+                .is_some_and(|target| {
+                    target == record.name || (target.len() >= 12 && record.id.starts_with(target))
+                })
+    })
 }
