@@ -29,45 +29,6 @@ fn images() -> Berth {
     berth
 }
 
-/// Splits a table printed by Docker's tabwriter into rows of cells, using
-/// where each header starts (headers may contain single spaces).
-fn table(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut lines = text.lines();
-    let header = lines.next().unwrap_or_default();
-    let mut starts = Vec::new();
-    let mut names = Vec::new();
-    let bytes = header.as_bytes();
-    let mut index = 0;
-    while index < bytes.len() {
-        if bytes[index] != b' ' && (index == 0 || header[..index].ends_with("  ")) {
-            starts.push(index);
-            let end = header[index..]
-                .find("  ")
-                .map_or(header.len(), |offset| index + offset);
-            names.push(header[index..end].to_owned());
-            index = end;
-        } else {
-            index += 1;
-        }
-    }
-    let rows = lines
-        .map(|line| {
-            starts
-                .iter()
-                .enumerate()
-                .map(|(column, &start)| {
-                    let end = starts.get(column + 1).copied().unwrap_or(line.len());
-                    line.get(start.min(line.len())..end.min(line.len()))
-                        .unwrap_or_default()
-                        .trim()
-                        .to_owned()
-                })
-                .collect()
-        })
-        .collect();
-    (names, rows)
-}
-
 fn names(berth: &Berth, args: &[&str]) -> Vec<String> {
     let mut full = vec!["ps", "--format", "{{.Names}}"];
     full.extend_from_slice(args);
@@ -82,7 +43,7 @@ fn names(berth: &Berth, args: &[&str]) -> Vec<String> {
 fn ps_prints_docker_columns() {
     let berth = busybox();
     let id = berth.run_detached(&["--name", "web", "busybox", "sleep", "100"]);
-    let (header, rows) = table(&berth.run(&["ps"]).ok());
+    let (header, rows) = support::table(&berth.run(&["ps"]).ok());
     assert_eq!(
         header,
         [
@@ -110,7 +71,7 @@ fn ps_prints_docker_columns() {
         berth.run(&["ps", "-q", "--no-trunc"]).ok(),
         format!("{id}\n")
     );
-    let (_, rows) = table(&berth.run(&["ps", "--no-trunc"]).ok());
+    let (_, rows) = support::table(&berth.run(&["ps", "--no-trunc"]).ok());
     assert_eq!(rows[0][0], id);
 
     // Docker's COMMAND: arguments with spaces in single quotes, the whole
@@ -767,7 +728,7 @@ fn stats_no_stream_prints_one_row() {
     let berth = busybox();
     let id = berth.run_detached(&["--name", "measured", "busybox", "sleep", "100"]);
     let output = berth.run(&["stats", "--no-stream", "measured"]).ok();
-    let (header, rows) = table(&output);
+    let (header, rows) = support::table(&output);
     assert_eq!(
         header,
         [

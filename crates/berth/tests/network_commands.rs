@@ -115,43 +115,6 @@ fn host_has_address(address: &str) -> bool {
         .any(|word| word == address)
 }
 
-/// Splits a table printed by Docker's tabwriter into rows of cells.
-fn table(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut lines = text.lines();
-    let header = lines.next().unwrap_or_default();
-    let mut starts = Vec::new();
-    let mut names = Vec::new();
-    let mut index = 0;
-    while index < header.len() {
-        if header.as_bytes()[index] != b' ' && (index == 0 || header[..index].ends_with("  ")) {
-            starts.push(index);
-            let end = header[index..]
-                .find("  ")
-                .map_or(header.len(), |offset| index + offset);
-            names.push(header[index..end].to_owned());
-            index = end;
-        } else {
-            index += 1;
-        }
-    }
-    let rows = lines
-        .map(|line| {
-            starts
-                .iter()
-                .enumerate()
-                .map(|(column, &start)| {
-                    let end = starts.get(column + 1).copied().unwrap_or(line.len());
-                    line.get(start.min(line.len())..end.min(line.len()))
-                        .unwrap_or_default()
-                        .trim()
-                        .to_owned()
-                })
-                .collect()
-        })
-        .collect();
-    (names, rows)
-}
-
 // ------------------------------------------------------- create/ls/inspect/rm
 
 #[test]
@@ -160,7 +123,7 @@ fn create_ls_inspect_rm_round_trip() {
     // berth chooses the subnet.
     let id = berth.create(&["web"]);
 
-    let (header, rows) = table(&berth.run(&["network", "ls"]).ok());
+    let (header, rows) = support::table(&berth.run(&["network", "ls"]).ok());
     assert_eq!(header, ["NETWORK ID", "NAME", "DRIVER", "SCOPE"]);
     let rows: Vec<Vec<&str>> = rows
         .iter()
@@ -523,7 +486,7 @@ fn ls_filters_and_format() {
             "table {{.Name}}\t{{.Internal}}\t{{.IPv6}}\t{{.Labels}}\t{{.Label \"a\"}}",
         ])
         .ok();
-    let (header, rows) = table(&text);
+    let (header, rows) = support::table(&text);
     // Docker titles a `.Label` column with the key's last dotted part, as is.
     assert_eq!(header, ["NAME", "INTERNAL", "IPV6", "LABELS", "a"]);
     assert_eq!(

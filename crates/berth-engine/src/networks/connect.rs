@@ -18,10 +18,8 @@ pub fn connect_network(
     aliases: Vec<String>,
     ipv4_address: String,
 ) -> Result<(), EngineError> {
-    let config = engine.config().clone();
-    let container = find_container(engine.store(), &config, container_text)?;
+    let (container, network) = find_both(engine, network_text, container_text)?;
     let (store, kernel) = engine.network_parts();
-    let network = find_network(store, kernel, network_text)?;
     let mut record = container.record.clone();
     let mode = record.run.network_mode.as_str();
     if mode == "none" {
@@ -92,10 +90,8 @@ pub fn disconnect_network(
     network_text: &str,
     container_text: &str,
 ) -> Result<(), EngineError> {
-    let config = engine.config().clone();
-    let container = find_container(engine.store(), &config, container_text)?;
+    let (container, network) = find_both(engine, network_text, container_text)?;
     let (store, kernel) = engine.network_parts();
-    let network = find_network(store, kernel, network_text)?;
     let mut record = container.record.clone();
     let before = record.run.networks.len();
     record
@@ -110,6 +106,19 @@ pub fn disconnect_network(
     }
     disconnect_container(store, kernel, &record.id, Some(&network.id));
     save_record(store, &record)
+}
+
+/// The container and the network a connect or disconnect names.
+fn find_both(
+    engine: &mut Engine,
+    network_text: &str,
+    container_text: &str,
+) -> Result<(crate::containers::Container, super::record::Network), EngineError> {
+    let config = engine.config().clone();
+    let container = find_container(engine.store(), &config, container_text)?;
+    let (store, kernel) = engine.network_parts();
+    let network = find_network(store, kernel, network_text)?;
+    Ok((container, network))
 }
 
 fn save_record(

@@ -294,3 +294,42 @@ pub fn docker(host: &str, args: &[&str]) -> Output {
         .output()
         .expect("run docker")
 }
+
+/// Splits a table printed by Docker's tabwriter into rows of cells, using
+/// where each header starts (headers may contain single spaces).
+pub fn table(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    let mut starts = Vec::new();
+    let mut names = Vec::new();
+    let bytes = header.as_bytes();
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] != b' ' && (index == 0 || header[..index].ends_with("  ")) {
+            starts.push(index);
+            let end = header[index..]
+                .find("  ")
+                .map_or(header.len(), |offset| index + offset);
+            names.push(header[index..end].to_owned());
+            index = end;
+        } else {
+            index += 1;
+        }
+    }
+    let rows = lines
+        .map(|line| {
+            starts
+                .iter()
+                .enumerate()
+                .map(|(column, &start)| {
+                    let end = starts.get(column + 1).copied().unwrap_or(line.len());
+                    line.get(start.min(line.len())..end.min(line.len()))
+                        .unwrap_or_default()
+                        .trim()
+                        .to_owned()
+                })
+                .collect()
+        })
+        .collect();
+    (names, rows)
+}
