@@ -582,6 +582,21 @@ fn address_mac_hosts_and_resolver_options() {
         ],
         "{out}"
     );
+    // An address of one's own needs a subnet the user chose.
+    let chosen = TestNetwork::create(&berth, "berth-test-chosen", &[]);
+    let error = berth
+        .run(&[
+            "run",
+            "--rm",
+            "--network",
+            &chosen.name,
+            "--ip",
+            "172.30.0.5",
+            "busybox",
+            "true",
+        ])
+        .fails(125);
+    assert!(error.contains("user configured subnets"), "{error}");
     // Docker's rules for the default bridge.
     let error = berth
         .run(&["run", "--rm", "--ip", "172.17.0.50", "busybox", "true"])
@@ -650,4 +665,62 @@ fn networks_are_isolated_from_each_other_and_internal_ones_from_outside() {
         ])
         .ok();
     assert_eq!(out.trim(), short(&peer));
+}
+
+/// `network connect` on a running container: its embedded DNS answers for
+/// the new network at once, and a restart keeps the connection.
+#[test]
+fn a_network_connected_while_running_resolves_and_survives_a_restart() {
+    let berth = busybox();
+    let first = TestNetwork::create(&berth, "berth-test-first", &[]);
+    let second = TestNetwork::create(&berth, "berth-test-second", &[]);
+    let server = web_server(&berth, &["--name", "far", "--network", &second.name]);
+    berth
+        .run(&[
+            "run",
+            "-d",
+            "--name",
+            "client",
+            "--network",
+            &first.name,
+            "busybox",
+            "sleep",
+            "600",
+        ])
+        .ok();
+    berth
+        .run(&["network", "connect", &second.name, "client"])
+        .ok();
+    let fetch = || {
+        berth
+            .run(&[
+                "exec",
+                "client",
+                "wget",
+                "-q",
+                "-O",
+                "-",
+                "http://far/hostname",
+            ])
+            .ok()
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(fetch(), short(&server));
+    berth.run(&["restart", "-t", "0", "client"]).ok();
+    let links = berth
+        .run(&[
+            "exec",
+            "client",
+            "sh",
+            "-c",
+            "ip -o link | cut -d: -f2 | cut -d@ -f1 | tr -d ' '",
+        ])
+        .ok();
+    assert_eq!(
+        links.lines().collect::<Vec<_>>(),
+        ["lo", "eth0", "eth1"],
+        "{links}"
+    );
+    assert_eq!(fetch(), short(&server));
 }

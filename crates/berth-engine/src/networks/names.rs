@@ -11,17 +11,28 @@ use super::record::Endpoint;
 
 pub struct ContainerNames<'a> {
     store: &'a Store,
-    /// The networks whose names this container sees.
-    network_ids: Vec<String>,
+    /// The asking container: it sees the networks it is on now (`network
+    /// connect` while it runs included).
+    container_id: String,
 }
 
 impl<'a> ContainerNames<'a> {
-    pub fn new(store: &'a Store, network_ids: Vec<String>) -> Self {
-        Self { store, network_ids }
+    pub fn new(store: &'a Store, container_id: &str) -> Self {
+        Self {
+            store,
+            container_id: container_id.to_owned(),
+        }
     }
 
     fn endpoints(&self) -> Vec<Endpoint> {
-        self.network_ids
+        let networks: Vec<String> = self
+            .store
+            .endpoints(None, Some(&self.container_id))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|row| row.network_id)
+            .collect();
+        networks
             .iter()
             .flat_map(|network| {
                 self.store

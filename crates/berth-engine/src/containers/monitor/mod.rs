@@ -148,6 +148,10 @@ fn supervise(
     };
 
     let exit_code = loop {
+        // Each run takes the record as it is now: `network connect` and
+        // `disconnect` change it between runs.
+        let current = current_record(&store, record);
+        let record = &current;
         let started = start_once(
             config,
             &mut store,
@@ -198,16 +202,8 @@ fn supervise(
 
         // The monitor now mostly sleeps in poll(): drop the code it will not
         // run again from its resident set (see `release_read_only_pages`).
-        let mut dns = network.dns_server(record, launched.pid.as_raw());
-        let names = crate::networks::ContainerNames::new(
-            &store,
-            record
-                .run
-                .networks
-                .iter()
-                .map(|network| network.network_id.clone())
-                .collect(),
-        );
+        let mut dns = network.dns_server(record);
+        let names = crate::networks::ContainerNames::new(&store, &record.id);
         release_read_only_pages();
         io::copy_until_exit(
             &mut container_io,
@@ -530,6 +526,15 @@ fn cleanup(cgroup: &dyn CgroupManager, paths: &ContainerPaths) {
     if let Err(error) = unmount_rootfs(&paths.rootfs()) {
         tracing::warn!(%error, "failed to unmount the container root");
     }
+}
+
+fn current_record(store: &Store, started_with: &ContainerRecord) -> ContainerRecord {
+    store
+        .container(&started_with.id)
+        .ok()
+        .flatten()
+        .and_then(|row| serde_json::from_str(&row.record).ok())
+        .unwrap_or_else(|| started_with.clone())
 }
 
 pub(crate) fn read_state(store: &Store, id: &str) -> Option<ContainerState> {

@@ -23,6 +23,10 @@ use crate::EngineConfig;
 pub(super) struct MonitorNetwork {
     kernel: HostKernel,
     ports: PortReservation,
+    /// The embedded DNS socket of the current run, bound inside the
+    /// container's namespace before its program starts (a query can come
+    /// at once).
+    dns_socket: Option<std::net::UdpSocket>,
 }
 
 impl MonitorNetwork {
@@ -38,6 +42,7 @@ impl MonitorNetwork {
         Ok(Self {
             kernel: HostKernel::new(),
             ports,
+            dns_socket: None,
         })
     }
 
@@ -68,6 +73,16 @@ impl MonitorNetwork {
                 return Err(error.to_string());
             }
         }
+        self.dns_socket = None;
+        if uses_embedded_dns(&record.run) {
+            match bind_dns_socket(pid) {
+                Ok(socket) => self.dns_socket = Some(socket),
+                Err(error) => {
+                    self.disconnect(store, record);
+                    return Err(format!("failed to start the embedded DNS server: {error}"));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -88,26 +103,33 @@ impl MonitorNetwork {
     }
 
     /// The embedded DNS server for a container on a user-defined network:
-    /// listening on 127.0.0.11:53 inside the container's namespace,
+    /// its socket (bound by `connect`) inside the container's namespace,
     /// forwarding from the host's.
-    pub fn dns_server(&self, record: &ContainerRecord, pid: i32) -> Option<DnsServer> {
-        if !uses_embedded_dns(&record.run) {
-            return None;
-        }
-        let made = (|| -> Result<DnsServer, String> {
-            let netns = std::fs::File::open(format!("/proc/{pid}/ns/net"))
-                .map_err(|error| error.to_string())?;
-            let socket = berth_net::netns::in_netns(netns.as_fd(), || {
-                std::net::UdpSocket::bind((EMBEDDED_DNS, 53))
-            })
-            .map_err(|error| error.to_string())?
-            .map_err(|error| error.to_string())?;
-            DnsServer::new(socket, embedded_dns_upstreams(&record.run))
-                .map_err(|error| error.to_string())
-        })();
-        made.map_err(|error| tracing::warn!(%error, "no embedded DNS server"))
+    pub fn dns_server(&mut self, record: &ContainerRecord) -> Option<DnsServer> {
+        let socket = self.dns_socket.take()?;
+        DnsServer::new(socket, embedded_dns_upstreams(&record.run))
+            .map_err(|error| tracing::warn!(%error, "no embedded DNS server"))
             .ok()
     }
+}
+
+/// A UDP socket on 127.0.0.11:53 in the network namespace of `pid`.
+fn bind_dns_socket(pid: i32) -> Result<std::net::UdpSocket, String> {
+    let netns =
+        std::fs::File::open(format!("/proc/{pid}/ns/net")).map_err(|error| error.to_string())?;
+    berth_net::netns::in_netns(netns.as_fd(), || -> Result<std::net::UdpSocket, String> {
+        // The container brings lo up itself, but maybe not yet: 127.0.0.11
+        // exists only once it is up.
+        let mut netlink = berth_net::netlink::Netlink::open().map_err(|error| error.to_string())?;
+        if let Some(lo) = netlink
+            .link_index("lo")
+            .map_err(|error| error.to_string())?
+        {
+            netlink.set_up(lo).map_err(|error| error.to_string())?;
+        }
+        std::net::UdpSocket::bind((EMBEDDED_DNS, 53)).map_err(|error| error.to_string())
+    })
+    .map_err(|error| error.to_string())?
 }
 
 /// The network namespace to join and the /etc files to bind instead of the
