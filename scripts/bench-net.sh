@@ -78,6 +78,16 @@ engine_cleanup() {
         [[ -z $names ]] || "${E[@]}" rm -f $names >/dev/null 2>&1 || true
         for c in "$TAG-srv" "$TAG-usrv" "$TAG-cli"; do "${E[@]}" rm -f "$c" >/dev/null 2>&1 || true; done
         "${E[@]}" network rm "$TAG-net" >/dev/null 2>&1 || true
+        if [[ ${ENGINE:-} == berth ]]; then
+            # A throw-away berth root: its default bridge and nftables table
+            # are host-wide and would outlive it (named berth<hash>, berth_<hash>).
+            local bridge
+            bridge=$("${E[@]}" network inspect -f '{{index .Options "com.docker.network.bridge.name"}}' bridge 2>/dev/null || true)
+            if [[ $bridge == berth?* ]]; then
+                ip link delete "$bridge" 2>/dev/null || true
+                nft delete table ip "berth_${bridge#berth}" 2>/dev/null || true
+            fi
+        fi
     fi
     E=()
 }

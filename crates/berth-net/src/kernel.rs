@@ -157,7 +157,18 @@ impl Kernel for HostKernel {
     }
 
     fn apply_rules(&mut self, rules: &Ruleset) -> Result<(), KernelError> {
-        Ok(rules.apply()?)
+        rules.apply()?;
+        let bridges: Vec<String> = rules
+            .bridges
+            .iter()
+            .map(|bridge| bridge.device.clone())
+            .collect();
+        // Not fatal: berth's own rules are in place; only a Docker engine
+        // running beside it could still drop the bridges' traffic.
+        if let Err(error) = crate::docker_user::sync_docker_user(&rules.table, &bridges) {
+            tracing::warn!(%error, "traffic of berth's bridges may be dropped by Docker's rules");
+        }
+        Ok(())
     }
 }
 

@@ -3,6 +3,7 @@
 //! embedded DNS resolver of user-defined networks.
 
 pub mod dns;
+pub mod docker_user;
 pub mod instance;
 pub mod ipam;
 pub mod kernel;

@@ -237,6 +237,7 @@ fn remove_network_objects(root: &Path) {
         );
     }
     let _ = berth_net::nft::remove_table(&instance.table);
+    let _ = berth_net::docker_user::sync_docker_user(&instance.table, &[]);
 }
 
 /// Runs `command` with no stdin, its stdout captured, and gives up (killing
