@@ -313,6 +313,30 @@ fn published_udp_ports_reach_the_container() {
         - json["end"]["sum"]["lost_packets"].as_u64().unwrap_or(0);
     assert!(received > 0, "no UDP datagram arrived: {json}");
     berth.run(&["rm", "-f", &server]).ok();
+
+    // `-P` publishes what the image exposes (5201/tcp) on an ephemeral port.
+    let all = berth
+        .run(&["run", "-d", "-P", "berth-test/iperf3", "-s"])
+        .ok()
+        .trim()
+        .to_owned();
+    let published = ports(&berth, &all);
+    assert_eq!(published.len(), 1, "{published:?}");
+    assert_eq!(
+        (published[0].0.as_str(), published[0].1.as_str()),
+        ("5201/tcp", "0.0.0.0")
+    );
+    let port = published[0].2;
+    // A real iperf3 exchange: the monitor's listening socket that holds the
+    // port would accept a bare TCP connect even without the DNAT.
+    support::containers::wait_until(20.0, "iperf3 through the -P port", || {
+        Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-n", "1M"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    });
 }
 
 #[test]
