@@ -748,3 +748,31 @@ fn a_network_connected_while_running_resolves_and_survives_a_restart() {
     );
     assert_eq!(fetch(), short(&server));
 }
+
+/// Docker's `bip` in berth's config file sets the default bridge's range.
+#[test]
+fn the_default_bridge_range_comes_from_the_config_file() {
+    let berth = busybox();
+    let config = berth.root().join("config.json");
+    std::fs::write(&config, r#"{"bip": "10.213.99.1/24"}"#).unwrap();
+    let output = berth
+        .command()
+        .env("BERTH_CONFIG", &config)
+        .args([
+            "run",
+            "--rm",
+            "busybox",
+            "sh",
+            "-c",
+            "ip -o -4 addr show eth0 | awk '{print $4}'; ip route | grep default",
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["10.213.99.2/24", "default via 10.213.99.1 dev eth0 "],
+        "{out}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -87,12 +87,20 @@ fn ensure_predefined(store: &mut Store, kernel: &mut dyn Kernel) -> Result<(), E
         .collect(),
         ..NetworkRecord::default()
     };
+    let bip = configured_bip()?;
     for (name, driver) in [("bridge", "bridge"), ("host", "host"), ("none", "null")] {
         let inserted = store.insert_network(|existing| {
             let record = if driver == "bridge" {
-                let subnet = choose_subnet(default_pools(), &routes, &taken_subnets(existing))
-                    .map_err(|error| error.to_string())?;
-                bridge(subnet)
+                match bip {
+                    Some((gateway, subnet)) => NetworkRecord {
+                        gateway: gateway.to_string(),
+                        ..bridge(subnet)
+                    },
+                    None => bridge(
+                        choose_subnet(default_pools(), &routes, &taken_subnets(existing))
+                            .map_err(|error| error.to_string())?,
+                    ),
+                }
             } else {
                 NetworkRecord {
                     driver: driver.to_owned(),
@@ -131,9 +139,81 @@ fn ensure_predefined(store: &mut Store, kernel: &mut dyn Kernel) -> Result<(), E
     Ok(())
 }
 
+/// berth's config file: `BERTH_CONFIG`, else `/etc/berth/config.json` (the
+/// keys of Docker's daemon.json where they overlap).
+pub fn config_file() -> std::path::PathBuf {
+    std::env::var_os("BERTH_CONFIG")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("/etc/berth/config.json"))
+}
+
+/// Docker's `bip` ("172.26.0.1/16": the default bridge's address and
+/// range), read when the default bridge network is first made.
+fn configured_bip() -> Result<Option<(std::net::Ipv4Addr, Ipv4Net)>, EngineError> {
+    let path = config_file();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => {
+            return Err(EngineError::Network(format!(
+                "failed to read {}: {error}",
+                path.display()
+            )))
+        }
+    };
+    parse_bip(&text)
+        .map_err(|message| EngineError::InvalidArgument(format!("{}: {message}", path.display())))
+}
+
+fn parse_bip(text: &str) -> Result<Option<(std::net::Ipv4Addr, Ipv4Net)>, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|error| format!("invalid JSON: {error}"))?;
+    let Some(bip) = value.get("bip").and_then(|bip| bip.as_str()) else {
+        return Ok(None);
+    };
+    let invalid =
+        || format!("invalid bip {bip:?}: an address with its prefix length, like 172.26.0.1/16");
+    let (address, prefix) = bip.split_once('/').ok_or_else(invalid)?;
+    let gateway: std::net::Ipv4Addr = address.parse().map_err(|_| invalid())?;
+    let prefix_len: u8 = prefix
+        .parse()
+        .ok()
+        .filter(|bits| *bits <= 30)
+        .ok_or_else(invalid)?;
+    let subnet = Ipv4Net::new(gateway, prefix_len);
+    if gateway == subnet.address() {
+        return Err(invalid());
+    }
+    Ok(Some((gateway, subnet)))
+}
+
 pub(crate) fn network_store_error(error: NetworkStoreError) -> EngineError {
     match error {
         NetworkStoreError::Store(error) => EngineError::Store(error),
         other => EngineError::Network(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bip_gives_the_gateway_and_its_range() {
+        let (gateway, subnet) = parse_bip(r#"{"bip": "10.213.99.1/24", "other": 1}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(gateway.to_string(), "10.213.99.1");
+        assert_eq!(subnet.to_string(), "10.213.99.0/24");
+        assert_eq!(parse_bip("{}").unwrap(), None);
+        for bad in [
+            r#"{"bip": "10.1.2.0/24"}"#,
+            r#"{"bip": "10.1.2.1"}"#,
+            r#"{"bip": "x/8"}"#,
+            "not json",
+        ] {
+            assert!(parse_bip(bad).is_err(), "{bad}");
+        }
     }
 }
