@@ -15,6 +15,7 @@ use berth_net::kernel::{HostKernel, Kernel};
 use berth_store::Store;
 
 pub use error::EngineError;
+pub use networks::config_file;
 
 /// Where berth keeps its state.
 #[derive(Clone, Debug)]

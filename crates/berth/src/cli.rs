@@ -19,10 +19,11 @@ use crate::commands::container::logs::LogsArgs;
 use crate::commands::container::options::{CreateOptions, RunOptions};
 use crate::commands::container::top::{PortArgs, StatsArgs, TopArgs};
 use crate::commands::image::{
-    HistoryArgs, ImagesArgs, ImportArgs, InspectArgs, LoadArgs, PruneArgs, RmiArgs, SaveArgs,
-    TagArgs,
+    HistoryArgs, ImagesArgs, ImportArgs, InspectArgs, LoadArgs, PruneArgs, PullArgs, PushArgs,
+    RmiArgs, SaveArgs, TagArgs,
 };
 use crate::commands::network::NetworkCommand;
+use crate::commands::registry::{LoginArgs, LogoutArgs};
 use crate::commands::system::InfoArgs;
 use crate::commands::volume::VolumeCommand;
 
@@ -88,6 +89,10 @@ pub enum Command {
     Save(SaveArgs),
     /// Import the contents from a tarball to create a filesystem image
     Import(ImportArgs),
+    /// Download an image from a registry
+    Pull(PullArgs),
+    /// Upload an image to a registry
+    Push(PushArgs),
     /// Create a tag TARGET_IMAGE that refers to SOURCE_IMAGE
     Tag(TagArgs),
     /// Remove one or more images
@@ -151,6 +156,10 @@ pub enum Command {
     /// Manage networks
     #[command(subcommand)]
     Network(NetworkCommand),
+    /// Log in to a Docker registry
+    Login(LoginArgs),
+    /// Log out from a Docker registry
+    Logout(LogoutArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -231,6 +240,10 @@ pub enum ImageCommand {
     History(HistoryArgs),
     /// Remove unused images
     Prune(PruneArgs),
+    /// Download an image from a registry
+    Pull(PullArgs),
+    /// Upload an image to a registry
+    Push(PushArgs),
 }
 
 #[cfg(test)]

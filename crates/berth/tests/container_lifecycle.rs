@@ -133,18 +133,25 @@ fn run_with_a_bad_flag_exits_125_and_creates_nothing() {
 #[test]
 fn run_of_a_missing_image_exits_125() {
     let berth = busybox();
-    let run = berth.run(&["run", "--rm", "nosuch"]);
+    // A registry on 127.0.0.1 that is not there: the pull that follows
+    // "Unable to find image" fails without leaving this machine.
+    let run = berth.run(&["run", "--rm", "127.0.0.1:9/nosuch"]);
     let stderr = run.fails(125);
     assert!(
-        stderr.contains("Unable to find image 'nosuch:latest' locally"),
+        stderr.contains("Unable to find image '127.0.0.1:9/nosuch:latest' locally"),
         "{stderr}"
     );
     assert_eq!(run.stdout(), "");
-    let stderr = berth.run(&["create", "nosuch:1.0"]).stderr();
+    let stderr = berth.run(&["create", "127.0.0.1:9/nosuch:1.0"]).stderr();
     assert!(
-        stderr.contains("Unable to find image 'nosuch:1.0' locally"),
+        stderr.contains("Unable to find image '127.0.0.1:9/nosuch:1.0' locally"),
         "{stderr}"
     );
+    // --pull=never does not look further (and says so the way Docker does).
+    let stderr = berth
+        .run(&["run", "--rm", "--pull=never", "nosuch"])
+        .fails(125);
+    assert!(stderr.contains("No such image: nosuch:latest"), "{stderr}");
     assert_no_containers(&berth, "run of a missing image");
 }
 

@@ -17,7 +17,7 @@ pub use endpoints::{
     connect_container, container_endpoints, disconnect_container, release_container_endpoints,
     ContainerIdentity,
 };
-pub use lookup::{all_networks, find_network};
+pub use lookup::{all_networks, config_file, find_network};
 pub use manage::{create_network, network_json, prune_networks, remove_network, NetworkCreate};
 pub use names::ContainerNames;
 pub use record::{Endpoint, Network, NetworkRequest, PublishedPort};

@@ -6,6 +6,7 @@ pub mod container;
 pub mod image;
 pub mod network;
 mod output;
+pub mod registry;
 pub mod system;
 pub mod volume;
 
@@ -32,6 +33,12 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Import(args) | Command::Image(ImageCommand::Import(args)) => {
             image::import::run(&mut open(&global)?, &args)
+        }
+        Command::Pull(args) | Command::Image(ImageCommand::Pull(args)) => {
+            image::pull::run(&mut open(&global)?, &args)
+        }
+        Command::Push(args) | Command::Image(ImageCommand::Push(args)) => {
+            image::push::run(&mut open(&global)?, &args)
         }
         Command::Tag(args) | Command::Image(ImageCommand::Tag(args)) => {
             image::tag::run(&mut open(&global)?, &args)
@@ -121,6 +128,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Volume(command) => volume::run(&mut open(&global)?, &command),
         Command::Network(command) => network::run(&mut open(&global)?, &command),
+        Command::Login(args) => registry::login::run(&args),
+        Command::Logout(args) => registry::logout::run(&args),
         Command::Image(ImageCommand::Prune(args)) => image::prune::run(&mut open(&global)?, &args),
     }
 }

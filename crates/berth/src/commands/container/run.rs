@@ -5,7 +5,8 @@ use berth_engine::images::resolve_image;
 use berth_engine::{Engine, EngineError};
 
 use super::attach::{start_attached, AttachStreams};
-use super::options::{CreateOptions, RunOptions, Stream};
+use super::options::{CreateOptions, PullPolicy, RunOptions, Stream};
+use crate::commands::image::pull::{self, ProgressTarget};
 use crate::exit::StatusError;
 
 /// `run`/`create` fail with 125 when berth itself fails (Docker's rule);
@@ -21,18 +22,41 @@ where
     .into()
 }
 
-/// The image must be present: pulling arrives with the registry client.
-fn check_image(engine: &Engine, image: &str) -> anyhow::Result<()> {
+/// Makes sure the image is present, pulling it as `--pull` says (Docker's
+/// default `missing`: only when it is not in the store). Pull progress goes
+/// to stderr, as Docker shows it for `run` and `create`.
+fn ensure_image(
+    engine: &mut Engine,
+    image: &str,
+    policy: PullPolicy,
+    quiet: bool,
+    platform: Option<&str>,
+) -> anyhow::Result<()> {
+    let target = if quiet {
+        ProgressTarget::Nowhere
+    } else {
+        ProgressTarget::Stderr
+    };
+    let pull = |engine: &mut Engine| {
+        pull::pull(engine, image, platform, None, target)
+            .map(drop)
+            .map_err(engine_failure)
+    };
+    if policy == PullPolicy::Always {
+        return pull(engine);
+    }
     match resolve_image(engine.store(), image) {
         Ok(_) => Ok(()),
         Err(error @ EngineError::NoSuchImage(_)) => {
+            // docker/cli says this only when it is about to pull.
+            if policy == PullPolicy::Never {
+                return Err(engine_failure(error));
+            }
             let shown = berth_engine::images::parse_reference(image)
                 .map(|reference| reference.familiar_string())
                 .unwrap_or_else(|_| image.to_owned());
             eprintln!("Unable to find image '{shown}' locally");
-            Err(engine_failure(anyhow::anyhow!(
-                "{error} (pulling from a registry is not supported yet)"
-            )))
+            pull(engine)
         }
         Err(error) => Err(engine_failure(error)),
     }
@@ -76,7 +100,13 @@ pub fn create(engine: &mut Engine, options: &CreateOptions) -> anyhow::Result<i3
     refuse_unknown_flag(options, "create")?;
     let (request, extras) = options.to_create_request().map_err(engine_failure)?;
     refuse_existing_cidfile(extras.container_id_file.as_deref())?;
-    check_image(engine, &request.config.image)?;
+    ensure_image(
+        engine,
+        &request.config.image,
+        extras.pull,
+        extras.quiet,
+        options.platform.as_deref(),
+    )?;
     let id = create_container(engine, &request).map_err(engine_failure)?;
     write_cidfile(extras.container_id_file.as_deref(), &id)?;
     println!("{id}");
@@ -88,7 +118,13 @@ pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
     tracing::debug!("run: engine open");
     let (request, extras) = options.to_run_request().map_err(engine_failure)?;
     refuse_existing_cidfile(extras.create.container_id_file.as_deref())?;
-    check_image(engine, &request.config.image)?;
+    ensure_image(
+        engine,
+        &request.config.image,
+        extras.create.pull,
+        extras.create.quiet,
+        options.create.platform.as_deref(),
+    )?;
     tracing::debug!("run: request resolved");
     let id = create_container(engine, &request).map_err(engine_failure)?;
     tracing::debug!("run: container created");
