@@ -181,6 +181,29 @@ fn containers_reach_each_other_and_the_host_over_the_default_bridge() {
     // Host → container address.
     assert_eq!(http_hostname(&format!("{address}:80")), short(&server));
 
+    // Outbound NAT for the bridge's range is in the root's table from the
+    // first container on (not checked with traffic: tests stay on this host).
+    let table = berth_net::instance::Instance::for_root(berth.root()).table;
+    let rules = Command::new("nft")
+        .args(["list", "table", "ip", &table])
+        .output()
+        .unwrap();
+    let rules = String::from_utf8_lossy(&rules.stdout);
+    let prefix = address
+        .rsplit_once('.')
+        .unwrap()
+        .0
+        .rsplit_once('.')
+        .unwrap()
+        .0;
+    assert!(
+        rules.contains(&format!(
+            "ip saddr {prefix}.0.0/16 oifname != \"{}\" masquerade",
+            default_bridge(&berth)
+        )),
+        "{rules}"
+    );
+
     // Container → host: a listener of the test's own on the bridge address.
     let listener = TcpListener::bind((gateway.as_str(), 0)).unwrap();
     let port = listener.local_addr().unwrap().port();

@@ -130,6 +130,9 @@ fn ensure_predefined(store: &mut Store, kernel: &mut dyn Kernel) -> Result<(), E
                                 network.record.device
                             ))
                         })?;
+                    // Its outbound NAT: later starts find the bridge made
+                    // and do not sync the rules again.
+                    super::rules::sync_rules(store, kernel)?;
                 }
             }
             Err(NetworkStoreError::NameInUse(_)) => {}
