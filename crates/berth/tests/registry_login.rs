@@ -28,25 +28,12 @@ fn berth(
     path: Option<&OsStr>,
 ) -> Run {
     let mut command = berth.command();
-    command
-        .env("DOCKER_CONFIG", config)
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    command.env("DOCKER_CONFIG", config).args(args);
     if let Some(path) = path {
         command.env("PATH", path);
     }
-    let mut child = command.spawn().unwrap();
-    if let Some(bytes) = stdin {
-        let _ = child.stdin.take().unwrap().write_all(bytes);
-    }
     Run {
-        output: child.wait_with_output().unwrap(),
+        output: support::output_with_stdin(command, stdin),
     }
 }
 

@@ -377,22 +377,11 @@ impl DockerCli {
             .arg("--config")
             .arg(config)
             .args(args)
-            .env_remove("DOCKER_CONFIG")
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .env_remove("DOCKER_CONFIG");
         if let Some(path) = path {
             command.env("PATH", path);
         }
-        let mut child = command.spawn().unwrap();
-        if let Some(bytes) = stdin {
-            let _ = child.stdin.take().unwrap().write_all(bytes);
-        }
-        child.wait_with_output().unwrap()
+        super::support::output_with_stdin(command, stdin)
     }
 }
 

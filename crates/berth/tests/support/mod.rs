@@ -138,23 +138,9 @@ impl Berth {
 
     pub fn run_with_stdin(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
         let mut command = self.command();
-        command
-            .args(args)
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().expect("spawn berth");
-        if let Some(bytes) = stdin {
-            let mut pipe = child.stdin.take().unwrap();
-            // A failing berth may close stdin early; that is its business.
-            let _ = pipe.write_all(bytes);
-        }
+        command.args(args);
         Run {
-            output: child.wait_with_output().unwrap(),
+            output: output_with_stdin(command, stdin),
         }
     }
 
@@ -177,6 +163,26 @@ impl Berth {
         found.sort();
         found
     }
+}
+
+/// Runs `command` to the end with `stdin` fed to it (none: /dev/null),
+/// capturing stdout and stderr.
+pub fn output_with_stdin(mut command: Command, stdin: Option<&[u8]>) -> Output {
+    command
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn the command");
+    if let Some(bytes) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        // A failing program may close stdin early; that is its business.
+        let _ = pipe.write_all(bytes);
+    }
+    child.wait_with_output().unwrap()
 }
 
 impl Drop for Berth {
