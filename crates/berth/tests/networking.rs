@@ -601,6 +601,26 @@ fn host_none_and_container_network_modes() {
         error.contains("cannot join network of a non running container"),
         "{error}"
     );
+
+    // The owner stops while a joined container keeps the namespace alive:
+    // its veth is deleted all the same (the kernel would not, the namespace
+    // lives on), and its address is free.
+    let bridge = default_bridge(&berth);
+    let joined = berth
+        .run(&[
+            "run",
+            "-d",
+            "--network",
+            &format!("container:{}", short(&server)),
+            "busybox",
+            "sleep",
+            "600",
+        ])
+        .ok();
+    assert_eq!(veths_on(&bridge), 1);
+    berth.run(&["stop", "-t", "0", &server]).ok();
+    wait_until(10.0, "the owner's veth is gone", || veths_on(&bridge) == 0);
+    berth.run(&["rm", "-f", joined.trim()]).ok();
 }
 
 #[test]

@@ -225,7 +225,7 @@ fn supervise(
             .unwrap_or(0)
             > 0;
         drop(container_io);
-        network.release(&mut store, config, record);
+        network.release(&mut store, record);
 
         tracing::debug!("exit status collected");
         let mut state = read_state(&store, &record.id).unwrap_or_default();

@@ -94,8 +94,8 @@ impl MonitorNetwork {
     /// After the container's program exited: the kernel removes the veths
     /// with the namespace unless another running container joined it
     /// (`--network container:`), which would keep it (and them) alive.
-    pub fn release(&mut self, store: &mut Store, config: &EngineConfig, record: &ContainerRecord) {
-        if namespace_shared(store, config, record) {
+    pub fn release(&mut self, store: &mut Store, record: &ContainerRecord) {
+        if namespace_shared(store, record) {
             disconnect_container(store, &mut self.kernel, &record.id, None);
         } else {
             release_container_endpoints(store, &mut self.kernel, &record.id);
@@ -168,20 +168,27 @@ pub(super) fn joined_network(
     }))
 }
 
-/// True when a running container joined this one's network namespace.
-fn namespace_shared(store: &Store, config: &EngineConfig, record: &ContainerRecord) -> bool {
-    let Ok(containers) = super::super::list_containers(store, config) else {
+/// True when a running container joined this one's network namespace. Read
+/// from the rows as stored (a monitor reconciles nobody), matching the
+/// target as `find_container` can: the name, or any prefix of the id (a
+/// false "shared" only costs an explicit veth deletion).
+fn namespace_shared(store: &Store, record: &ContainerRecord) -> bool {
+    let Ok(rows) = store.containers() else {
         return true;
     };
-    containers.iter().any(|other| {
-        other.state.is_running()
-            && other
-                .record
-                .run
-                .network_mode
-                .strip_prefix("container:")
-                .is_some_and(|target| {
-                    target == record.name || (target.len() >= 12 && record.id.starts_with(target))
-                })
-    })
+    rows.iter()
+        .filter_map(|row| super::super::lookup::parse_row(row).ok())
+        .any(|other| {
+            other.state.is_running()
+                && other
+                    .record
+                    .run
+                    .network_mode
+                    .strip_prefix("container:")
+                    .map(|target| target.trim_start_matches('/'))
+                    .is_some_and(|target| {
+                        !target.is_empty()
+                            && (target == record.name || record.id.starts_with(target))
+                    })
+        })
 }
