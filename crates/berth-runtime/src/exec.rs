@@ -93,10 +93,12 @@ fn child(
     cgroup: &dyn CgroupManager,
 ) -> Result<init::Never, InitFailure> {
     init::reset_signals();
-    cgroup
-        .add_process(Pid::from_raw(0))
-        .or_else(|_| cgroup.add_process(nix::unistd::getpid()))
+    let join = cgroup
+        .open_self_join()
         .map_err(|error| InitFailure::new("join the container's cgroup", error, libc::EPERM))?;
+    crate::cgroups::join_self(&join)
+        .map_err(|error| InitFailure::io("join the container's cgroup", error))?;
+    drop(join);
     for (file, flags) in namespaces {
         setns(&file, flags).map_err(|error| InitFailure::nix("join namespace", error))?;
     }

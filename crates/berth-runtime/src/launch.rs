@@ -84,9 +84,8 @@ pub struct Launched {
 
 /// Work done on a container between its clone and its start, given its pid:
 /// its namespaces exist, its program has not started (its network is
-/// connected here). It runs on a thread of its own while this one places
-/// the process in its cgroup (on cgroup v1 that write waits ~10–20 ms for an
-/// RCU grace period; the network setup hides behind it).
+/// connected here). It runs on a thread of its own while the process joins
+/// its cgroup and builds its root.
 pub type PrepareHook<'a> = &'a mut (dyn FnMut(Pid) -> Result<(), String> + Send);
 
 /// Clones the container's first process into new namespaces, places it in
@@ -112,11 +111,20 @@ pub fn launch(
         NetworkMode::Join(path) => join_network(path)?,
     }
     let cgroup_fd = cgroup.open_for_clone_into().map_err(LaunchError::Cgroup)?;
-
+    // Without CLONE_INTO_CGROUP the child moves itself, which on v1 is
+    // ~10 ms faster than the parent writing its pid (see `open_self_join`).
+    let self_join = || cgroup.open_self_join().map_err(LaunchError::Cgroup);
+    let mut cgroup_join = match cgroup_fd {
+        Some(_) => Vec::new(),
+        None => self_join()?,
+    };
+    let mut placed_by_clone = cgroup_fd.is_some();
     let forked = match clone3(namespaces, cgroup_fd.as_ref().map(|fd| fd.as_fd())) {
         Ok(forked) => forked,
         // Kernels before 5.7 lack CLONE_INTO_CGROUP: join after clone.
         Err(nix::Error::EINVAL | nix::Error::E2BIG) if cgroup_fd.is_some() => {
+            placed_by_clone = false;
+            cgroup_join = self_join()?;
             clone3(namespaces, None).map_err(LaunchError::Clone)?
         }
         Err(error) => return Err(LaunchError::Clone(error)),
@@ -129,6 +137,7 @@ pub fn launch(
                 InitChannels {
                     go: go_read,
                     report: report_write,
+                    cgroup_join,
                     stdin: stdio.stdin,
                     stdout: stdio.stdout,
                     stderr: stdio.stderr,
@@ -138,14 +147,9 @@ pub fn launch(
         }
         Forked::Parent { child, pidfd } => {
             drop((go_read, report_write, stdio));
-            let result = finish_start(
-                child,
-                go_write,
-                report_read,
-                cgroup,
-                cgroup_fd.is_some(),
-                prepare,
-            );
+            let placed = placed_by_clone || !cgroup_join.is_empty();
+            drop(cgroup_join);
+            let result = finish_start(child, go_write, report_read, cgroup, placed, prepare);
             if result.is_err() {
                 let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
                 let _ = waitpid(child, None);
@@ -160,12 +164,12 @@ fn finish_start(
     go: OwnedFd,
     report: OwnedFd,
     cgroup: &dyn CgroupManager,
-    placed_by_clone: bool,
+    placed: bool,
     prepare: PrepareHook<'_>,
 ) -> Result<(), LaunchError> {
     std::thread::scope(|scope| {
         let prepared = scope.spawn(|| prepare(child));
-        let placed = if placed_by_clone {
+        let placed = if placed {
             Ok(())
         } else {
             cgroup.add_process(child).map_err(LaunchError::Cgroup)

@@ -52,7 +52,7 @@ impl Store {
         &mut self,
         container: &ContainerRow,
     ) -> Result<(), ContainerStoreError> {
-        let result = self.connection().execute(
+        let result = self.connection()?.execute(
             &format!("INSERT INTO containers ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
             params![
                 container.id,
@@ -74,7 +74,7 @@ impl Store {
 
     pub fn container(&self, id: &str) -> Result<Option<ContainerRow>, StoreError> {
         Ok(self
-            .connection()
+            .connection()?
             .query_row(
                 &format!("SELECT {COLUMNS} FROM containers WHERE id = ?1"),
                 [id],
@@ -85,7 +85,7 @@ impl Store {
 
     pub fn container_by_name(&self, name: &str) -> Result<Option<ContainerRow>, StoreError> {
         Ok(self
-            .connection()
+            .connection()?
             .query_row(
                 &format!("SELECT {COLUMNS} FROM containers WHERE name = ?1"),
                 [name],
@@ -97,7 +97,7 @@ impl Store {
     pub fn container_ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         let pattern = format!("{}%", prefix.replace(['%', '_'], ""));
         let mut statement = self
-            .connection()
+            .connection()?
             .prepare_cached("SELECT id FROM containers WHERE id LIKE ?1 ORDER BY id")?;
         let rows = statement.query_map([pattern], |row| row.get::<_, String>(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -105,7 +105,7 @@ impl Store {
 
     /// Every container, newest first.
     pub fn containers(&self) -> Result<Vec<ContainerRow>, StoreError> {
-        let mut statement = self.connection().prepare_cached(&format!(
+        let mut statement = self.connection()?.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM containers ORDER BY created DESC, id"
         ))?;
         let rows = statement.query_map([], row)?;
@@ -114,7 +114,7 @@ impl Store {
 
     /// Replaces the state JSON; returns false when the container is gone.
     pub fn set_container_state(&self, id: &str, state: &str) -> Result<bool, StoreError> {
-        let changed = self.connection().execute(
+        let changed = self.connection()?.execute(
             "UPDATE containers SET state = ?2 WHERE id = ?1",
             params![id, state],
         )?;
@@ -123,7 +123,7 @@ impl Store {
 
     /// Replaces the record JSON (e.g. `update`); returns false when gone.
     pub fn set_container_record(&self, id: &str, record: &str) -> Result<bool, StoreError> {
-        let changed = self.connection().execute(
+        let changed = self.connection()?.execute(
             "UPDATE containers SET record = ?2 WHERE id = ?1",
             params![id, record],
         )?;
@@ -132,7 +132,7 @@ impl Store {
 
     pub fn rename_container(&mut self, id: &str, name: &str) -> Result<(), ContainerStoreError> {
         let transaction = self
-            .connection_mut()
+            .connection_mut()?
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(StoreError::from)?;
         let result = transaction.execute(
@@ -155,14 +155,14 @@ impl Store {
     /// process removed it first).
     pub fn delete_container(&self, id: &str) -> Result<bool, StoreError> {
         let changed = self
-            .connection()
+            .connection()?
             .execute("DELETE FROM containers WHERE id = ?1", [id])?;
         Ok(changed == 1)
     }
 
     /// Containers created from `image_id` (so `rmi` can refuse).
     pub fn containers_using_image(&self, image_id: &str) -> Result<Vec<ContainerRow>, StoreError> {
-        let mut statement = self.connection().prepare_cached(&format!(
+        let mut statement = self.connection()?.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM containers WHERE image_id = ?1"
         ))?;
         let rows = statement.query_map([image_id], row)?;
@@ -171,7 +171,7 @@ impl Store {
 
     pub fn container_count(&self) -> Result<u64, StoreError> {
         let count: i64 =
-            self.connection()
+            self.connection()?
                 .query_row("SELECT COUNT(*) FROM containers", [], |row| row.get(0))?;
         Ok(count as u64)
     }

@@ -81,7 +81,7 @@ impl Store {
     /// does); the moved tags are returned.
     pub fn add_image(&mut self, image: &NewImage) -> Result<Vec<MovedTag>, StoreError> {
         let transaction = self
-            .connection_mut()
+            .connection_mut()?
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let size: u64 = image.layers.iter().map(|layer| layer.size).sum();
         transaction.execute(
@@ -153,7 +153,7 @@ impl Store {
     /// when that was another one.
     pub fn set_tag(&mut self, reference: &str, id: &Digest) -> Result<Option<Digest>, StoreError> {
         let transaction = self
-            .connection_mut()
+            .connection_mut()?
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let previous = set_tag_in(&transaction, reference, id)?;
         transaction.commit()?;
@@ -163,7 +163,7 @@ impl Store {
     /// Removes a tag; returns the image it pointed at.
     pub fn remove_tag(&mut self, reference: &str) -> Result<Option<Digest>, StoreError> {
         let transaction = self
-            .connection_mut()
+            .connection_mut()?
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let id = tag_target(&transaction, reference)?;
         transaction.execute("DELETE FROM tags WHERE reference = ?1", [reference])?;
@@ -172,11 +172,11 @@ impl Store {
     }
 
     pub fn image_by_tag(&self, reference: &str) -> Result<Option<Digest>, StoreError> {
-        tag_target(self.connection(), reference)
+        tag_target(self.connection()?, reference)
     }
 
     pub fn image_by_repo_digest(&self, reference: &str) -> Result<Option<Digest>, StoreError> {
-        self.connection()
+        self.connection()?
             .query_row(
                 "SELECT image_id FROM repo_digests WHERE reference = ?1",
                 [reference],
@@ -191,7 +191,7 @@ impl Store {
     pub fn image_ids_with_prefix(&self, prefix: &str) -> Result<Vec<Digest>, StoreError> {
         let pattern = format!("sha256:{}%", prefix.replace(['%', '_'], ""));
         let mut statement = self
-            .connection()
+            .connection()?
             .prepare_cached("SELECT id FROM images WHERE id LIKE ?1 ORDER BY id")?;
         let rows = statement.query_map([pattern], |row| row.get::<_, String>(0))?;
         rows.map(|row| digest_column(row?)).collect()
@@ -199,7 +199,7 @@ impl Store {
 
     pub fn image(&self, id: &Digest) -> Result<Option<ImageRecord>, StoreError> {
         let row = self
-            .connection()
+            .connection()?
             .query_row(
                 "SELECT id, manifest_digest, created, size, added_at FROM images WHERE id = ?1",
                 [id.to_string()],
@@ -219,7 +219,7 @@ impl Store {
 
     /// Every image, newest first.
     pub fn images(&self) -> Result<Vec<ImageRecord>, StoreError> {
-        let mut statement = self.connection().prepare_cached(
+        let mut statement = self.connection()?.prepare_cached(
             "SELECT id, manifest_digest, created, size, added_at FROM images
              ORDER BY COALESCE(created, '') DESC, added_at DESC, id",
         )?;
@@ -249,7 +249,7 @@ impl Store {
             i64,
         ),
     ) -> Result<ImageRecord, StoreError> {
-        let connection = self.connection();
+        let connection = self.connection()?;
         let strings = |sql: &str| -> Result<Vec<String>, StoreError> {
             let mut statement = connection.prepare_cached(sql)?;
             let rows = statement.query_map([&id], |row| row.get::<_, String>(0))?;
@@ -279,7 +279,7 @@ impl Store {
 
     pub fn layer(&self, chain_id: &Digest) -> Result<Option<LayerRecord>, StoreError> {
         let row = self
-            .connection()
+            .connection()?
             .query_row(
                 "SELECT chain_id, diff_id, parent, size FROM layers WHERE chain_id = ?1",
                 [chain_id.to_string()],
@@ -308,7 +308,7 @@ impl Store {
     /// blobs no remaining image uses.
     pub fn delete_image(&mut self, id: &Digest) -> Result<RemovedImage, StoreError> {
         let transaction = self
-            .connection_mut()
+            .connection_mut()?
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let id_text = id.to_string();
         let candidate_layers = column_set(
@@ -353,7 +353,7 @@ impl Store {
     /// Every blob and layer some image references (for garbage collection).
     pub fn referenced_content(&self) -> Result<(BTreeSet<Digest>, BTreeSet<Digest>), StoreError> {
         let collect = |sql: &str| -> Result<BTreeSet<Digest>, StoreError> {
-            let mut statement = self.connection().prepare(sql)?;
+            let mut statement = self.connection()?.prepare(sql)?;
             let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
             rows.map(|row| digest_column(row?)).collect()
         };
@@ -365,9 +365,9 @@ impl Store {
 
     /// Counts for `berth info`.
     pub fn image_count(&self) -> Result<u64, StoreError> {
-        let count: i64 = self
-            .connection()
-            .query_row("SELECT COUNT(*) FROM images", [], |row| row.get(0))?;
+        let count: i64 =
+            self.connection()?
+                .query_row("SELECT COUNT(*) FROM images", [], |row| row.get(0))?;
         Ok(count as u64)
     }
 }

@@ -36,7 +36,8 @@ pub use volumes::VolumeRow;
 /// An open berth root. Cheap to open; each `berth` process opens its own.
 pub struct Store {
     root: PathBuf,
-    connection: rusqlite::Connection,
+    /// Empty between `suspend` and the next use, which reopens it.
+    connection: std::cell::OnceCell<rusqlite::Connection>,
 }
 
 impl Store {
@@ -52,7 +53,7 @@ impl Store {
         let connection = db::open(&root.join("metadata.db"))?;
         let store = Self {
             root: root.to_owned(),
-            connection,
+            connection: std::cell::OnceCell::from(connection),
         };
         store.clean_stale_staging();
         Ok(store)
@@ -156,31 +157,40 @@ impl Store {
         }
     }
 
-    /// Closes the database connection until `resume`. Required before
-    /// `fork`: SQLite keeps per-process lock state that a forked child
-    /// would inherit without the locks themselves, and a child that then
-    /// opens the same database can reset the WAL under another process
-    /// (sqlite.org/howtocorrupt.html, section 2.6).
+    /// Closes the database connection; the next use reopens it. Required
+    /// before `fork`: SQLite keeps per-process lock state that a forked
+    /// child would inherit without the locks themselves, and a child that
+    /// then opens the same database can reset the WAL under another process
+    /// (sqlite.org/howtocorrupt.html, section 2.6). Reopening lazily also
+    /// keeps a parent that has nothing more to store from opening the
+    /// database at the moment its child (a container's monitor) does.
     pub fn suspend(&mut self) -> Result<(), StoreError> {
-        let placeholder = rusqlite::Connection::open_in_memory()?;
-        let connection = std::mem::replace(&mut self.connection, placeholder);
-        connection
-            .close()
-            .map_err(|(_, error)| StoreError::Database(error))
+        match self.connection.take() {
+            Some(connection) => connection
+                .close()
+                .map_err(|(_, error)| StoreError::Database(error)),
+            None => Ok(()),
+        }
     }
 
-    /// Reopens the connection closed by `suspend`.
-    pub fn resume(&mut self) -> Result<(), StoreError> {
-        self.connection = db::open(&self.root.join("metadata.db"))?;
-        Ok(())
+    fn database_path(&self) -> PathBuf {
+        self.root.join("metadata.db")
     }
 
-    pub(crate) fn connection(&self) -> &rusqlite::Connection {
-        &self.connection
+    pub(crate) fn connection(&self) -> Result<&rusqlite::Connection, StoreError> {
+        if let Some(connection) = self.connection.get() {
+            return Ok(connection);
+        }
+        let connection = db::open(&self.database_path())?;
+        Ok(self.connection.get_or_init(|| connection))
     }
 
-    pub(crate) fn connection_mut(&mut self) -> &mut rusqlite::Connection {
-        &mut self.connection
+    pub(crate) fn connection_mut(&mut self) -> Result<&mut rusqlite::Connection, StoreError> {
+        self.connection()?;
+        Ok(self
+            .connection
+            .get_mut()
+            .expect("connection() just opened the connection"))
     }
 }
 

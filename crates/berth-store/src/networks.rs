@@ -83,7 +83,7 @@ impl Store {
         build: impl FnOnce(&[NetworkRow]) -> Result<NetworkRow, String>,
     ) -> Result<NetworkRow, NetworkStoreError> {
         let transaction = self
-            .connection_mut()
+            .connection_mut()?
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let existing = select_networks(&transaction)?;
         let network = build(&existing).map_err(NetworkStoreError::Refused)?;
@@ -106,12 +106,12 @@ impl Store {
     }
 
     pub fn networks(&self) -> Result<Vec<NetworkRow>, StoreError> {
-        Ok(select_networks(self.connection())?)
+        Ok(select_networks(self.connection()?)?)
     }
 
     pub fn network(&self, id: &str) -> Result<Option<NetworkRow>, StoreError> {
         Ok(self
-            .connection()
+            .connection()?
             .query_row(
                 &format!("SELECT {NETWORK_COLUMNS} FROM networks WHERE id = ?1"),
                 [id],
@@ -122,7 +122,7 @@ impl Store {
 
     pub fn network_by_name(&self, name: &str) -> Result<Option<NetworkRow>, StoreError> {
         Ok(self
-            .connection()
+            .connection()?
             .query_row(
                 &format!("SELECT {NETWORK_COLUMNS} FROM networks WHERE name = ?1"),
                 [name],
@@ -135,7 +135,7 @@ impl Store {
     /// already gone. Err(Refused) names the containers still on it.
     pub fn delete_network(&mut self, id: &str) -> Result<bool, NetworkStoreError> {
         let transaction = self
-            .connection_mut()
+            .connection_mut()?
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let holders: Vec<String> = {
             let mut statement = transaction
@@ -162,7 +162,7 @@ impl Store {
         build: impl FnOnce(&[String]) -> Result<(String, String), String>,
     ) -> Result<String, NetworkStoreError> {
         let transaction = self
-            .connection_mut()
+            .connection_mut()?
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         transaction.execute(
             "DELETE FROM endpoints WHERE network_id = ?1 AND container_id = ?2",
@@ -199,7 +199,7 @@ impl Store {
         network_id: Option<&str>,
         container_id: Option<&str>,
     ) -> Result<Vec<EndpointRow>, StoreError> {
-        let mut statement = self.connection().prepare_cached(&format!(
+        let mut statement = self.connection()?.prepare_cached(&format!(
             "SELECT {ENDPOINT_COLUMNS} FROM endpoints
              WHERE (?1 IS NULL OR network_id = ?1) AND (?2 IS NULL OR container_id = ?2)
              ORDER BY network_id, address"
@@ -218,7 +218,7 @@ impl Store {
         // Callers hold only a shared store (a monitor, a reconcile); the
         // write lock is taken up front all the same.
         let transaction = rusqlite::Transaction::new_unchecked(
-            self.connection(),
+            self.connection()?,
             TransactionBehavior::Immediate,
         )?;
         let removed: Vec<EndpointRow> = {

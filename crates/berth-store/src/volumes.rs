@@ -30,7 +30,7 @@ fn row(row: &rusqlite::Row<'_>) -> rusqlite::Result<VolumeRow> {
 impl Store {
     /// Inserts the volume unless it exists; returns the stored row.
     pub fn ensure_volume(&self, volume: &VolumeRow) -> Result<VolumeRow, StoreError> {
-        self.connection().execute(
+        self.connection()?.execute(
             "INSERT OR IGNORE INTO volumes (name, driver, created, labels, options, anonymous)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![
@@ -48,7 +48,7 @@ impl Store {
 
     pub fn volume(&self, name: &str) -> Result<Option<VolumeRow>, StoreError> {
         Ok(self
-            .connection()
+            .connection()?
             .query_row(
                 "SELECT name, driver, created, labels, options, anonymous FROM volumes WHERE name = ?1",
                 [name],
@@ -58,7 +58,7 @@ impl Store {
     }
 
     pub fn volumes(&self) -> Result<Vec<VolumeRow>, StoreError> {
-        let mut statement = self.connection().prepare_cached(
+        let mut statement = self.connection()?.prepare_cached(
             "SELECT name, driver, created, labels, options, anonymous FROM volumes ORDER BY name",
         )?;
         let rows = statement.query_map([], row)?;
@@ -67,7 +67,7 @@ impl Store {
 
     pub fn delete_volume(&self, name: &str) -> Result<bool, StoreError> {
         Ok(self
-            .connection()
+            .connection()?
             .execute("DELETE FROM volumes WHERE name = ?1", [name])?
             == 1)
     }

@@ -80,10 +80,8 @@ pub fn start_container(
     engine.store_mut().suspend()?;
     // SAFETY: the CLI is single-threaded here (no runtime, no worker
     // threads), so the child cannot inherit a lock held by another thread.
+    // (The parent reopens the store lazily, when it next needs it.)
     let forked = unsafe { fork() };
-    if !matches!(forked, Ok(ForkResult::Child)) {
-        engine.store_mut().resume()?;
-    }
     match forked
         .map_err(|error| EngineError::Start(format!("failed to fork the monitor: {error}")))?
     {

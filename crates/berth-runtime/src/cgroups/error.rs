@@ -46,6 +46,12 @@ pub enum CgroupError {
         #[source]
         source: io::Error,
     },
+    #[error("failed to open cgroup file {path:?}")]
+    OpenFile {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     #[error("failed to find a cgroup file system in {mountinfo:?}")]
     NoCgroupFs { mountinfo: PathBuf },
     #[error("failed to apply resources: the {controller} controller is not available at {path:?}")]

@@ -23,6 +23,7 @@ pub enum CgroupCall {
     KillAll(Signal),
     Delete,
     OpenForCloneInto,
+    OpenSelfJoin,
 }
 
 /// Records calls; `stats()` and `processes()` answer with what the test set.
@@ -127,6 +128,12 @@ impl CgroupManager for RecordingCgroupManager {
     fn open_for_clone_into(&self) -> Result<Option<OwnedFd>, CgroupError> {
         self.record(CgroupCall::OpenForCloneInto);
         Ok(None)
+    }
+
+    /// Nothing to join: a fake has no cgroupfs, so launches with it place no process.
+    fn open_self_join(&self) -> Result<Vec<OwnedFd>, CgroupError> {
+        self.record(CgroupCall::OpenSelfJoin);
+        Ok(Vec::new())
     }
 }
 

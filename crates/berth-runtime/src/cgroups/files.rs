@@ -63,6 +63,18 @@ pub(crate) fn write(path: &Path, value: &str) -> Result<(), CgroupError> {
     })
 }
 
+/// Opens an existing cgroup file for writing later (close-on-exec).
+pub(crate) fn open_for_write(path: &Path) -> Result<std::os::fd::OwnedFd, CgroupError> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map(std::os::fd::OwnedFd::from)
+        .map_err(|source| CgroupError::OpenFile {
+            path: path.to_owned(),
+            source,
+        })
+}
+
 /// Creates a cgroup directory and any missing parents; an existing one is fine.
 pub(crate) fn create_dir(path: &Path) -> Result<(), CgroupError> {
     std::fs::create_dir_all(path).map_err(|source| CgroupError::CreateDir {

@@ -83,6 +83,24 @@ pub trait CgroupManager: Debug + Send + Sync {
     /// A directory fd of the cgroup for `clone3(CLONE_INTO_CGROUP)`, which starts the child
     /// inside the cgroup with no `add_process` race; `None` on v1, which has no such thing.
     fn open_for_clone_into(&self) -> Result<Option<OwnedFd>, CgroupError>;
+
+    /// Write-only descriptors through which a new single-threaded process moves itself into
+    /// the cgroup ([`join_self`]). On v1 they are the `tasks` files of every hierarchy: a
+    /// thread that moves only itself skips the kernel's global threadgroup lock, whose first
+    /// taking waits ~10 ms for an RCU grace period (a pid written to `cgroup.procs` takes it).
+    /// On v2, `cgroup.procs` (v2 starts containers with `CLONE_INTO_CGROUP` instead).
+    fn open_self_join(&self) -> Result<Vec<OwnedFd>, CgroupError>;
+}
+
+/// Moves the calling process into the cgroup whose [`CgroupManager::open_self_join`]
+/// descriptors these are. The caller must be single-threaded (a freshly forked or cloned
+/// child): on v1 only the calling thread moves.
+pub fn join_self(files: &[OwnedFd]) -> std::io::Result<()> {
+    for file in files {
+        // `0` means the writer itself; one write(2), as cgroupfs expects.
+        nix::unistd::write(file, b"0")?;
+    }
+    Ok(())
 }
 
 /// The manager for `path` (relative to the hierarchy roots) on this layout.

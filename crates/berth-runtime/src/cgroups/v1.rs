@@ -332,4 +332,11 @@ impl CgroupManager for V1Manager {
         // CLONE_INTO_CGROUP takes a v2 cgroup only.
         Ok(None)
     }
+
+    fn open_self_join(&self) -> Result<Vec<OwnedFd>, CgroupError> {
+        self.dirs()
+            .iter()
+            .map(|dir| files::open_for_write(&dir.join("tasks")))
+            .collect()
+    }
 }

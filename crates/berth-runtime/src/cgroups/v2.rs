@@ -302,6 +302,12 @@ impl CgroupManager for V2Manager {
             .map_err(|source| CgroupError::OpenDir { path: dir, source })?;
         Ok(Some(OwnedFd::from(file)))
     }
+
+    fn open_self_join(&self) -> Result<Vec<OwnedFd>, CgroupError> {
+        Ok(vec![files::open_for_write(
+            &self.dir().join("cgroup.procs"),
+        )?])
+    }
 }
 
 #[cfg(test)]

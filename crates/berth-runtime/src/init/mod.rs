@@ -64,6 +64,9 @@ pub struct InitChannels {
     pub go: OwnedFd,
     /// Failure reports; close-on-exec.
     pub report: OwnedFd,
+    /// Written `0` first thing to join the container's cgroup; empty when
+    /// the process was cloned into it or the parent places it.
+    pub cgroup_join: Vec<OwnedFd>,
     pub stdin: OwnedFd,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
@@ -79,6 +82,7 @@ pub fn run(spec: &ContainerSpec, channels: InitChannels) -> ! {
     let channels = SetupChannels {
         go: channels.go,
         report_fd,
+        cgroup_join: channels.cgroup_join,
         stdin: channels.stdin,
         stdout: channels.stdout,
         stderr: channels.stderr,
@@ -109,6 +113,7 @@ pub(crate) enum Never {}
 struct SetupChannels {
     go: OwnedFd,
     report_fd: RawFd,
+    cgroup_join: Vec<OwnedFd>,
     stdin: OwnedFd,
     stdout: OwnedFd,
     stderr: OwnedFd,
@@ -152,15 +157,19 @@ pub(crate) fn reset_signals() {
 
 fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<Never> {
     reset_signals();
-    // The root and the standard mounts are built while the parent places
-    // this process in its cgroup (on cgroup v1 that write waits for an RCU
-    // grace period; doing both at once hides one behind the other).
+    // First, so that everything below is charged to the container.
+    crate::cgroups::join_self(&channels.cgroup_join)
+        .map_err(|error| InitFailure::io("join the container's cgroup", error))?;
+    drop(channels.cgroup_join);
+    // The root and the standard mounts are built while the parent connects
+    // the network.
     mounts::prepare_root(spec)?;
     network::loopback_up()?;
     nix::unistd::sethostname(&spec.hostname)
         .map_err(|error| InitFailure::nix("sethostname", error))?;
 
-    // Wait for the parent: cgroup joined.
+    // Wait for the parent: network connected (and the cgroup joined, when
+    // the parent placed this process).
     let mut go = std::fs::File::from(channels.go);
     let mut byte = [0u8; 1];
     let _ = go.read(&mut byte);

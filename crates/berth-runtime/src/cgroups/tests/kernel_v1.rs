@@ -1,5 +1,6 @@
 //! V1Manager on this machine's v1 hierarchies (root only; skipped with a reason elsewhere).
 
+use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::thread;
@@ -263,4 +264,49 @@ fn v1_memory_hog_is_oom_killed_and_counted() {
     let stats = manager.stats().unwrap();
     assert!(stats.oom_kills.is_some_and(|kills| kills >= 1), "{stats:?}");
     manager.delete().unwrap();
+}
+
+/// A forked child moves itself into every hierarchy through `open_self_join` (the `tasks`
+/// files), as a container's first process does.
+#[test]
+fn v1_a_child_joins_its_cgroup_itself() {
+    let Some((manager, _cleanup, hierarchies)) = v1_setup("v1_a_child_joins_its_cgroup_itself")
+    else {
+        return;
+    };
+    manager.create(&Resources::default()).unwrap();
+    let files = manager.open_self_join().unwrap();
+    assert_eq!(files.len(), hierarchies.mount_points().len());
+    let (result_read, result_write) = nix::unistd::pipe().unwrap();
+    let (release_read, release_write) = nix::unistd::pipe().unwrap();
+    // SAFETY: the child only writes to cgroupfs and pipes, then _exits.
+    match unsafe { nix::unistd::fork() }.unwrap() {
+        nix::unistd::ForkResult::Child => {
+            drop((result_read, release_write));
+            let code = u8::from(crate::cgroups::join_self(&files).is_err());
+            let _ = nix::unistd::write(&result_write, &[code]);
+            // Stay until the parent has looked.
+            let mut byte = [0u8; 1];
+            let _ = nix::unistd::read(release_read.as_raw_fd(), &mut byte);
+            // SAFETY: ends the forked test child without running the harness's handlers.
+            unsafe { libc::_exit(0) }
+        }
+        nix::unistd::ForkResult::Parent { child } => {
+            drop((files, result_write, release_read));
+            let mut code = [9u8; 1];
+            nix::unistd::read(result_read.as_raw_fd(), &mut code).unwrap();
+            assert_eq!(code[0], 0, "join_self failed in the child");
+            assert_eq!(manager.processes().unwrap(), vec![child]);
+            let expected = format!("/{}", manager.path().display());
+            for controllers in ["memory", "pids", "freezer", "cpu", "blkio"] {
+                assert_eq!(
+                    proc_cgroup(child, controllers).as_deref(),
+                    Some(expected.as_str()),
+                    "{controllers}"
+                );
+            }
+            drop(release_write);
+            let _ = nix::sys::wait::waitpid(child, None);
+        }
+    }
 }
