@@ -126,12 +126,19 @@ fn registry_killed_mid_download_is_a_clear_error() {
         "{}",
         writer.received
     );
-    // The last try could not even connect.
-    let ClientError::Transport { url, source, .. } = &error else {
-        panic!("expected a transport error, got {error:?}");
+    // Retried, then given up, naming the blob; the last try could not
+    // even connect.
+    assert_eq!(
+        error.to_string(),
+        format!("failed to read blob {digest} from the registry after 3 tries")
+    );
+    let last = std::error::Error::source(&error).expect("the last try's error");
+    let Some(ClientError::Transport { url, source, .. }) = last.downcast_ref::<ClientError>()
+    else {
+        panic!("expected a transport error, got {last:?}");
     };
     assert_eq!(url, &format!("http://{host}/v2/big/blob/blobs/{digest}"));
-    assert_eq!(error.to_string(), format!("Get \"{url}\""));
+    assert_eq!(last.to_string(), format!("Get \"{url}\""));
     assert!(
         source.to_string().contains("Connection refused"),
         "{source}"

@@ -53,6 +53,15 @@ impl RegistryClient {
                     std::thread::sleep(wait);
                     attempt += 1;
                 }
+                // Retried to no avail: say so, and which blob it was (a
+                // refused connection alone names only a URL).
+                Err(error) if error.is_transient() && attempt > 1 => {
+                    return Err(ClientError::BlobRetriesExhausted {
+                        digest: digest.clone(),
+                        attempts: attempt,
+                        source: error.into_cause(),
+                    })
+                }
                 Err(error) => return Err(error),
             }
         }

@@ -44,6 +44,22 @@ pub enum ClientError {
         #[source]
         errors: RegistryErrors,
     },
+    /// Docker's `repository NAME not found: name unknown: …`, for a tag list
+    /// of a repository the registry does not know.
+    #[error("repository {repository} not found")]
+    RepositoryNotFound {
+        repository: String,
+        #[source]
+        errors: RegistryErrors,
+    },
+    #[error("the registry's tag list does not end (page {url:?} came again)")]
+    EndlessTagList { url: String },
+    #[error("invalid tag list from {url:?}")]
+    InvalidTagList {
+        url: String,
+        #[source]
+        source: serde_json::Error,
+    },
     #[error("no matching manifest for {platform} in the manifest list entries")]
     NoMatchingPlatform { platform: String },
     #[error("unsupported manifest media type {media_type:?}")]
@@ -71,6 +87,16 @@ pub enum ClientError {
         digest: Digest,
         #[source]
         source: std::io::Error,
+    },
+    /// A download that kept failing: the first try and every retry (a
+    /// registry gone mid-blob, then refusing or resetting connections).
+    #[error("failed to read blob {digest} from the registry after {attempts} tries")]
+    BlobRetriesExhausted {
+        digest: Digest,
+        attempts: u32,
+        /// The last try's failure (for a broken download, its I/O error).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     #[error("failed to write blob {digest}")]
     Write {
@@ -125,11 +151,22 @@ impl ClientError {
         }
     }
 
+    /// What to show under a message that already names the blob: a
+    /// download's own I/O error, else the whole error.
+    pub(super) fn into_cause(self) -> Box<dyn std::error::Error + Send + Sync> {
+        match self {
+            Self::Download { source, .. } => Box::new(source),
+            other => Box::new(other),
+        }
+    }
+
     /// The registry's error codes, if it answered with some
     /// (`MANIFEST_UNKNOWN`, `UNAUTHORIZED`, `DENIED`…).
     pub fn registry_codes(&self) -> Vec<&str> {
         match self {
-            Self::Registry { errors, .. } | Self::ManifestNotFound { errors, .. } => errors.codes(),
+            Self::Registry { errors, .. }
+            | Self::ManifestNotFound { errors, .. }
+            | Self::RepositoryNotFound { errors, .. } => errors.codes(),
             Self::Unauthorized { source, .. } => source.registry_codes(),
             _ => Vec::new(),
         }

@@ -14,6 +14,7 @@ mod error;
 mod manifest;
 mod platform;
 mod settings;
+mod tags;
 mod tls;
 mod transport;
 mod upload;

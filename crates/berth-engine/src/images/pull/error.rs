@@ -12,6 +12,9 @@ use berth_types::Digest;
 pub enum PullError {
     #[error("{0}")]
     InvalidReference(String),
+    /// docker/cli's text for `pull --all-tags NAME:TAG` (or `@DIGEST`).
+    #[error("tag can't be used with --all-tags/-a")]
+    TagWithAllTags,
     /// containerd's `platforms.Parse` text, as dockerd prints it.
     #[error("{platform:?}: unknown operating system or architecture: invalid argument")]
     InvalidPlatform { platform: String },

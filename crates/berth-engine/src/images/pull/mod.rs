@@ -4,6 +4,7 @@
 //! recorded only once everything is in place: a failed or interrupted pull
 //! leaves no blob, layer or image behind.
 
+mod all_tags;
 mod connect;
 mod download;
 mod error;
@@ -19,6 +20,7 @@ use berth_types::digest::chain_ids;
 use berth_types::image::{ImageConfig, Manifest, Platform};
 use berth_types::{Digest, Reference};
 
+pub use all_tags::{pull_all_tags, PulledRepository};
 pub use connect::{CredentialSource, RegistrySettings};
 pub use download::{resolve_concurrency, DEFAULT_CONCURRENCY, MAX_CONCURRENCY};
 pub use error::PullError;
@@ -68,11 +70,50 @@ pub fn pull_image(
     progress: &(dyn Fn(PullEvent) + Sync),
 ) -> Result<PulledImage, PullError> {
     let reference = parse_pull_reference(&request.reference)?;
-    let platform = match request.platform.as_deref().filter(|text| !text.is_empty()) {
-        Some(text) => parse_platform(text)?,
-        None => host_platform(),
-    };
+    let platform = requested_platform(request)?;
     let (client, resolved) = resolve(&request.settings, &reference, &platform)?;
+    let pulled = pull_resolved(
+        store,
+        &client,
+        &reference,
+        &resolved,
+        request.concurrency,
+        progress,
+    )?;
+    progress(status_event(&reference, pulled.up_to_date));
+    Ok(pulled)
+}
+
+/// `request.platform`, else the host's.
+fn requested_platform(request: &PullRequest) -> Result<Platform, PullError> {
+    match request.platform.as_deref().filter(|text| !text.is_empty()) {
+        Some(text) => parse_platform(text),
+        None => Ok(host_platform()),
+    }
+}
+
+/// Docker's last line of a pull (`writeStatus`): about `shown`, the
+/// reference or, for all tags, the repository.
+fn status_event(shown: &Reference, up_to_date: bool) -> PullEvent {
+    let shown = shown.familiar_string();
+    PullEvent::Status(if up_to_date {
+        format!("Image is up to date for {shown}")
+    } else {
+        format!("Downloaded newer image for {shown}")
+    })
+}
+
+/// One resolved manifest into the store, between Docker's
+/// `TAG: Pulling from REPOSITORY` and `Digest: …` lines; a failure
+/// removes whatever it had stored.
+fn pull_resolved(
+    store: &mut Store,
+    client: &RegistryClient,
+    reference: &Reference,
+    resolved: &ResolvedManifest,
+    concurrency: usize,
+    progress: Progress<'_>,
+) -> Result<PulledImage, PullError> {
     progress(PullEvent::PullingFrom {
         reference: match reference.digest() {
             Some(digest) => digest.to_string(),
@@ -80,24 +121,9 @@ pub fn pull_image(
         },
         repository: reference.path().to_owned(),
     });
-    let result = store_image(
-        store,
-        &client,
-        &reference,
-        &resolved,
-        request.concurrency,
-        progress,
-    );
+    let result = store_image(store, client, reference, resolved, concurrency, progress);
     match &result {
-        Ok(pulled) => {
-            progress(PullEvent::Digest(pulled.digest.clone()));
-            let shown = reference.familiar_string();
-            progress(PullEvent::Status(if pulled.up_to_date {
-                format!("Image is up to date for {shown}")
-            } else {
-                format!("Downloaded newer image for {shown}")
-            }));
-        }
+        Ok(pulled) => progress(PullEvent::Digest(pulled.digest.clone())),
         Err(_) => {
             if let Err(error) = store.try_collect_garbage() {
                 tracing::warn!(%error, "failed to remove content of a failed pull");
@@ -178,7 +204,13 @@ fn store_image(
 
     let _lock = store.lock_shared()?;
     let chains = chain_ids(diff_ids);
-    let (plans, jobs) = plan_layers(store, manifest, &chains, progress)?;
+    // An image the store has already gets no layer lines, as dockerd
+    // (`pullSchema2` returns early when its image store has the config).
+    let layer_progress: Progress<'_> = match store.image(config_digest)? {
+        Some(_) => &|_| {},
+        None => progress,
+    };
+    let (plans, jobs) = plan_layers(store, manifest, &chains, layer_progress)?;
     for job in jobs.iter().skip(concurrency) {
         progress(PullEvent::Layer {
             id: layer_id(&job.digest),
@@ -227,9 +259,18 @@ fn store_image(
         Some(_) => Vec::new(),
         None => vec![reference.to_string()],
     };
+    let digest_owner = store.image_by_repo_digest(&repo_digest)?;
     let up_to_date = match tags.first() {
         Some(tag) => store.image_by_tag(tag)?.as_ref() == Some(&id),
-        None => store.image_by_repo_digest(&repo_digest)?.as_ref() == Some(&id),
+        None => digest_owner.as_ref() == Some(&id),
+    };
+    // A repo digest never moves, as in dockerd's reference store
+    // (`addDigestReference`: "cannot update"): when NAME@DIGEST names
+    // another image already (another platform of the same index), that
+    // image keeps it and this one is recorded without it.
+    let repo_digests = match digest_owner {
+        Some(owner) if owner != id => Vec::new(),
+        _ => vec![repo_digest],
     };
     store.add_image(&NewImage {
         id: id.clone(),
@@ -238,7 +279,7 @@ fn store_image(
         layers: records,
         blobs: kept,
         tags,
-        repo_digests: vec![repo_digest],
+        repo_digests,
     })?;
     Ok(PulledImage {
         id,

@@ -3,8 +3,8 @@
 use std::io::IsTerminal;
 
 use berth_engine::images::pull::{
-    parse_pull_reference, pull_image, resolve_concurrency, PullRequest, PulledImage,
-    RegistrySettings,
+    parse_pull_reference, pull_all_tags, pull_image, resolve_concurrency, PullEvent, PullRequest,
+    PulledImage, RegistrySettings,
 };
 use berth_engine::Engine;
 use clap::Args;
@@ -16,6 +16,9 @@ const CONCURRENCY_VARIABLE: &str = "BERTH_PULL_CONCURRENCY";
 
 #[derive(Debug, Args)]
 pub struct PullArgs {
+    /// Download all tagged images in the repository
+    #[arg(short = 'a', long)]
+    pub all_tags: bool,
     /// Skip image verification
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub disable_content_trust: Option<String>,
@@ -46,6 +49,20 @@ pub fn run(engine: &mut Engine, args: &PullArgs) -> anyhow::Result<i32> {
     } else {
         ProgressTarget::Stdout
     };
+    if args.all_tags {
+        let request = request(
+            &args.name,
+            args.platform.as_deref(),
+            args.max_concurrent_downloads,
+        )?;
+        let display = display(target);
+        let pulled = pull_all_tags(engine.store_mut(), &request, &|event| {
+            show(display.as_ref(), event)
+        })?;
+        // docker/cli prints the repository pulled, without tag.
+        println!("{}", pulled.name);
+        return Ok(0);
+    }
     let pulled = pull(
         engine,
         &args.name,
@@ -67,26 +84,8 @@ pub fn pull(
     target: ProgressTarget,
 ) -> anyhow::Result<PulledImage> {
     let reference = parse_pull_reference(name)?;
-    let request = PullRequest {
-        reference: name.to_owned(),
-        platform: platform.map(str::to_owned),
-        concurrency: resolve_concurrency(
-            concurrency,
-            std::env::var(CONCURRENCY_VARIABLE).ok().as_deref(),
-        ),
-        settings: RegistrySettings::load(&berth_engine::config_file())?,
-    };
-    let display = match target {
-        ProgressTarget::Stdout => Some(ProgressDisplay::new(
-            Box::new(std::io::stdout()),
-            std::io::stdout().is_terminal(),
-        )),
-        ProgressTarget::Stderr => Some(ProgressDisplay::new(
-            Box::new(std::io::stderr()),
-            std::io::stderr().is_terminal(),
-        )),
-        ProgressTarget::Nowhere => None,
-    };
+    let request = request(name, platform, concurrency)?;
+    let display = display(target);
     if let Some(display) = display
         .as_ref()
         .filter(|_| target == ProgressTarget::Stdout)
@@ -98,11 +97,45 @@ pub fn pull(
         }
     }
     let pulled = pull_image(engine.store_mut(), &request, &|event| {
-        if let Some(display) = &display {
-            display.pull(event);
-        }
+        show(display.as_ref(), event)
     })?;
     Ok(pulled)
+}
+
+fn request(
+    name: &str,
+    platform: Option<&str>,
+    concurrency: Option<usize>,
+) -> anyhow::Result<PullRequest> {
+    Ok(PullRequest {
+        reference: name.to_owned(),
+        platform: platform.map(str::to_owned),
+        concurrency: resolve_concurrency(
+            concurrency,
+            std::env::var(CONCURRENCY_VARIABLE).ok().as_deref(),
+        ),
+        settings: RegistrySettings::load(&berth_engine::config_file())?,
+    })
+}
+
+fn display(target: ProgressTarget) -> Option<ProgressDisplay> {
+    match target {
+        ProgressTarget::Stdout => Some(ProgressDisplay::new(
+            Box::new(std::io::stdout()),
+            std::io::stdout().is_terminal(),
+        )),
+        ProgressTarget::Stderr => Some(ProgressDisplay::new(
+            Box::new(std::io::stderr()),
+            std::io::stderr().is_terminal(),
+        )),
+        ProgressTarget::Nowhere => None,
+    }
+}
+
+fn show(display: Option<&ProgressDisplay>, event: PullEvent) {
+    if let Some(display) = display {
+        display.pull(event);
+    }
 }
 
 fn name_has_no_tag(name: &str) -> bool {
