@@ -8,6 +8,7 @@ pub mod images;
 pub mod logs;
 pub mod networks;
 pub mod volumes;
+pub mod warm;
 
 use std::path::{Path, PathBuf};
 

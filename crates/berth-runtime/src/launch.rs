@@ -1,14 +1,15 @@
 //! Starting a container's first process: the parent side of `clone3`.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
 
 use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
 use crate::cgroups::CgroupManager;
 use crate::clone::{clone3, Forked};
-use crate::init::{self, InitChannels, InitFailure};
+use crate::init::{self, InitChannels, InitFailure, InitIo};
 use crate::spec::{ContainerSpec, NetworkMode};
 
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +98,50 @@ pub fn launch(
     cgroup: &dyn CgroupManager,
     prepare: PrepareHook<'_>,
 ) -> Result<Launched, LaunchError> {
+    let io = InitIo::Now {
+        stdin: stdio.stdin,
+        stdout: stdio.stdout,
+        stderr: stdio.stderr,
+        console: stdio.console,
+    };
+    let child = spawn_init(spec, io, cgroup, prepare)?;
+    child.finish()
+}
+
+/// A container's first process after `go`: building its root, then exec.
+struct Spawned {
+    pid: Pid,
+    pidfd: OwnedFd,
+    report: OwnedFd,
+}
+
+impl Spawned {
+    /// Waits for the exec (the report pipe closing empty) or the failure.
+    fn finish(self) -> Result<Launched, LaunchError> {
+        match read_report(self.report) {
+            Ok(()) => Ok(Launched {
+                pid: self.pid,
+                pidfd: self.pidfd,
+            }),
+            Err(error) => {
+                kill_and_reap(self.pid);
+                Err(error)
+            }
+        }
+    }
+}
+
+fn kill_and_reap(pid: Pid) {
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    let _ = waitpid(pid, None);
+}
+
+fn spawn_init(
+    spec: &ContainerSpec,
+    io: InitIo,
+    cgroup: &dyn CgroupManager,
+    prepare: PrepareHook<'_>,
+) -> Result<Spawned, LaunchError> {
     let (go_read, go_write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(LaunchError::Pipe)?;
     let (report_read, report_write) =
@@ -138,31 +183,32 @@ pub fn launch(
                     go: go_read,
                     report: report_write,
                     cgroup_join,
-                    stdin: stdio.stdin,
-                    stdout: stdio.stdout,
-                    stderr: stdio.stderr,
-                    console: stdio.console,
+                    io,
                 },
             )
         }
         Forked::Parent { child, pidfd } => {
-            drop((go_read, report_write, stdio));
+            drop((go_read, report_write, io));
             let placed = placed_by_clone || !cgroup_join.is_empty();
             drop(cgroup_join);
-            let result = finish_start(child, go_write, report_read, cgroup, placed, prepare);
-            if result.is_err() {
-                let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
-                let _ = waitpid(child, None);
+            match place_and_go(child, go_write, cgroup, placed, prepare) {
+                Ok(()) => Ok(Spawned {
+                    pid: child,
+                    pidfd,
+                    report: report_read,
+                }),
+                Err(error) => {
+                    kill_and_reap(child);
+                    Err(error)
+                }
             }
-            result.map(|()| Launched { pid: child, pidfd })
         }
     }
 }
 
-fn finish_start(
+fn place_and_go(
     child: Pid,
     go: OwnedFd,
-    report: OwnedFd,
     cgroup: &dyn CgroupManager,
     placed: bool,
     prepare: PrepareHook<'_>,
@@ -182,7 +228,11 @@ fn finish_start(
     let mut go = std::fs::File::from(go);
     // The child may already have died; its report says why.
     let _ = go.write_all(b"g");
-    drop(go);
+    Ok(())
+}
+
+/// Reads the child's report pipe to its end: empty means it exec'd.
+fn read_report(report: OwnedFd) -> Result<(), LaunchError> {
     let mut bytes = Vec::new();
     std::fs::File::from(report)
         .read_to_end(&mut bytes)
@@ -196,6 +246,87 @@ fn finish_start(
         message: String::from_utf8_lossy(&bytes).into_owned(),
     });
     Err(LaunchError::Init(failure))
+}
+
+/// A pre-built, single-use container (the warm pool): namespaces made,
+/// cgroup joined, root and standard mounts built, network connected; its
+/// first process waits for the process to run. Dropping it unused ends it.
+pub struct Sandbox {
+    spawned: Option<Spawned>,
+    control: UnixStream,
+}
+
+impl Sandbox {
+    /// Builds a sandbox for `spec` (its process part is only a placeholder:
+    /// the run that claims it brings its own, see [`Sandbox::start`]).
+    pub fn prepare(
+        spec: &ContainerSpec,
+        cgroup: &dyn CgroupManager,
+        prepare: PrepareHook<'_>,
+    ) -> Result<Sandbox, LaunchError> {
+        let (ours, theirs) = UnixStream::pair().map_err(LaunchError::Report)?;
+        let io = InitIo::Later {
+            control: OwnedFd::from(theirs),
+            parent_end: ours.as_raw_fd(),
+        };
+        let spawned = spawn_init(spec, io, cgroup, prepare)?;
+        let mut ready = [0u8; 1];
+        match (&ours).read(&mut ready) {
+            Ok(1) => Ok(Sandbox {
+                spawned: Some(spawned),
+                control: ours,
+            }),
+            // It failed before it was ready: its report says why.
+            _ => Err(spawned.finish().err().unwrap_or_else(|| {
+                LaunchError::Prepare("the sandbox exited before it was ready".to_owned())
+            })),
+        }
+    }
+
+    /// The sandbox's first process (the container's pid 1 once claimed).
+    pub fn pid(&self) -> Option<Pid> {
+        self.spawned.as_ref().map(|spawned| spawned.pid)
+    }
+
+    /// Readable when the sandbox's first process has died.
+    pub fn pidfd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.spawned.as_ref().map(|spawned| spawned.pidfd.as_fd())
+    }
+
+    /// Runs `spec`'s process in the sandbox with `stdio`. `spec` must
+    /// describe the same sandbox (root, mounts, network, hostname) with the
+    /// claiming run's process and user mounts. Returns once it runs.
+    pub fn start(mut self, spec: &ContainerSpec, stdio: Stdio) -> Result<Launched, LaunchError> {
+        let spawned = self
+            .spawned
+            .take()
+            .expect("a sandbox is started at most once (start takes it by value)");
+        let body = serde_json::to_vec(spec)
+            .map_err(|error| LaunchError::Prepare(format!("failed to encode the spec: {error}")))?;
+        let fds: Vec<RawFd> = match &stdio.console {
+            Some(console) => vec![console.as_raw_fd()],
+            None => vec![
+                stdio.stdin.as_raw_fd(),
+                stdio.stdout.as_raw_fd(),
+                stdio.stderr.as_raw_fd(),
+            ],
+        };
+        let sent = crate::handoff::send_message(&self.control, &body, &fds);
+        drop(stdio);
+        if let Err(error) = sent {
+            kill_and_reap(spawned.pid);
+            return Err(LaunchError::Report(error));
+        }
+        spawned.finish()
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let Some(spawned) = self.spawned.take() {
+            kill_and_reap(spawned.pid);
+        }
+    }
 }
 
 /// `--network container:NAME`: the child inherits the namespace we enter

@@ -7,6 +7,7 @@ pub mod cgroups;
 mod clone;
 pub mod console;
 pub mod exec;
+pub mod handoff;
 pub mod in_root;
 pub mod init;
 pub mod launch;
@@ -15,5 +16,5 @@ pub mod seccomp;
 pub mod spec;
 pub mod user;
 
-pub use launch::{launch, wait_exit_code, LaunchError, Launched, Stdio};
+pub use launch::{launch, wait_exit_code, LaunchError, Launched, Sandbox, Stdio};
 pub use spec::{ContainerSpec, MountKind, MountSpec, NetworkMode, ProcessSpec, Rlimit};

@@ -4,9 +4,11 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
+
 use crate::capabilities::Capability;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ContainerSpec {
     pub id: String,
     /// The container's root directory. With `overlay`, the first process
@@ -43,7 +45,7 @@ pub struct ContainerSpec {
 }
 
 /// The overlay layers of a container root.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OverlaySpec {
     /// Bottom first.
     pub lower: Vec<PathBuf>,
@@ -51,7 +53,7 @@ pub struct OverlaySpec {
     pub work: PathBuf,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ProcessSpec {
     pub args: Vec<String>,
     pub env: Vec<String>,
@@ -102,7 +104,7 @@ pub fn rlimit_name(resource: u32) -> Option<&'static str> {
         .map(|(name, _)| *name)
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rlimit {
     /// `libc::RLIMIT_*`
     pub resource: u32,
@@ -110,7 +112,7 @@ pub struct Rlimit {
     pub hard: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum NetworkMode {
     /// A new network namespace with only loopback.
     New,
@@ -120,7 +122,7 @@ pub enum NetworkMode {
     Join(PathBuf),
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MountKind {
     Bind {
         source: PathBuf,
@@ -132,7 +134,7 @@ pub enum MountKind {
     },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MountSpec {
     pub kind: MountKind,
     /// Absolute path inside the container.

@@ -225,5 +225,119 @@ fn missing_command_is_127_and_says_so() {
     );
 }
 
+fn test_cgroup(container: &Container) -> Box<dyn berth_runtime::cgroups::CgroupManager> {
+    let version = CgroupVersion::detect().unwrap();
+    let cgroup = new_manager(
+        &version,
+        CgroupDriver::default()
+            .container_path(None, &container.spec.id)
+            .unwrap(),
+    );
+    cgroup.create(&Resources::default()).unwrap();
+    cgroup
+}
+
+fn pipes() -> (Stdio, OwnedFd, OwnedFd) {
+    let (out_read, out_write) = nix::unistd::pipe().unwrap();
+    let (err_read, err_write) = nix::unistd::pipe().unwrap();
+    let stdin: OwnedFd = std::fs::File::open("/dev/null").unwrap().into();
+    let stdio = Stdio {
+        stdin,
+        stdout: out_write,
+        stderr: err_write,
+        console: None,
+    };
+    (stdio, out_read, err_read)
+}
+
+fn read_all(fd: OwnedFd) -> String {
+    let mut text = String::new();
+    std::fs::File::from(fd).read_to_string(&mut text).unwrap();
+    text
+}
+
+/// A sandbox is built with a placeholder process; the run that claims it
+/// brings its own command, environment and bind mounts, and gets pid 1.
+#[test]
+fn a_prepared_sandbox_runs_the_claiming_process_as_pid_one() {
+    let base = container(&["placeholder-never-runs"]);
+    let cgroup = test_cgroup(&base);
+    let sandbox =
+        berth_runtime::Sandbox::prepare(&base.spec, cgroup.as_ref(), &mut |_| Ok(())).unwrap();
+    let pid = sandbox.pid().unwrap();
+    // Waiting: in its cgroup, not yet running anything of the user's.
+    assert!(cgroup.processes().unwrap().contains(&pid));
+
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("note"), "from the host\n").unwrap();
+    let mut claimed = base.spec.clone();
+    claimed.process.args = [
+        "sh",
+        "-c",
+        "echo $$; hostname; echo $GREETING; cat /data/note",
+    ]
+    .iter()
+    .map(|arg| arg.to_string())
+    .collect();
+    claimed.process.env.push("GREETING=hello".to_owned());
+    claimed.mounts.push(berth_runtime::MountSpec {
+        kind: berth_runtime::MountKind::Bind {
+            source: data.path().to_owned(),
+            recursive: true,
+        },
+        destination: PathBuf::from("/data"),
+        readonly: true,
+        nosuid: false,
+        nodev: false,
+        noexec: false,
+    });
+    let (stdio, out, err) = pipes();
+    let launched = sandbox.start(&claimed, stdio).unwrap();
+    assert_eq!(launched.pid, pid);
+    let stdout = read_all(out);
+    let stderr = read_all(err);
+    let status = nix::sys::wait::waitpid(launched.pid, None).unwrap();
+    assert_eq!(
+        status,
+        nix::sys::wait::WaitStatus::Exited(pid, 0),
+        "{stderr}"
+    );
+    assert_eq!(stdout, "1\ntesthost\nhello\nfrom the host\n");
+    cgroup.delete().unwrap();
+    unmount_rootfs(&base.paths).unwrap();
+}
+
+/// A run that asks for another sandbox (here another hostname) is refused,
+/// and an unclaimed sandbox that is dropped leaves no process behind.
+#[test]
+fn a_sandbox_refuses_a_different_run_and_ends_when_dropped() {
+    let base = container(&["placeholder"]);
+    let cgroup = test_cgroup(&base);
+    let sandbox =
+        berth_runtime::Sandbox::prepare(&base.spec, cgroup.as_ref(), &mut |_| Ok(())).unwrap();
+    let mut other = base.spec.clone();
+    other.hostname = "elsewhere".to_owned();
+    let (stdio, _out, _err) = pipes();
+    let error = sandbox.start(&other, stdio).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("does not match the prepared sandbox"),
+        "{error}"
+    );
+
+    let sandbox =
+        berth_runtime::Sandbox::prepare(&base.spec, cgroup.as_ref(), &mut |_| Ok(())).unwrap();
+    let pid = sandbox.pid().unwrap();
+    drop(sandbox);
+    assert_eq!(
+        nix::sys::signal::kill(pid, None),
+        Err(nix::errno::Errno::ESRCH),
+        "the dropped sandbox's process is gone"
+    );
+    cgroup.delete().unwrap();
+    unmount_rootfs(&base.paths).unwrap();
+}
+
 #[allow(dead_code)]
 fn unused(_: BTreeSet<u8>) {}

@@ -24,6 +24,7 @@ use crate::commands::image::{
 };
 use crate::commands::network::NetworkCommand;
 use crate::commands::registry::{LoginArgs, LogoutArgs};
+use crate::commands::system::warm::WarmArgs;
 use crate::commands::system::InfoArgs;
 use crate::commands::volume::VolumeCommand;
 
@@ -160,6 +161,8 @@ pub enum Command {
     Login(LoginArgs),
     /// Log out from a Docker registry
     Logout(LogoutArgs),
+    /// Keep pre-built sandboxes of an image ready, so runs start in milliseconds
+    Warm(WarmArgs),
 }
 
 #[derive(Debug, Subcommand)]

@@ -119,6 +119,18 @@ pub fn create_container(
     engine: &mut Engine,
     request: &CreateRequest,
 ) -> Result<String, EngineError> {
+    let record = build_record(engine, request, new_id())?;
+    insert_record(engine, record, request.name.is_some())
+}
+
+/// The record `request` makes for a container with id `id`, merged with
+/// the image config and validated; its name is the requested one (empty
+/// without). Nothing is stored.
+pub(crate) fn build_record(
+    engine: &mut Engine,
+    request: &CreateRequest,
+    id: String,
+) -> Result<ContainerRecord, EngineError> {
     let image = resolve_image(engine.store(), &request.config.image)?;
     let image_config: berth_types::image::ImageConfig =
         serde_json::from_slice(&engine.store().blobs().read(&image.id)?).map_err(|error| {
@@ -127,7 +139,6 @@ pub fn create_container(
     if let Some(name) = &request.name {
         validate_name(name).map_err(EngineError::InvalidArgument)?;
     }
-    let id = new_id();
     let config = &request.config;
     let host = &request.host_config;
 
@@ -254,28 +265,39 @@ pub fn create_container(
         .map_err(|error| EngineError::Start(error.to_string()))?;
     let host_config_json = serde_json::to_value(&stored_host)
         .map_err(|error| EngineError::Start(error.to_string()))?;
-    let created = now();
-    let mut name = request
-        .name
-        .clone()
-        .map(|name| name.trim_start_matches('/').to_owned());
+    Ok(ContainerRecord {
+        id: id.clone(),
+        name: request
+            .name
+            .clone()
+            .map(|name| name.trim_start_matches('/').to_owned())
+            .unwrap_or_default(),
+        image_id: image.id.to_string(),
+        image_name: config.image.clone(),
+        created: now(),
+        run,
+        config: config_json,
+        host_config: host_config_json,
+    })
+}
+
+/// Stores `record` (a generated name when `named` is false) and makes its
+/// directory; returns its id. A taken name is Docker's conflict error.
+pub(crate) fn insert_record(
+    engine: &mut Engine,
+    mut record: ContainerRecord,
+    named: bool,
+) -> Result<String, EngineError> {
+    let id = record.id.clone();
     for attempt in 0..10 {
-        let chosen = name.clone().unwrap_or_else(|| generate_name(attempt));
-        let record = ContainerRecord {
-            id: id.clone(),
-            name: chosen.clone(),
-            image_id: image.id.to_string(),
-            image_name: config.image.clone(),
-            created: created.clone(),
-            run: run.clone(),
-            config: config_json.clone(),
-            host_config: host_config_json.clone(),
-        };
+        if !named {
+            record.name = generate_name(attempt);
+        }
         let row = ContainerRow {
             id: id.clone(),
-            name: chosen.clone(),
-            image_id: image.id.to_string(),
-            created: created.clone(),
+            name: record.name.clone(),
+            image_id: record.image_id.clone(),
+            created: record.created.clone(),
             record: serde_json::to_string(&record)
                 .map_err(|error| EngineError::Start(error.to_string()))?,
             state: serde_json::to_string(&ContainerState::default())
@@ -291,7 +313,7 @@ pub fn create_container(
                 create_volumes(engine, &record)?;
                 return Ok(id);
             }
-            Err(ContainerStoreError::NameInUse(taken)) if name.is_some() => {
+            Err(ContainerStoreError::NameInUse(taken)) if named => {
                 let holder = engine
                     .store()
                     .container_by_name(&taken)?
@@ -302,7 +324,7 @@ pub fn create_container(
                     id: holder,
                 });
             }
-            Err(ContainerStoreError::NameInUse(_)) => name = None,
+            Err(ContainerStoreError::NameInUse(_)) => {}
             Err(ContainerStoreError::Store(error)) => return Err(error.into()),
         }
     }

@@ -3,7 +3,7 @@
 
 mod changes;
 mod commit;
-mod create;
+pub(crate) mod create;
 mod exec;
 mod inspect;
 mod lookup;
@@ -14,9 +14,9 @@ pub mod names;
 pub mod paths;
 mod reconcile;
 pub mod record;
-mod remove;
-mod spec;
-mod start;
+pub(crate) mod remove;
+pub(crate) mod spec;
+pub(crate) mod start;
 pub mod state;
 mod stop;
 

@@ -22,6 +22,15 @@ pub struct StartedContainer {
 }
 
 impl StartedContainer {
+    pub(crate) fn new(id: String, pid: i32, monitor_pid: i32, receiver: MonitorReceiver) -> Self {
+        Self {
+            id,
+            pid,
+            monitor_pid,
+            receiver,
+        }
+    }
+
     /// Blocks until the monitor reports the exit (after `--rm` removal).
     /// None when the monitor died without saying (it was killed).
     pub fn wait_exit(&mut self) -> Option<i32> {
@@ -155,14 +164,22 @@ pub(crate) fn container_layers(
 /// Writes the /etc files and fills new volumes. The root itself is mounted
 /// by the container's first process, inside its own mount namespace.
 fn prepare(engine: &Engine, container: &Container) -> Result<(), EngineError> {
+    prepare_record(engine, &container.record)
+}
+
+/// [`prepare`] for a record (a warm pool member's has no stored row).
+pub(crate) fn prepare_record(
+    engine: &Engine,
+    record: &super::record::ContainerRecord,
+) -> Result<(), EngineError> {
     let config = engine.config();
-    let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
-    let layers = container_layers(engine.store(), &container.record, &paths)?;
-    populate_new_volumes(&config.root, container, &paths, &layers)?;
+    let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
+    let layers = container_layers(engine.store(), record, &paths)?;
+    populate_new_volumes(&config.root, record, &paths, &layers)?;
     std::fs::create_dir_all(&paths.runtime).map_err(|error| {
         EngineError::Start(format!("failed to create {:?}: {error}", paths.runtime))
     })?;
-    write_etc_files(&container.record, &paths)
+    write_etc_files(record, &paths)
 }
 
 /// Docker copies the image's content at a volume's mount point into the
@@ -170,12 +187,11 @@ fn prepare(engine: &Engine, container: &Container) -> Result<(), EngineError> {
 /// mounted on the host, briefly.
 fn populate_new_volumes(
     root: &std::path::Path,
-    container: &Container,
+    record: &super::record::ContainerRecord,
     paths: &ContainerPaths,
     layers: &[std::path::PathBuf],
 ) -> Result<(), EngineError> {
-    let empty_volumes: Vec<(std::path::PathBuf, &str)> = container
-        .record
+    let empty_volumes: Vec<(std::path::PathBuf, &str)> = record
         .run
         .mounts
         .iter()

@@ -67,10 +67,25 @@ pub struct InitChannels {
     /// Written `0` first thing to join the container's cgroup; empty when
     /// the process was cloned into it or the parent places it.
     pub cgroup_join: Vec<OwnedFd>,
-    pub stdin: OwnedFd,
-    pub stdout: OwnedFd,
-    pub stderr: OwnedFd,
-    pub console: Option<OwnedFd>,
+    pub io: InitIo,
+}
+
+/// Where the container's process and streams come from.
+pub enum InitIo {
+    /// Known at clone time: the spec given to [`run`] and these streams.
+    Now {
+        stdin: OwnedFd,
+        stdout: OwnedFd,
+        stderr: OwnedFd,
+        console: Option<OwnedFd>,
+    },
+    /// A pooled sandbox: once its root and namespaces are ready, the child
+    /// says so on this socket and waits for the final spec and streams
+    /// (`launch::Sandbox::start`). The socket closing first ends it.
+    /// `parent_end` is the parent's end of that socket, which the child
+    /// inherited with the clone and closes (or it would never see the
+    /// parent go).
+    Later { control: OwnedFd, parent_end: RawFd },
 }
 
 /// Entry point in the cloned child. Never returns.
@@ -83,21 +98,26 @@ pub fn run(spec: &ContainerSpec, channels: InitChannels) -> ! {
         go: channels.go,
         report_fd,
         cgroup_join: channels.cgroup_join,
-        stdin: channels.stdin,
-        stdout: channels.stdout,
-        stderr: channels.stderr,
-        console: channels.console,
+        io: channels.io,
     };
     let failure = match setup_and_exec(spec, channels) {
         Ok(never) => match never {},
         Err(failure) => failure,
     };
+    if failure.step == UNCLAIMED {
+        // A pooled sandbox that was never used: nothing to report.
+        // SAFETY: see below.
+        unsafe { libc::_exit(0) }
+    }
     report(report_fd, &failure);
     drop(report_keeper);
     // SAFETY: _exit ends this forked child without running the parent's
     // atexit handlers or destructors twice.
     unsafe { libc::_exit(125) }
 }
+
+/// The step of the "failure" that ends a sandbox whose socket closed.
+const UNCLAIMED: &str = "unclaimed";
 
 pub(crate) fn report(fd: RawFd, failure: &InitFailure) {
     let bytes = serde_json::to_vec(failure).unwrap_or_default();
@@ -114,6 +134,11 @@ struct SetupChannels {
     go: OwnedFd,
     report_fd: RawFd,
     cgroup_join: Vec<OwnedFd>,
+    io: InitIo,
+}
+
+/// The container's streams once known.
+struct Streams {
     stdin: OwnedFd,
     stdout: OwnedFd,
     stderr: OwnedFd,
@@ -174,6 +199,35 @@ fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<N
     let mut byte = [0u8; 1];
     let _ = go.read(&mut byte);
     drop(go);
+
+    let (claimed, streams) = match channels.io {
+        InitIo::Now {
+            stdin,
+            stdout,
+            stderr,
+            console,
+        } => (
+            None,
+            Streams {
+                stdin,
+                stdout,
+                stderr,
+                console,
+            },
+        ),
+        InitIo::Later {
+            control,
+            parent_end,
+        } => {
+            // SAFETY: closes this process's copy of the parent's end; no
+            // Rust object in this process owns that descriptor number.
+            unsafe { libc::close(parent_end) };
+            let (claimed, streams) = wait_for_claim(spec, control)?;
+            (Some(claimed), streams)
+        }
+    };
+    let spec = claimed.as_ref().unwrap_or(spec);
+    mounts::apply_user_mounts(spec)?;
     if spec.cgroup_namespace {
         // Only now, so the namespace's root is the container's cgroup.
         nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWCGROUP)
@@ -184,24 +238,19 @@ fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<N
     mounts::pivot_into(&spec.rootfs)?;
     mounts::after_pivot(spec)?;
 
-    match &channels.console {
+    match &streams.console {
         Some(console) => {
             let slave = terminal(console, true)?;
             set_stdio(&slave, &slave, &slave, true)?;
         }
         None => set_stdio(
-            &channels.stdin,
-            &channels.stdout,
-            &channels.stderr,
+            &streams.stdin,
+            &streams.stdout,
+            &streams.stderr,
             spec.process.tty,
         )?,
     }
-    drop((
-        channels.stdin,
-        channels.stdout,
-        channels.stderr,
-        channels.console,
-    ));
+    drop(streams);
     close_other_descriptors(channels.report_fd);
 
     if spec.init {
@@ -209,6 +258,84 @@ fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<N
         reaper::fork_and_reap(channels.report_fd)?;
     }
     exec::finish_and_exec(&spec.process)
+}
+
+/// A pooled sandbox: says it is ready, then waits for the spec of the run
+/// that claimed it and that run's streams.
+fn wait_for_claim(
+    prepared: &ContainerSpec,
+    control: OwnedFd,
+) -> InitResult<(ContainerSpec, Streams)> {
+    let control = std::os::unix::net::UnixStream::from(control);
+    (&control)
+        .write_all(b"r")
+        .map_err(|error| InitFailure::io(UNCLAIMED, error))?;
+    let (body, mut fds) = match crate::handoff::receive_message(&control) {
+        Ok(Some(message)) => message,
+        Ok(None) => return Err(InitFailure::new(UNCLAIMED, "closed", 0)),
+        Err(error) => return Err(InitFailure::io("receive the container's process", error)),
+    };
+    let claimed: ContainerSpec = serde_json::from_slice(&body)
+        .map_err(|error| InitFailure::new("read the container's process", error, libc::EINVAL))?;
+    same_sandbox(prepared, &claimed)?;
+    let wrong_count = || {
+        InitFailure::new(
+            "receive the container's streams",
+            "wrong number of descriptors",
+            libc::EINVAL,
+        )
+    };
+    let streams = if claimed.process.tty {
+        let console = fds.pop().ok_or_else(wrong_count)?;
+        let stdio = || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/null")
+                .map(OwnedFd::from)
+                .map_err(|error| InitFailure::io("open /dev/null", error))
+        };
+        Streams {
+            stdin: stdio()?,
+            stdout: stdio()?,
+            stderr: stdio()?,
+            console: Some(console),
+        }
+    } else {
+        if fds.len() != 3 {
+            return Err(wrong_count());
+        }
+        let stderr = fds.pop().ok_or_else(wrong_count)?;
+        let stdout = fds.pop().ok_or_else(wrong_count)?;
+        let stdin = fds.pop().ok_or_else(wrong_count)?;
+        Streams {
+            stdin,
+            stdout,
+            stderr,
+            console: None,
+        }
+    };
+    Ok((claimed, streams))
+}
+
+/// What the sandbox already built must be what the claiming run asks for.
+fn same_sandbox(prepared: &ContainerSpec, claimed: &ContainerSpec) -> InitResult<()> {
+    let same = prepared.rootfs == claimed.rootfs
+        && prepared.overlay == claimed.overlay
+        && prepared.hostname == claimed.hostname
+        && prepared.network == claimed.network
+        && prepared.etc_files == claimed.etc_files
+        && prepared.privileged == claimed.privileged
+        && prepared.shm_size == claimed.shm_size;
+    if same {
+        Ok(())
+    } else {
+        Err(InitFailure::new(
+            "start the pooled container",
+            "the run does not match the prepared sandbox",
+            libc::EINVAL,
+        ))
+    }
 }
 
 /// Makes a pty in this mount namespace's devpts, sends its master over

@@ -183,8 +183,14 @@ pub(super) fn prepare_root(spec: &ContainerSpec) -> InitResult<()> {
             None,
         )?;
     }
+    Ok(())
+}
+
+/// The user's mounts (`-v`, `--mount`, `--tmpfs`), after the standard ones
+/// and before `pivot_root`; host paths are still reachable here.
+pub(super) fn apply_user_mounts(spec: &ContainerSpec) -> InitResult<()> {
     for user_mount in &spec.mounts {
-        apply_user_mount(rootfs, user_mount)?;
+        apply_user_mount(&spec.rootfs, user_mount)?;
     }
     Ok(())
 }

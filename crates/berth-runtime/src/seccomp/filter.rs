@@ -26,6 +26,21 @@ pub struct Filter {
     flags: u32,
 }
 
+/// Filters cross into a pooled container's first process as JSON (see
+/// `launch::Sandbox`): the same checked bytes as the on-disk cache.
+impl serde::Serialize for Filter {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&self.to_bytes())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Filter {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let bytes = <Vec<u8>>::deserialize(deserializer)?;
+        Filter::from_bytes(&bytes).map_err(serde::de::Error::custom)
+    }
+}
+
 impl Filter {
     pub(crate) fn new(
         instructions: Vec<libc::sock_filter>,

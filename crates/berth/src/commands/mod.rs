@@ -130,6 +130,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Network(command) => network::run(&mut open(&global)?, &command),
         Command::Login(args) => registry::login::run(&args),
         Command::Logout(args) => registry::logout::run(&args),
+        Command::Warm(args) => system::warm::run(&global, &args),
         Command::Image(ImageCommand::Prune(args)) => image::prune::run(&mut open(&global)?, &args),
     }
 }

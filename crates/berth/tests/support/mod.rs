@@ -190,6 +190,9 @@ impl Drop for Berth {
     /// monitor, container process, mount or cgroup outlives the test, failed
     /// or not. Never panics: it also runs while a failed test unwinds.
     fn drop(&mut self) {
+        // Warm pool members first (their monitors would refill otherwise).
+        let _ = bounded(self.command().args(["warm", "rm"]));
+        let mut members = warm_member_ids(self.run_root.path());
         let ids: Vec<String> = bounded(self.command().args(["ps", "-aq", "--no-trunc"]))
             .map(|output| {
                 String::from_utf8_lossy(&output.stdout)
@@ -207,7 +210,8 @@ impl Drop for Berth {
         // the roots (TempDir's removal must never walk into a bind-mounted
         // host directory or a live overlay).
         containers::kill_processes_of_root(self.root.path());
-        for id in &ids {
+        members.extend(warm_member_ids(self.run_root.path()));
+        for id in ids.iter().chain(&members) {
             containers::kill_cgroup(id);
         }
         for root in [self.root.path(), self.run_root.path()] {
@@ -215,6 +219,19 @@ impl Drop for Berth {
         }
         remove_network_objects(self.root.path());
     }
+}
+
+/// The container ids of the warm pool members under `run_root`.
+pub fn warm_member_ids(run_root: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(run_root.join("warm")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| std::fs::read(entry.path().join("member.json")).ok())
+        .filter_map(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .filter_map(|info| info["id"].as_str().map(str::to_owned))
+        .collect()
 }
 
 /// Bridges and the nftables table are host-wide: remove the ones this root

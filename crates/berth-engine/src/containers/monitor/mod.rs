@@ -5,6 +5,7 @@
 //! stays behind.
 
 mod io;
+pub(crate) mod member;
 mod network;
 pub mod protocol;
 
@@ -35,7 +36,7 @@ pub(crate) fn run(
 ) -> ! {
     become_monitor();
     let mut sender = MonitorSender::new(status);
-    let code = match supervise(&config, &record, attachment, &mut sender) {
+    let code = match supervise(&config, &record, attachment, &mut sender, None) {
         Ok(()) => 0,
         Err(error) => {
             tracing::error!(container = %record.id, error = %format!("{error:#}"), "monitor failed");
@@ -53,7 +54,7 @@ pub(crate) fn run(
 
 /// Detaches from the CLI's session and terminal signals; becomes the
 /// subreaper for anything the container leaves.
-fn become_monitor() {
+pub(super) fn become_monitor() {
     let _ = nix::unistd::setsid();
     for signal in [
         nix::sys::signal::Signal::SIGINT,
@@ -102,20 +103,57 @@ fn become_monitor() {
     }
 }
 
-fn supervise(
-    config: &EngineConfig,
+/// What a warm pool member built before it was claimed: its first run
+/// starts in `sandbox` instead of a new clone.
+pub(super) struct Prepared {
+    store: Store,
+    network: network::MonitorNetwork,
+    cgroups: CgroupVersion,
+    cgroup: Box<dyn CgroupManager>,
+    sandbox: berth_runtime::Sandbox,
+}
+
+/// The container's cgroup on this machine's layout.
+fn container_cgroup(
     record: &ContainerRecord,
-    mut attachment: Attachment,
-    sender: &mut MonitorSender,
-) -> Result<(), EngineError> {
-    tracing::debug!(container = %record.id, "monitor started");
-    let mut store = Store::open(&config.root)?;
-    let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
+) -> Result<(CgroupVersion, Box<dyn CgroupManager>), EngineError> {
     let cgroups = CgroupVersion::detect().map_err(|error| EngineError::Start(error.to_string()))?;
     let cgroup_path = CgroupDriver::default()
         .container_path(None, &record.id)
         .map_err(|error| EngineError::Start(error.to_string()))?;
     let cgroup = new_manager(&cgroups, cgroup_path);
+    Ok((cgroups, cgroup))
+}
+
+fn supervise(
+    config: &EngineConfig,
+    record: &ContainerRecord,
+    mut attachment: Attachment,
+    sender: &mut MonitorSender,
+    prepared: Option<Prepared>,
+) -> Result<(), EngineError> {
+    tracing::debug!(container = %record.id, "monitor started");
+    let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
+    let (mut store, cgroups, cgroup, network, mut sandbox) = match prepared {
+        Some(prepared) => (
+            prepared.store,
+            prepared.cgroups,
+            prepared.cgroup,
+            Ok(prepared.network),
+            Some(prepared.sandbox),
+        ),
+        None => {
+            let store = Store::open(&config.root)?;
+            let (cgroups, cgroup) = container_cgroup(record)?;
+            (
+                store,
+                cgroups,
+                cgroup,
+                network::MonitorNetwork::new(record),
+                None,
+            )
+        }
+    };
     let mut log = LogWriter::open(&paths.log(&record.id)).ok();
     // `berth attach` connects here while the container runs.
     let attach_path = paths.attach_socket();
@@ -128,7 +166,7 @@ fn supervise(
     let monitor_pid = std::process::id() as i32;
     let mut restarts = read_state(&store, &record.id).map_or(0, |state| state.restart_count);
     let mut first = true;
-    let mut network = match network::MonitorNetwork::new(record) {
+    let mut network = match network {
         Ok(network) => network,
         Err(message) => {
             let mut state = read_state(&store, &record.id).unwrap_or_default();
@@ -152,16 +190,27 @@ fn supervise(
         // `disconnect` change it between runs.
         let current = current_record(&store, record);
         let record = &current;
-        let started = start_once(
-            config,
-            &mut store,
-            &mut network,
-            record,
-            &paths,
-            &cgroups,
-            cgroup.as_ref(),
-            &mut attachment,
-        );
+        let started = match sandbox.take() {
+            Some(sandbox) => start_in_sandbox(
+                config,
+                &store,
+                record,
+                &paths,
+                &cgroups,
+                sandbox,
+                &mut attachment,
+            ),
+            None => start_once(
+                config,
+                &mut store,
+                &mut network,
+                record,
+                &paths,
+                &cgroups,
+                cgroup.as_ref(),
+                &mut attachment,
+            ),
+        };
         tracing::debug!(container = %record.id, ok = started.is_ok(), "launch finished");
         let (launched, mut container_io) = match started {
             Ok(started) => started,
@@ -338,6 +387,46 @@ fn start_once(
     }
 }
 
+/// The first run of a claimed warm pool member: its cgroup and network
+/// are in place; the sandbox gets the claiming run's spec and streams.
+fn start_in_sandbox(
+    config: &EngineConfig,
+    store: &Store,
+    record: &ContainerRecord,
+    paths: &ContainerPaths,
+    cgroups: &CgroupVersion,
+    sandbox: berth_runtime::Sandbox,
+    attachment: &mut Attachment,
+) -> Result<Started, (String, i32)> {
+    let layers = super::start::container_layers(store, record, paths)
+        .map_err(|error| (error.to_string(), 125))?;
+    let spec = build_spec(
+        record,
+        paths,
+        &layers,
+        &config.root,
+        &config.root.join("volumes"),
+        cgroups,
+    )
+    .map_err(|error| (error.to_string(), 125))?;
+    let (stdio, container_io) = make_stdio(record).map_err(|error| {
+        (
+            format!("failed to set up the container's stdio: {error}"),
+            125,
+        )
+    })?;
+    let launched = sandbox
+        .start(&spec, stdio)
+        .map_err(|error| (error.to_string(), error.exit_status()))?;
+    let container_io = container_io.finish(attachment).map_err(|error| {
+        (
+            format!("failed to receive the container's terminal: {error}"),
+            125,
+        )
+    })?;
+    Ok((launched, container_io))
+}
+
 /// The monitor's side of the container's stdio before launch: ready pipes,
 /// or (with a terminal) the socket the container will send its pty over.
 enum PendingIo {
@@ -454,7 +543,7 @@ fn wait_unless_stopped(store: &Store, paths: &ContainerPaths, id: &str, delay: D
 /// page are left alone — the relocated RELRO segment is read-only yet
 /// written by the loader, and MADV_DONTNEED would reset it to the file's
 /// bytes.
-fn release_read_only_pages() {
+pub fn release_read_only_pages() {
     let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
         return;
     };
@@ -518,7 +607,7 @@ fn should_restart(record: &ContainerRecord, state: &ContainerState, restarts: u3
     }
 }
 
-fn cleanup(cgroup: &dyn CgroupManager, paths: &ContainerPaths) {
+pub(super) fn cleanup(cgroup: &dyn CgroupManager, paths: &ContainerPaths) {
     if let Err(error) = cgroup.delete() {
         tracing::warn!(%error, "failed to delete the container cgroup");
     }
@@ -528,7 +617,7 @@ fn cleanup(cgroup: &dyn CgroupManager, paths: &ContainerPaths) {
     }
 }
 
-fn current_record(store: &Store, started_with: &ContainerRecord) -> ContainerRecord {
+pub(super) fn current_record(store: &Store, started_with: &ContainerRecord) -> ContainerRecord {
     store
         .container(&started_with.id)
         .ok()

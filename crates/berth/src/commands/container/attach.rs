@@ -56,6 +56,7 @@ pub fn start_attached(
     streams: AttachStreams,
     tty: bool,
     sig_proxy: bool,
+    claimed: Option<berth_engine::warm::Claimed>,
 ) -> anyhow::Result<i32> {
     let attachment = Attachment {
         stdin: if streams.stdin {
@@ -76,7 +77,11 @@ pub fn start_attached(
     };
     let terminal =
         tty && streams.stdin && nix::unistd::isatty(std::io::stdin().as_raw_fd()).unwrap_or(false);
-    let mut started = start_container(engine, id, Some(attachment)).map_err(|error| {
+    let started = match claimed {
+        Some(claimed) => claimed.start(Some(attachment)),
+        None => start_container(engine, id, Some(attachment)),
+    };
+    let mut started = started.map_err(|error| {
         let status = error.run_status();
         anyhow::Error::new(StatusError {
             status,

@@ -63,6 +63,7 @@ pub fn start(engine: &mut Engine, args: &StartArgs) -> anyhow::Result<i32> {
             streams,
             container.record.run.tty,
             true,
+            None,
         );
     }
     for_each(&args.containers, |name| {

@@ -126,15 +126,22 @@ pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
         options.create.platform.as_deref(),
     )?;
     tracing::debug!("run: request resolved");
-    let id = create_container(engine, &request).map_err(engine_failure)?;
-    tracing::debug!("run: container created");
+    // A ready sandbox from the warm pool when the run is eligible for one.
+    let claimed = berth_engine::warm::claim(engine, &request).map_err(engine_failure)?;
+    let id = match &claimed {
+        Some(claimed) => claimed.id.clone(),
+        None => create_container(engine, &request).map_err(engine_failure)?,
+    };
+    tracing::debug!(warm = claimed.is_some(), "run: container created");
     write_cidfile(extras.create.container_id_file.as_deref(), &id)?;
     if extras.detach {
-        berth_engine::containers::start_container(engine, &id, None).map_err(|error| {
-            StatusError {
-                status: error.run_status(),
-                message: error.to_string(),
-            }
+        let started = match claimed {
+            Some(claimed) => claimed.start(None),
+            None => berth_engine::containers::start_container(engine, &id, None),
+        };
+        started.map_err(|error| StatusError {
+            status: error.run_status(),
+            message: error.to_string(),
         })?;
         println!("{id}");
         return Ok(0);
@@ -144,5 +151,12 @@ pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
         stdout: extras.attach.contains(&Stream::Stdout),
         stderr: extras.attach.contains(&Stream::Stderr),
     };
-    start_attached(engine, &id, streams, request.config.tty, extras.sig_proxy)
+    start_attached(
+        engine,
+        &id,
+        streams,
+        request.config.tty,
+        extras.sig_proxy,
+        claimed,
+    )
 }

@@ -47,6 +47,7 @@ pub fn run(engine: &mut Engine, args: &LoadArgs) -> anyhow::Result<i32> {
         }
         for tag in &image.tags {
             println!("Loaded image: {}", tag.familiar_string());
+            berth_engine::warm::retire_reference(engine, &tag.to_string());
         }
     }
     Ok(0)

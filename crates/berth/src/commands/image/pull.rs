@@ -99,6 +99,8 @@ pub fn pull(
     let pulled = pull_image(engine.store_mut(), &request, &|event| {
         show(display.as_ref(), event)
     })?;
+    // Warm pool members of what the name meant before are retired.
+    berth_engine::warm::retire_reference(engine, name);
     Ok(pulled)
 }
 

@@ -14,5 +14,6 @@ pub struct TagArgs {
 
 pub fn run(engine: &mut Engine, args: &TagArgs) -> anyhow::Result<i32> {
     tag_image(engine.store_mut(), &args.source, &args.target)?;
+    berth_engine::warm::retire_reference(engine, &args.target);
     Ok(0)
 }

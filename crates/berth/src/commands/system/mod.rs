@@ -1,4 +1,5 @@
 pub mod info;
 pub mod version;
+pub mod warm;
 
 pub use info::InfoArgs;

@@ -1,0 +1,312 @@
+//! A warm pool member's monitor. It builds one sandbox for its image (the
+//! container's cgroup, network and root, its first process waiting), offers
+//! it on a socket, and then either hands it to the run that claims it — and
+//! from there is that container's ordinary monitor — or, unclaimed after its
+//! TTL, retired, or with its sandbox dead, removes everything and exits.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::time::{Duration, Instant};
+
+use berth_store::Store;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use super::network::MonitorNetwork;
+use super::protocol::{MonitorMessage, MonitorSender};
+use super::{
+    become_monitor, cleanup, container_cgroup, current_record, release_read_only_pages, supervise,
+    Attachment, Prepared,
+};
+use crate::containers::paths::ContainerPaths;
+use crate::containers::record::ContainerRecord;
+use crate::containers::spec::build_spec;
+use crate::containers::state::process_start_time;
+use crate::warm::member::{MemberDir, MemberInfo, Taker};
+use crate::warm::ClaimMessage;
+use crate::{EngineConfig, EngineError};
+
+/// Runs in the forked member monitor; never returns. `status` gets
+/// `Started` once the member is offered (or `Failed`).
+pub(crate) fn run_member(
+    config: EngineConfig,
+    record: ContainerRecord,
+    dir: MemberDir,
+    info: MemberInfo,
+    status: OwnedFd,
+) -> ! {
+    become_monitor();
+    let mut sender = MonitorSender::new(status);
+    let code = match serve(&config, &record, &dir, info, &mut sender) {
+        Ok(()) => 0,
+        Err(error) => {
+            tracing::error!(member = %record.id, error = %format!("{error:#}"), "pool member failed");
+            sender.send(&MonitorMessage::Failed {
+                message: error.to_string(),
+                status: 125,
+            });
+            1
+        }
+    };
+    // SAFETY: _exit leaves without running destructors or atexit handlers
+    // inherited from the CLI process this was forked from.
+    unsafe { libc::_exit(code) }
+}
+
+/// Everything a member holds until it is claimed or ends.
+struct Member<'a> {
+    config: &'a EngineConfig,
+    record: &'a ContainerRecord,
+    dir: &'a MemberDir,
+    paths: ContainerPaths,
+    prepared: Prepared,
+}
+
+fn serve(
+    config: &EngineConfig,
+    record: &ContainerRecord,
+    dir: &MemberDir,
+    mut info: MemberInfo,
+    sender: &mut MonitorSender,
+) -> Result<(), EngineError> {
+    let mut store = Store::open(&config.root)?;
+    let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
+    let (cgroups, cgroup) = container_cgroup(record)?;
+    let mut network = MonitorNetwork::new(record).map_err(EngineError::Start)?;
+    let discard = |store: &Store| {
+        cleanup(cgroup.as_ref(), &paths);
+        crate::containers::remove::remove_files_and_row(store, &paths, &record.id);
+        dir.remove();
+    };
+    let built = build_sandbox(
+        config,
+        &mut store,
+        &mut network,
+        record,
+        &paths,
+        &cgroups,
+        cgroup.as_ref(),
+    );
+    let sandbox = match built {
+        Ok(sandbox) => sandbox,
+        Err(error) => {
+            discard(&store);
+            return Err(error);
+        }
+    };
+    let listener = match UnixListener::bind(dir.offer_path()) {
+        Ok(listener) => listener,
+        Err(error) => {
+            drop(sandbox);
+            network.release(&mut store, record);
+            discard(&store);
+            return Err(EngineError::Start(format!(
+                "failed to offer the pool member: {error}"
+            )));
+        }
+    };
+    info.monitor_pid = std::process::id() as i32;
+    info.monitor_start_time = process_start_time(info.monitor_pid).unwrap_or(0);
+    info.sandbox_pid = sandbox.pid().map_or(0, |pid| pid.as_raw());
+    if let Err(error) = dir.write_info(&info) {
+        drop(sandbox);
+        network.release(&mut store, record);
+        discard(&store);
+        return Err(EngineError::Start(format!(
+            "failed to record the pool member: {error}"
+        )));
+    }
+    sender.send(&MonitorMessage::Started {
+        pid: info.sandbox_pid,
+    });
+    sender.close();
+    let member = Member {
+        config,
+        record,
+        dir,
+        paths,
+        prepared: Prepared {
+            store,
+            network,
+            cgroups,
+            cgroup,
+            sandbox,
+        },
+    };
+    release_read_only_pages();
+    member.wait(&listener, Duration::from_secs(info.ttl_seconds));
+    Ok(())
+}
+
+fn build_sandbox(
+    config: &EngineConfig,
+    store: &mut Store,
+    network: &mut MonitorNetwork,
+    record: &ContainerRecord,
+    paths: &ContainerPaths,
+    cgroups: &berth_runtime::cgroups::CgroupVersion,
+    cgroup: &dyn berth_runtime::cgroups::CgroupManager,
+) -> Result<berth_runtime::Sandbox, EngineError> {
+    let layers = crate::containers::start::container_layers(store, record, paths)?;
+    let spec = build_spec(
+        record,
+        paths,
+        &layers,
+        &config.root,
+        &config.root.join("volumes"),
+        cgroups,
+    )?;
+    cgroup.create(&record.run.resources).map_err(|error| {
+        EngineError::Start(format!("failed to create the container's cgroup: {error}"))
+    })?;
+    let sandbox = berth_runtime::Sandbox::prepare(&spec, cgroup, &mut |pid| {
+        network.connect(store, record, paths, pid.as_raw())
+    });
+    sandbox.map_err(|error| {
+        network.disconnect(store, record);
+        EngineError::Start(error.to_string())
+    })
+}
+
+impl Member<'_> {
+    /// Waits for a claim until the TTL; ends the member if none comes, if
+    /// it is retired, or if its sandbox dies.
+    fn wait(self, listener: &UnixListener, ttl: Duration) {
+        let deadline = Instant::now() + ttl;
+        // Once someone else took the member, only its connection matters.
+        let mut taken = false;
+        loop {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let timeout = if taken {
+                PollTimeout::NONE
+            } else {
+                PollTimeout::try_from(remaining.as_millis().min(i32::MAX as u128) as i32)
+                    .unwrap_or(PollTimeout::MAX)
+            };
+            let Some(pidfd) = self.prepared.sandbox.pidfd() else {
+                return self.end();
+            };
+            let mut fds = [
+                PollFd::new(listener.as_fd(), PollFlags::POLLIN),
+                PollFd::new(pidfd, PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, timeout) {
+                Err(nix::Error::EINTR) => continue,
+                Err(_) => return self.end_if_untaken(taken),
+                Ok(_) => {}
+            }
+            let connection = fds[0].any().unwrap_or(false);
+            let sandbox_died = fds[1].any().unwrap_or(false);
+            if connection {
+                if let Ok((stream, _)) = listener.accept() {
+                    return self.answer(stream);
+                }
+                continue;
+            }
+            if taken {
+                continue;
+            }
+            if sandbox_died || Instant::now() >= deadline {
+                if self.dir.take(Taker::Retire) {
+                    tracing::debug!(member = %self.record.id, sandbox_died, "pool member ends");
+                    return self.end();
+                }
+                // A run claimed it first: its connection is on the way.
+                taken = true;
+            }
+        }
+    }
+
+    fn end_if_untaken(self, taken: bool) {
+        if taken || self.dir.take(Taker::Retire) {
+            self.end();
+        }
+    }
+
+    /// Removes the sandbox and everything built for it.
+    fn end(self) {
+        let Member {
+            record,
+            dir,
+            paths,
+            prepared,
+            ..
+        } = self;
+        let Prepared {
+            mut store,
+            mut network,
+            cgroup,
+            sandbox,
+            ..
+        } = prepared;
+        drop(sandbox);
+        network.release(&mut store, record);
+        cleanup(cgroup.as_ref(), &paths);
+        crate::containers::remove::remove_files_and_row(&store, &paths, &record.id);
+        dir.remove();
+    }
+
+    /// A connection to the member: a claim (with the run's streams) or a
+    /// retirement.
+    fn answer(self, stream: UnixStream) {
+        let message = match berth_runtime::handoff::receive_message(&stream) {
+            Ok(Some(message)) => message,
+            // The claimant gave up (its name was taken, say).
+            _ => return self.end(),
+        };
+        let (body, mut fds) = message;
+        let claim: ClaimMessage = match serde_json::from_slice(&body) {
+            Ok(claim) => claim,
+            Err(_) => return self.end(),
+        };
+        let ClaimMessage::Claim {
+            stdin,
+            stdout,
+            stderr,
+        } = claim
+        else {
+            return self.end();
+        };
+        if fds.is_empty() {
+            return self.end();
+        }
+        let status = fds.remove(0);
+        let mut streams = fds.into_iter();
+        let attachment = Attachment {
+            stdin: stdin.then(|| streams.next()).flatten(),
+            stdout: stdout.then(|| streams.next()).flatten(),
+            stderr: stderr.then(|| streams.next()).flatten(),
+        };
+        let mut sender = MonitorSender::new(status);
+        // The claimant stored the container's row (its name and settings)
+        // before it connected.
+        let Some(claimed) = self
+            .prepared
+            .store
+            .container(&self.record.id)
+            .ok()
+            .flatten()
+            .map(|_| current_record(&self.prepared.store, self.record))
+        else {
+            sender.send(&MonitorMessage::Failed {
+                message: "the claimed pool member has no container record".to_owned(),
+                status: 125,
+            });
+            return self.end();
+        };
+        self.dir.remove();
+        tracing::debug!(container = %claimed.id, "pool member claimed");
+        let config = self.config;
+        if let Err(error) = supervise(
+            config,
+            &claimed,
+            attachment,
+            &mut sender,
+            Some(self.prepared),
+        ) {
+            sender.send(&MonitorMessage::Failed {
+                message: error.to_string(),
+                status: 125,
+            });
+        }
+    }
+}

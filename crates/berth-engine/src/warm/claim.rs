@@ -1,0 +1,271 @@
+//! Making members, and a run taking one.
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use berth_types::container::CreateRequest;
+use nix::unistd::{fork, ForkResult};
+
+use super::member::{members, monitor_alive, MemberDir, MemberInfo, Taker};
+use super::{discard_member, wait_offered, ClaimMessage, WarmMode, WarmSettings};
+use crate::containers::create::{build_record, insert_record};
+use crate::containers::monitor::protocol::{MonitorMessage, MonitorReceiver};
+use crate::containers::names::new_id;
+use crate::containers::record::{ContainerRecord, MountSource, RestartPolicy};
+use crate::containers::{Attachment, StartFailure, StartedContainer};
+use crate::images::resolve_image;
+use crate::{Engine, EngineError};
+
+/// What a run must share with a member to use it: everything that shapes
+/// the sandbox. The process (command, environment, user, working
+/// directory, terminal, stdin), `--rm`, `--name` (not in the record's run
+/// settings), labels, the stop settings and bind mounts (mounted after the
+/// claim) may differ. None when the run can never use a member (a volume
+/// or tmpfs mount).
+pub(crate) fn sandbox_key(record: &ContainerRecord) -> Option<serde_json::Value> {
+    let mut run = record.run.clone();
+    let binds_only = run
+        .mounts
+        .iter()
+        .all(|mount| matches!(mount.source, MountSource::Bind { .. }));
+    if !binds_only {
+        return None;
+    }
+    run.args.clear();
+    run.env.clear();
+    run.working_dir.clear();
+    run.user.clear();
+    run.tty = false;
+    run.open_stdin = false;
+    run.auto_remove = false;
+    run.mounts.clear();
+    run.labels.clear();
+    run.stop_signal.clear();
+    run.stop_timeout = None;
+    // A new cgroup has no pids limit: "unlimited" and unset are the same.
+    if run.resources.pids_limit == Some(berth_runtime::cgroups::Limit::Unlimited) {
+        run.resources.pids_limit = None;
+    }
+    // "no" and unset are the same policy.
+    if run.restart.is_none() {
+        run.restart = RestartPolicy::default();
+    }
+    Some(serde_json::json!({ "image": record.image_id, "run": run }))
+}
+
+/// The request a member is built from: the image with every default.
+fn member_request(reference: &str) -> CreateRequest {
+    let mut request = CreateRequest::default();
+    request.config.image = reference.to_owned();
+    request
+}
+
+/// Builds one member of `reference`'s pool and returns its id once it is
+/// offered.
+pub(super) fn spawn_member(
+    engine: &mut Engine,
+    reference: &str,
+    image_id: &str,
+    depth: u32,
+    ttl: Duration,
+) -> Result<String, EngineError> {
+    let id = new_id();
+    let record = build_record(engine, &member_request(reference), id.clone())?;
+    let key = sandbox_key(&record).ok_or_else(|| {
+        EngineError::Start("the image's own volumes keep it out of the warm pool".to_owned())
+    })?;
+    let config = engine.config().clone();
+    let dir = MemberDir::new(&config.run_root, &id);
+    std::fs::create_dir_all(&dir.path)
+        .map_err(|error| EngineError::Start(format!("failed to create {:?}: {error}", dir.path)))?;
+    let paths = crate::containers::paths::ContainerPaths::new(&config.root, &config.run_root, &id);
+    let prepared = std::fs::create_dir_all(&paths.directory)
+        .map_err(|error| {
+            EngineError::Start(format!("failed to create {:?}: {error}", paths.directory))
+        })
+        .and_then(|()| crate::containers::start::prepare_record(engine, &record));
+    if let Err(error) = prepared {
+        crate::containers::remove::remove_files_and_row(engine.store(), &paths, &id);
+        dir.remove();
+        return Err(error);
+    }
+    let info = MemberInfo {
+        id: id.clone(),
+        image_id: image_id.to_owned(),
+        reference: reference.to_owned(),
+        created: chrono::Utc::now().timestamp(),
+        monitor_pid: 0,
+        monitor_start_time: 0,
+        sandbox_pid: 0,
+        ttl_seconds: ttl.as_secs().max(1),
+        depth,
+        key,
+    };
+    let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
+    // No SQLite connection may cross the fork (see Store::suspend).
+    engine.store_mut().suspend()?;
+    // SAFETY: the CLI is single-threaded here, so the child cannot inherit
+    // a lock held by another thread.
+    match unsafe { fork() }
+        .map_err(|error| EngineError::Start(format!("failed to fork a pool member: {error}")))?
+    {
+        ForkResult::Child => {
+            drop(status_read);
+            crate::containers::monitor::member::run_member(config, record, dir, info, status_write)
+        }
+        ForkResult::Parent { child } => {
+            drop(status_write);
+            let offered = wait_offered(status_read);
+            if offered.is_err() {
+                let _ = nix::sys::wait::waitpid(child, None);
+            }
+            offered.map(|()| id)
+        }
+    }
+}
+
+/// A member a run has taken: its container row is stored; `start` hands
+/// over the run's streams.
+pub struct Claimed {
+    pub id: String,
+    info: MemberInfo,
+    socket: UnixStream,
+}
+
+/// Takes a member of the pool for `request` when the pool is on, one
+/// exists for its image and the run is eligible; otherwise None (the
+/// caller starts cold). The container's row is stored here, with the
+/// member's id: a taken `--name` is Docker's error, as a cold run gives.
+pub fn claim(engine: &mut Engine, request: &CreateRequest) -> Result<Option<Claimed>, EngineError> {
+    let settings = WarmSettings::from_env()?;
+    if settings.mode == WarmMode::Off {
+        return Ok(None);
+    }
+    let run_root = engine.config().run_root.clone();
+    let pool = members(&run_root);
+    let image_id = match resolve_image(engine.store(), &request.config.image) {
+        Ok(image) => image.id.to_string(),
+        Err(_) => return Ok(None),
+    };
+    let candidates: Vec<(MemberDir, MemberInfo)> = pool
+        .into_iter()
+        .filter(|(dir, info)| info.image_id == image_id && dir.is_offered())
+        .collect();
+    if candidates.is_empty() {
+        if settings.mode == WarmMode::On {
+            if let Ok(reference) = super::pool_reference(&request.config.image) {
+                super::spawn_refill(engine, &reference, settings.depth, settings.ttl);
+            }
+        }
+        return Ok(None);
+    }
+    let mut checked: Option<ContainerRecord> = None;
+    for (dir, info) in candidates {
+        if !monitor_alive(&info) {
+            if dir.take(Taker::Retire) {
+                discard_member(engine, &dir, &info);
+            }
+            continue;
+        }
+        // Every member of an image has the same key; the record is built
+        // once and given each candidate's id.
+        let record = match checked.take() {
+            Some(mut record) => {
+                rebase_record(&mut record, &info.id);
+                record
+            }
+            None => build_record(engine, request, info.id.clone())?,
+        };
+        let key = sandbox_key(&record);
+        if key.as_ref() != Some(&info.key) {
+            tracing::debug!(
+                run = %key.unwrap_or_default(),
+                member = %info.key,
+                "run not eligible for the warm pool"
+            );
+            return Ok(None);
+        }
+        if !dir.take(Taker::Claim) {
+            checked = Some(record);
+            continue;
+        }
+        let socket = match UnixStream::connect(dir.taken_path(Taker::Claim)) {
+            Ok(socket) => socket,
+            Err(_) => {
+                discard_member(engine, &dir, &info);
+                checked = Some(record);
+                continue;
+            }
+        };
+        // Dropping the socket unused (a taken name) ends the member.
+        let id = insert_record(engine, record, request.name.is_some())?;
+        super::spawn_refill(
+            engine,
+            &info.reference,
+            info.depth,
+            Duration::from_secs(info.ttl_seconds),
+        );
+        return Ok(Some(Claimed { id, info, socket }));
+    }
+    Ok(None)
+}
+
+/// The same record for another member: only the id and the hostname
+/// derived from it change.
+fn rebase_record(record: &mut ContainerRecord, id: &str) {
+    let old_short = record.id[..12].to_owned();
+    if record.run.hostname == old_short {
+        record.run.hostname = id[..12].to_owned();
+        if let Some(hostname) = record.config.get_mut("Hostname") {
+            *hostname = serde_json::Value::String(id[..12].to_owned());
+        }
+    }
+    record.id = id.to_owned();
+}
+
+impl Claimed {
+    /// Hands the member the run's streams (None: detached) and returns once
+    /// the container's program runs.
+    pub fn start(self, attachment: Option<Attachment>) -> Result<StartedContainer, EngineError> {
+        let attachment = attachment.unwrap_or_default();
+        let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
+        let message = ClaimMessage::Claim {
+            stdin: attachment.stdin.is_some(),
+            stdout: attachment.stdout.is_some(),
+            stderr: attachment.stderr.is_some(),
+        };
+        let streams: Vec<&OwnedFd> = [&attachment.stdin, &attachment.stdout, &attachment.stderr]
+            .into_iter()
+            .flatten()
+            .collect();
+        let mut fds: Vec<RawFd> = vec![status_write.as_raw_fd()];
+        fds.extend(streams.iter().map(|fd| fd.as_raw_fd()));
+        let body =
+            serde_json::to_vec(&message).map_err(|error| EngineError::Start(error.to_string()))?;
+        berth_runtime::handoff::send_message(&self.socket, &body, &fds).map_err(|error| {
+            EngineError::Start(format!(
+                "failed to hand the run to its pool member: {error}"
+            ))
+        })?;
+        drop((status_write, attachment));
+        let mut receiver = MonitorReceiver::new(status_read);
+        match receiver.receive() {
+            Some(MonitorMessage::Started { pid }) => Ok(StartedContainer::new(
+                self.id,
+                pid,
+                self.info.monitor_pid,
+                receiver,
+            )),
+            Some(MonitorMessage::Failed { message, status }) => {
+                Err(EngineError::StartFailed(StartFailure { message, status }))
+            }
+            _ => Err(EngineError::StartFailed(StartFailure {
+                message: "the container's monitor exited before the container started".to_owned(),
+                status: 125,
+            })),
+        }
+    }
+}

@@ -1,0 +1,393 @@
+//! The warm pool: pre-built, single-use sandboxes per image, so that an
+//! eligible `run` skips namespace, cgroup, root and network setup.
+//!
+//! ```text
+//! fill(engine, "busybox", depth)   forks member monitors (monitor/member.rs), each builds one
+//!                                  sandbox (runtime Sandbox: root mounted, network connected,
+//!                                  first process waiting) and offers it on a socket
+//! claim(engine, &request)          a run whose settings match a member's takes it (rename of
+//!                                  the offer socket: one winner), stores its container row with
+//!                                  the member's id, and hands over its streams (Claimed::start);
+//!                                  the member's monitor is from then on the container's monitor
+//! list / remove / retire_reference `warm ls`, `warm rm`, and pull/load/tag of an image
+//! ```
+//!
+//! A member is never reused: the claimed sandbox becomes the container, and
+//! a replacement is built in the background. Members end themselves after
+//! their TTL or when their sandbox dies; a member whose monitor was killed
+//! is found and removed by the next pool operation.
+
+mod claim;
+pub mod member;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use claim::{claim, Claimed};
+use member::{members, monitor_alive, MemberDir, MemberInfo, Taker};
+
+use crate::containers::monitor::protocol::{MonitorMessage, MonitorReceiver};
+use crate::images::{parse_reference, resolve_image};
+use crate::{Engine, EngineError};
+
+/// Messages to a member monitor over its socket.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "lowercase")]
+pub(crate) enum ClaimMessage {
+    /// Descriptors: the status pipe, then the streams flagged here.
+    Claim {
+        stdin: bool,
+        stdout: bool,
+        stderr: bool,
+    },
+    Retire,
+}
+
+/// `BERTH_WARM`: whether runs use the pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarmMode {
+    /// Never.
+    Off,
+    /// When `berth warm IMAGE` made a pool for the run's image (the default).
+    Auto,
+    /// Also: a run of an image with no pool starts one in the background.
+    On,
+}
+
+/// The pool's settings from the environment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WarmSettings {
+    pub mode: WarmMode,
+    /// `BERTH_WARM_DEPTH`: members kept per image (default 2).
+    pub depth: u32,
+    /// `BERTH_WARM_TTL`: an unclaimed member ends after this (default 10m).
+    pub ttl: Duration,
+}
+
+pub const DEFAULT_DEPTH: u32 = 2;
+pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
+pub const MAX_DEPTH: u32 = 64;
+
+impl WarmSettings {
+    pub fn from_env() -> Result<Self, EngineError> {
+        let variable = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+        let mode = match variable("BERTH_WARM").as_deref() {
+            None | Some("auto") => WarmMode::Auto,
+            Some("on") => WarmMode::On,
+            Some("off") => WarmMode::Off,
+            Some(other) => {
+                return Err(EngineError::InvalidArgument(format!(
+                    "invalid BERTH_WARM {other:?}: use auto, on or off"
+                )))
+            }
+        };
+        let depth = match variable("BERTH_WARM_DEPTH") {
+            None => DEFAULT_DEPTH,
+            Some(text) => parse_depth(&text)?,
+        };
+        let ttl = match variable("BERTH_WARM_TTL") {
+            None => DEFAULT_TTL,
+            Some(text) => parse_duration(&text)?,
+        };
+        Ok(Self { mode, depth, ttl })
+    }
+}
+
+pub fn parse_depth(text: &str) -> Result<u32, EngineError> {
+    match text.parse::<u32>() {
+        Ok(depth) if (1..=MAX_DEPTH).contains(&depth) => Ok(depth),
+        _ => Err(EngineError::InvalidArgument(format!(
+            "invalid pool depth {text:?}: a number from 1 to {MAX_DEPTH}"
+        ))),
+    }
+}
+
+/// Go-style durations as Docker's flags take them: `90s`, `10m`, `1h30m`,
+/// `500ms`; a bare number is seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, EngineError> {
+    let invalid =
+        || EngineError::InvalidArgument(format!("invalid duration {text:?} (e.g. 30s, 10m, 1h)"));
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .ok_or_else(invalid)?;
+        let number: f64 = rest[..digits].parse().map_err(|_| invalid())?;
+        rest = &rest[digits..];
+        let unit_length = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let unit = match &rest[..unit_length] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(invalid()),
+        };
+        total += Duration::from_secs_f64(number * unit);
+        rest = &rest[unit_length..];
+    }
+    Ok(total)
+}
+
+/// A member as `warm ls` shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolMember {
+    pub id: String,
+    pub image_id: String,
+    pub reference: String,
+    pub created: i64,
+    /// Resident memory of its monitor and waiting first process, bytes.
+    pub memory: u64,
+    pub ttl: Duration,
+}
+
+/// The pool's name for `reference` (`busybox` → `busybox:latest`).
+fn pool_reference(reference: &str) -> Result<String, EngineError> {
+    Ok(parse_reference(reference)?.familiar_string())
+}
+
+/// Removes members whose monitor died (killed, or the machine rebooted
+/// under a persistent run root): their sandbox went with it, but their
+/// cgroup, files and network address may remain.
+pub fn reap_leaked(engine: &mut Engine) {
+    let run_root = engine.config().run_root.clone();
+    for (dir, info) in members(&run_root) {
+        if !monitor_alive(&info) {
+            tracing::debug!(member = %info.id, "removing a leaked pool member");
+            discard_member(engine, &dir, &info);
+        }
+    }
+}
+
+fn discard_member(engine: &mut Engine, dir: &MemberDir, info: &MemberInfo) {
+    if info.sandbox_pid > 0 {
+        // Its first process waits on a socket the dead monitor held; it
+        // has ended or ends now.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(info.sandbox_pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let config = engine.config().clone();
+    let paths =
+        crate::containers::paths::ContainerPaths::new(&config.root, &config.run_root, &info.id);
+    if let Ok(cgroups) = berth_runtime::cgroups::CgroupVersion::detect() {
+        if let Ok(path) =
+            berth_runtime::cgroups::CgroupDriver::default().container_path(None, &info.id)
+        {
+            let _ = berth_runtime::cgroups::new_manager(&cgroups, path).delete();
+        }
+    }
+    // The row is absent unless a claim got as far as storing it.
+    if engine.store().container(&info.id).ok().flatten().is_none() {
+        crate::containers::remove::remove_files_and_row(engine.store(), &paths, &info.id);
+    }
+    dir.remove();
+}
+
+/// Fills the pool of `reference` up to `depth` members; returns the new
+/// members' ids. Members of an older image under that name are retired.
+pub fn fill(
+    engine: &mut Engine,
+    reference: &str,
+    depth: u32,
+    ttl: Duration,
+) -> Result<Vec<String>, EngineError> {
+    let run_root = engine.config().run_root.clone();
+    std::fs::create_dir_all(member::pool_dir(&run_root)).map_err(|error| {
+        EngineError::Start(format!("failed to create the warm pool directory: {error}"))
+    })?;
+    let _lock = lock_pool(&run_root)?;
+    reap_leaked(engine);
+    let name = pool_reference(reference)?;
+    let image = resolve_image(engine.store(), reference)?;
+    let image_id = image.id.to_string();
+    let mut current = 0u32;
+    for (dir, info) in members(&run_root) {
+        if info.reference != name || !dir.is_offered() {
+            continue;
+        }
+        if info.image_id != image_id {
+            retire(&dir);
+        } else {
+            current += 1;
+        }
+    }
+    let mut made = Vec::new();
+    while current + (made.len() as u32) < depth {
+        made.push(claim::spawn_member(engine, &name, &image_id, depth, ttl)?);
+    }
+    Ok(made)
+}
+
+/// One fill at a time per run root: concurrent refills would overshoot.
+fn lock_pool(run_root: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, EngineError> {
+    let path = member::pool_dir(run_root).join(".lock");
+    let file = std::fs::File::create(&path)
+        .map_err(|error| EngineError::Start(format!("failed to open {path:?}: {error}")))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, error)| EngineError::Start(format!("failed to lock {path:?}: {error}")))
+}
+
+/// Every live member, oldest first.
+pub fn list(engine: &mut Engine) -> Result<Vec<PoolMember>, EngineError> {
+    reap_leaked(engine);
+    let run_root = engine.config().run_root.clone();
+    Ok(members(&run_root)
+        .into_iter()
+        .filter(|(dir, _)| dir.is_offered())
+        .map(|(_, info)| PoolMember {
+            memory: resident_bytes(info.monitor_pid) + resident_bytes(info.sandbox_pid),
+            id: info.id,
+            image_id: info.image_id,
+            reference: info.reference,
+            created: info.created,
+            ttl: Duration::from_secs(info.ttl_seconds),
+        })
+        .collect())
+}
+
+/// Proportional set size: pages shared with other processes (the member's
+/// monitor and its sandbox share most of theirs) count in part.
+fn resident_bytes(pid: i32) -> u64 {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) else {
+        return 0;
+    };
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Pss:"))
+        .and_then(|value| {
+            value
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// Ends the members of `reference` (all with None); returns how many.
+pub fn remove(engine: &mut Engine, reference: Option<&str>) -> Result<usize, EngineError> {
+    reap_leaked(engine);
+    let name = reference.map(pool_reference).transpose()?;
+    let run_root = engine.config().run_root.clone();
+    let mut removed = 0;
+    for (dir, info) in members(&run_root) {
+        if name.as_ref().is_some_and(|name| *name != info.reference) {
+            continue;
+        }
+        if retire(&dir) {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// After `pull`, `load` or `tag` changed what `reference` names: its
+/// members hold the old image and are retired (members of the image it
+/// names now stay). Returns how many.
+pub fn retire_reference(engine: &mut Engine, reference: &str) -> usize {
+    let Ok(name) = pool_reference(reference) else {
+        return 0;
+    };
+    let current = resolve_image(engine.store(), reference)
+        .ok()
+        .map(|image| image.id.to_string());
+    let run_root = engine.config().run_root.clone();
+    members(&run_root)
+        .into_iter()
+        .filter(|(_, info)| info.reference == name && Some(&info.image_id) != current.as_ref())
+        .filter(|(dir, _)| retire(dir))
+        .count()
+}
+
+/// Takes the member away from claims and tells its monitor to end; waits
+/// (briefly) until it has. False when a run claimed it first.
+fn retire(dir: &MemberDir) -> bool {
+    if !dir.take(Taker::Retire) {
+        return false;
+    }
+    if let Ok(stream) = std::os::unix::net::UnixStream::connect(dir.taken_path(Taker::Retire)) {
+        let body = serde_json::to_vec(&ClaimMessage::Retire).unwrap_or_default();
+        let _ = berth_runtime::handoff::send_message(&stream, &body, &[]);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while dir.path.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    true
+}
+
+/// Starts `berth warm REFERENCE --depth N` in the background (its own
+/// session, no terminal, output discarded): the refill after a claim.
+pub fn spawn_refill(engine: &Engine, reference: &str, depth: u32, ttl: Duration) {
+    let Ok(program) = std::env::current_exe() else {
+        return;
+    };
+    let config = engine.config();
+    let mut command = std::process::Command::new(program);
+    command
+        .arg("--root")
+        .arg(&config.root)
+        .arg("--run-root")
+        .arg(&config.run_root)
+        .args(["warm", reference, "--depth", &depth.to_string()])
+        .env("BERTH_WARM_TTL", format!("{}s", ttl.as_secs().max(1)))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe; the child runs nothing else
+    // before exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    if let Err(error) = command.spawn() {
+        tracing::debug!(%error, "no pool refill");
+    }
+}
+
+/// Reads the member monitor's first report: offered, or why not.
+fn wait_offered(status: std::os::fd::OwnedFd) -> Result<(), EngineError> {
+    match MonitorReceiver::new(status).receive() {
+        Some(MonitorMessage::Started { .. }) => Ok(()),
+        Some(MonitorMessage::Failed { message, .. }) => Err(EngineError::Start(message)),
+        _ => Err(EngineError::Start(
+            "the pool member's monitor exited before its sandbox was ready".to_owned(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_as_docker_flags_take_them() {
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert!(parse_duration("10 minutes").is_err());
+        assert!(parse_duration("m").is_err());
+    }
+
+    #[test]
+    fn depth_is_bounded() {
+        assert_eq!(parse_depth("3").unwrap(), 3);
+        assert!(parse_depth("0").is_err());
+        assert!(parse_depth("65").is_err());
+        assert!(parse_depth("two").is_err());
+    }
+}
