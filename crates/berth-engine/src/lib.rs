@@ -7,6 +7,7 @@ mod error;
 pub mod images;
 pub mod logs;
 pub mod networks;
+pub mod system;
 pub mod volumes;
 pub mod warm;
 

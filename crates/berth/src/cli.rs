@@ -24,6 +24,7 @@ use crate::commands::image::{
 };
 use crate::commands::network::NetworkCommand;
 use crate::commands::registry::{LoginArgs, LogoutArgs};
+use crate::commands::system::serve::{ApiHelperArgs, ServeArgs};
 use crate::commands::system::warm::WarmArgs;
 use crate::commands::system::InfoArgs;
 use crate::commands::volume::VolumeCommand;
@@ -163,6 +164,11 @@ pub enum Command {
     Logout(LogoutArgs),
     /// Keep pre-built sandboxes of an image ready, so runs start in milliseconds
     Warm(WarmArgs),
+    /// Serve the Docker Engine API on a unix socket
+    Serve(ServeArgs),
+    /// Internal: work `berth serve` runs in a process of its own
+    #[command(hide = true)]
+    ApiHelper(ApiHelperArgs),
 }
 
 #[derive(Debug, Subcommand)]

@@ -356,6 +356,14 @@ fn seccomp_choice(options: Option<&[String]>) -> SeccompChoice {
     SeccompChoice::Default
 }
 
+/// The runtime's limits for an API `Resources` (create, and the API's
+/// `update`).
+pub fn runtime_resources(
+    requested: &berth_types::container::Resources,
+) -> Result<Resources, EngineError> {
+    resources(requested)
+}
+
 fn resources(requested: &berth_types::container::Resources) -> Result<Resources, EngineError> {
     let positive = |value: i64| u64::try_from(value).ok().filter(|value| *value > 0);
     let mut resources = Resources {

@@ -5,6 +5,7 @@ mod changes;
 mod commit;
 pub(crate) mod create;
 mod exec;
+mod filter;
 mod inspect;
 mod lookup;
 mod manage;
@@ -19,11 +20,13 @@ pub(crate) mod spec;
 pub(crate) mod start;
 pub mod state;
 mod stop;
+mod top;
 
 pub use changes::{container_diff, export_container, with_container_root};
 pub use commit::{commit_container, CommitOptions};
-pub use create::create_container;
+pub use create::{create_container, runtime_resources};
 pub use exec::{exec_in_container, ExecRequest};
+pub use filter::{container_matches, CONTAINER_FILTERS};
 pub use inspect::{inspect_container, list_containers, published_ports, status_text};
 pub use lookup::{find_container, Container};
 pub use manage::{
@@ -34,3 +37,4 @@ pub use monitor::Attachment;
 pub use remove::{remove_container, remove_container_with};
 pub use start::{start_container, StartFailure, StartedContainer};
 pub use stop::{kill_container, parse_signal, stop_container, wait_container};
+pub use top::{container_top, ProcessTable};

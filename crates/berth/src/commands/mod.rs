@@ -131,6 +131,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Login(args) => registry::login::run(&args),
         Command::Logout(args) => registry::logout::run(&args),
         Command::Warm(args) => system::warm::run(&global, &args),
+        Command::Serve(args) => system::serve::run(&global, &args),
+        Command::ApiHelper(args) => system::serve::helper(&global, &args),
         Command::Image(ImageCommand::Prune(args)) => image::prune::run(&mut open(&global)?, &args),
     }
 }

@@ -1,6 +1,8 @@
 //! `ps` / `container ls`.
 
-use berth_engine::containers::{list_containers, status_text, Container};
+use berth_engine::containers::{
+    container_matches, list_containers, status_text, Container, CONTAINER_FILTERS,
+};
 use berth_engine::Engine;
 use clap::Args;
 use serde_json::json;
@@ -70,10 +72,7 @@ pub fn run(engine: &Engine, args: &PsArgs) -> anyhow::Result<i32> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     for (key, _) in &filters {
         anyhow::ensure!(
-            matches!(
-                key.as_str(),
-                "status" | "name" | "label" | "ancestor" | "id" | "exited"
-            ),
+            CONTAINER_FILTERS.contains(&key.as_str()),
             "Invalid filter '{key}'"
         );
     }
@@ -82,7 +81,7 @@ pub fn run(engine: &Engine, args: &PsArgs) -> anyhow::Result<i32> {
         .any(|(key, _)| key == "status" || key == "exited");
     containers.retain(|container| {
         (show_all || has_status_filter || container.state.is_running())
-            && matches(container, &filters)
+            && container_matches(container, &filters)
     });
     if take_last >= 0 {
         containers.truncate(take_last as usize);
@@ -182,59 +181,4 @@ fn ellipsis(text: &str, width: usize) -> String {
     let mut cut: String = text.chars().take(width - 1).collect();
     cut.push('…');
     cut
-}
-
-fn matches(container: &Container, filters: &[(String, String)]) -> bool {
-    // Docker: values of one key are ORed, different keys ANDed.
-    let mut keys: Vec<&str> = filters.iter().map(|(key, _)| key.as_str()).collect();
-    keys.dedup();
-    keys.iter().all(|key| {
-        filters
-            .iter()
-            .filter(|(k, _)| k == key)
-            .any(|(_, value)| match *key {
-                "status" => container.state.status.as_str() == value,
-                "name" => container
-                    .record
-                    .name
-                    .contains(value.trim_start_matches('/')),
-                "id" => container.record.id.starts_with(value.as_str()),
-                "exited" => {
-                    container.state.status == berth_engine::containers::state::Status::Exited
-                        && value
-                            .parse::<i32>()
-                            .is_ok_and(|code| code == container.state.exit_code)
-                }
-                "label" => match value.split_once('=') {
-                    Some((label, wanted)) => container
-                        .record
-                        .run
-                        .labels
-                        .get(label)
-                        .is_some_and(|actual| actual == wanted),
-                    None => container.record.run.labels.contains_key(value.as_str()),
-                },
-                "ancestor" => {
-                    container.record.image_name == *value
-                        || container.record.image_id == *value
-                        || container
-                            .record
-                            .image_id
-                            .trim_start_matches("sha256:")
-                            .starts_with(value.as_str())
-                        || berth_types::Reference::parse_normalized(value)
-                            .map(|reference| reference.with_default_tag().familiar_string())
-                            .ok()
-                            .zip(
-                                berth_types::Reference::parse_normalized(
-                                    &container.record.image_name,
-                                )
-                                .ok()
-                                .map(|reference| reference.with_default_tag().familiar_string()),
-                            )
-                            .is_some_and(|(wanted, actual)| wanted == actual)
-                }
-                _ => false,
-            })
-    })
 }

@@ -1,8 +1,6 @@
 //! `top`, `stats --no-stream`, `port`.
 
-use berth_engine::containers::{
-    container_processes, container_stats, find_container, list_containers,
-};
+use berth_engine::containers::{container_stats, container_top, find_container, list_containers};
 use berth_engine::Engine;
 use clap::Args;
 use serde_json::json;
@@ -22,47 +20,11 @@ pub struct TopArgs {
 
 /// Docker runs `ps` on the host and keeps the container's rows.
 pub fn top(engine: &Engine, args: &TopArgs) -> anyhow::Result<i32> {
-    let pids = container_processes(engine, &args.container)?;
-    let options = if args.ps_options.is_empty() {
-        vec!["-ef".to_owned()]
-    } else {
-        args.ps_options.clone()
-    };
-    let output = std::process::Command::new("ps")
-        .args(&options)
-        .output()
-        .map_err(|error| anyhow::anyhow!("failed to run ps: {error}"))?;
-    anyhow::ensure!(
-        output.status.success(),
-        "ps failed: {}",
-        String::from_utf8_lossy(&output.stderr).trim()
-    );
-    let text = String::from_utf8_lossy(&output.stdout);
-    let mut lines = text.lines();
-    let header = lines.next().unwrap_or_default();
-    let pid_column = header
-        .split_whitespace()
-        .position(|column| column == "PID")
-        .ok_or_else(|| anyhow::anyhow!("Couldn't find PID field in ps output"))?;
+    let table = container_top(engine, &args.container, &args.ps_options)?;
     let mut writer = crate::format::tabwriter::TabWriter::docker();
-    writer.write_str(&format!(
-        "{}\n",
-        header.split_whitespace().collect::<Vec<_>>().join("\t")
-    ));
-    let columns = header.split_whitespace().count();
-    for line in lines {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let Some(pid) = fields
-            .get(pid_column)
-            .and_then(|pid| pid.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pids.contains(&pid) {
-            // The last column (the command) may contain spaces.
-            let (head, tail) = fields.split_at(columns.saturating_sub(1).min(fields.len()));
-            writer.write_str(&format!("{}\t{}\n", head.join("\t"), tail.join(" ")));
-        }
+    writer.write_str(&format!("{}\n", table.titles.join("\t")));
+    for row in &table.processes {
+        writer.write_str(&format!("{}\n", row.join("\t")));
     }
     print!("{}", writer.finish());
     Ok(0)

@@ -1,7 +1,6 @@
 //! `berth info`: where state lives and what the host offers.
 
 use clap::Args;
-use serde_json::json;
 
 use crate::cli::GlobalOptions;
 use crate::commands::output;
@@ -15,28 +14,7 @@ pub struct InfoArgs {
 
 pub fn run(global: &GlobalOptions, args: &InfoArgs) -> anyhow::Result<i32> {
     let engine = crate::commands::open(global)?;
-    let images = engine.store().image_count()?;
-    let uname = nix::sys::utsname::uname()?;
-    let info = json!({
-        "Containers": 0,
-        "ContainersRunning": 0,
-        "ContainersPaused": 0,
-        "ContainersStopped": 0,
-        "Images": images,
-        "Driver": "overlay",
-        "CgroupDriver": "cgroupfs",
-        "CgroupVersion": cgroup_version(),
-        "KernelVersion": uname.release().to_string_lossy(),
-        "OperatingSystem": operating_system(),
-        "OSType": "linux",
-        "Architecture": uname.machine().to_string_lossy(),
-        "NCPU": std::thread::available_parallelism().map_or(1, |count| count.get()),
-        "MemTotal": memory_total(),
-        "DockerRootDir": global.root.display().to_string(),
-        "RunRoot": global.run_root.display().to_string(),
-        "ServerVersion": env!("CARGO_PKG_VERSION"),
-        "Name": uname.nodename().to_string_lossy(),
-    });
+    let info = berth_engine::system::system_info(&engine)?;
     if let Some(format) = &args.format {
         println!("{}", output::render_one(format, &info)?);
         return Ok(0);
@@ -66,39 +44,5 @@ pub fn run(global: &GlobalOptions, args: &InfoArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// "2" when /sys/fs/cgroup is a cgroup2 mount (unified), else "1".
-fn cgroup_version() -> &'static str {
-    match nix::sys::statfs::statfs("/sys/fs/cgroup") {
-        Ok(stat) if stat.filesystem_type() == nix::sys::statfs::CGROUP2_SUPER_MAGIC => "2",
-        _ => "1",
-    }
-}
-
-fn operating_system() -> String {
-    std::fs::read_to_string("/etc/os-release")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find_map(|line| line.strip_prefix("PRETTY_NAME="))
-                .map(|name| name.trim_matches('"').to_owned())
-        })
-        .unwrap_or_else(|| "Linux".to_owned())
-}
-
-/// The host's memory in bytes (/proc/meminfo MemTotal).
-pub(crate) fn memory_total() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find_map(|line| line.strip_prefix("MemTotal:"))
-                .and_then(|rest| {
-                    rest.trim()
-                        .trim_end_matches("kB")
-                        .trim()
-                        .parse::<u64>()
-                        .ok()
-                })
-        })
-        .map_or(0, |kib| kib * 1024)
-}
+/// The host's memory in bytes (`top`/`stats` use it too).
+pub(crate) use berth_engine::system::memory_total;

@@ -1,4 +1,5 @@
 pub mod info;
+pub mod serve;
 pub mod version;
 pub mod warm;
 

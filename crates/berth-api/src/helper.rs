@@ -1,0 +1,379 @@
+//! Both sides of `berth api-helper`: the server runs the berth binary for
+//! work that forks (starting a container forks its monitor; exec forks into
+//! the container), because the server is multi-threaded and a forked child
+//! of a multi-threaded process may only run async-signal-safe code.
+//! `std::process::Command` (fork + exec) is safe from any thread.
+//!
+//! Protocol: the request is one JSON argument; the helper's stdin, stdout
+//! and stderr are the container's streams (pipes from the server, or
+//! /dev/null); fd 3 is a unix socket on which the helper reports
+//! [`MonitorMessage`]s as JSON lines (started / failed, then exited when
+//! asked to wait). For an exec with a tty, the pty master comes first over
+//! fd 3 (SCM_RIGHTS; one plain byte instead when there is none).
+
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+
+use berth_engine::containers::monitor::protocol::MonitorMessage;
+use berth_engine::containers::{exec_in_container, start_container, Attachment, ExecRequest};
+use berth_engine::{Engine, EngineConfig, EngineError};
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+
+/// The descriptor the helper reports on.
+const STATUS_FD: i32 = 3;
+
+/// `berth api-helper start`: start a container, its streams attached to
+/// the helper's stdio as flagged.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct StartRequest {
+    pub container: String,
+    pub stdin: bool,
+    pub stdout: bool,
+    pub stderr: bool,
+    /// Stay until the container exits and report its code.
+    pub wait: bool,
+}
+
+/// `berth api-helper exec`: run a process in a running container.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ExecHelperRequest {
+    pub container: String,
+    pub command: Vec<String>,
+    pub env: Vec<String>,
+    pub working_dir: Option<String>,
+    pub user: Option<String>,
+    pub tty: bool,
+    pub privileged: bool,
+    pub stdin: bool,
+}
+
+/// A running helper, seen from the server.
+pub struct Helper {
+    child: Child,
+    status: UnixStream,
+}
+
+impl Helper {
+    /// Runs `berth api-helper KIND REQUEST` with the given stdio.
+    pub fn spawn(
+        binary: &std::path::Path,
+        config: &EngineConfig,
+        kind: &str,
+        request: &impl Serialize,
+        stdio: [Stdio; 3],
+    ) -> Result<Self, ApiError> {
+        let request = serde_json::to_string(request)
+            .map_err(|error| ApiError::internal(error.to_string()))?;
+        let (ours, theirs) = UnixStream::pair()
+            .map_err(|error| ApiError::internal(format!("failed to create a socket: {error}")))?;
+        let theirs_fd = theirs.as_raw_fd();
+        let [stdin, stdout, stderr] = stdio;
+        let mut command = Command::new(binary);
+        command
+            .arg("--root")
+            .arg(&config.root)
+            .arg("--run-root")
+            .arg(&config.run_root)
+            .arg("api-helper")
+            .arg(kind)
+            .arg(request)
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(stderr)
+            .env_remove("LISTEN_FDS")
+            .env_remove("LISTEN_PID");
+        // SAFETY: the closure runs in the forked child before exec and calls
+        // only dup2, which is async-signal-safe; `theirs_fd` stays open in
+        // the parent until spawn returns. dup2 clears FD_CLOEXEC on fd 3.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::dup2(theirs_fd, STATUS_FD) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command.spawn().map_err(|error| {
+            ApiError::internal(format!("failed to run {}: {error}", binary.display()))
+        })?;
+        drop(theirs);
+        Ok(Self {
+            child,
+            status: ours,
+        })
+    }
+
+    /// The next message; None when the helper is gone.
+    pub fn receive(&mut self) -> Option<MonitorMessage> {
+        let line = read_line(&mut self.status)?;
+        serde_json::from_slice(&line).ok()
+    }
+
+    /// The pty master an exec with a tty sends first.
+    pub fn receive_fd(&mut self) -> Option<OwnedFd> {
+        berth_runtime::console::receive_fd(self.status.as_raw_fd()).ok()
+    }
+
+    /// Reaps the helper process.
+    pub fn reap(mut self) {
+        let _ = self.child.wait();
+    }
+}
+
+/// One line, read a byte at a time so that nothing after it (a descriptor
+/// on the socket) is consumed.
+fn read_line(stream: &mut UnixStream) -> Option<Vec<u8>> {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    loop {
+        match stream.read(&mut byte) {
+            Ok(0) => return None,
+            Ok(_) if byte[0] == b'\n' => return Some(line),
+            Ok(_) => {
+                line.push(byte[0]);
+                if line.len() > 1024 * 1024 {
+                    return None;
+                }
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Turns a failure a helper reported into the API error.
+pub fn failure(message: String, status: i32) -> ApiError {
+    let status = if matches!(status, 126 | 127) {
+        400
+    } else {
+        500
+    };
+    ApiError::new(status, message)
+}
+
+// ---- the helper process side (runs in `berth api-helper`) ----
+
+/// Runs one helper request; returns the process exit status.
+pub fn run(config: EngineConfig, kind: &str, request: &str) -> i32 {
+    // SAFETY: fd 3 was set up by the server for this process (pre_exec
+    // above); nothing else in this process owns it.
+    let status = unsafe { OwnedFd::from_raw_fd(STATUS_FD) };
+    if nix::sys::socket::getsockopt(&status, nix::sys::socket::sockopt::SockType).is_err() {
+        eprintln!("berth api-helper is run by `berth serve` only");
+        std::mem::forget(status);
+        return 125;
+    }
+    let mut status = UnixStream::from(status);
+    let result = match kind {
+        "start" => serde_json::from_str(request)
+            .map_err(|error| error.to_string())
+            .map(|request| start(config, &request, &mut status)),
+        "exec" => serde_json::from_str(request)
+            .map_err(|error| error.to_string())
+            .map(|request| exec(config, &request, &mut status)),
+        other => Err(format!("unknown helper request {other:?}")),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            send(
+                &mut status,
+                &MonitorMessage::Failed {
+                    message,
+                    status: 125,
+                },
+            );
+            125
+        }
+    }
+}
+
+fn send(status: &mut UnixStream, message: &MonitorMessage) {
+    if let Ok(mut line) = serde_json::to_vec(message) {
+        line.push(b'\n');
+        let _ = status.write_all(&line);
+    }
+}
+
+fn message_of(error: &EngineError) -> String {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+fn dup_standard(fd: i32) -> Option<OwnedFd> {
+    // SAFETY: 0, 1 and 2 are open for the life of the process; the borrow
+    // lasts only for the duplication.
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+        .try_clone_to_owned()
+        .ok()
+}
+
+/// Points 0, 1 and 2 at /dev/null: once the container (or the exec) has
+/// its copies, the server's pipes must end when it does, not when the
+/// helper does.
+fn release_standard_streams() {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        for target in 0..=2 {
+            // SAFETY: dup2 onto 0..2 replaces this process's standard
+            // streams with /dev/null, which it owns.
+            unsafe { libc::dup2(null.as_raw_fd(), target) };
+        }
+    }
+}
+
+fn start(config: EngineConfig, request: &StartRequest, status: &mut UnixStream) -> i32 {
+    let mut engine = match Engine::open(config) {
+        Ok(engine) => engine,
+        Err(error) => {
+            send(
+                status,
+                &MonitorMessage::Failed {
+                    message: message_of(&error),
+                    status: 125,
+                },
+            );
+            return 125;
+        }
+    };
+    let attachment = Attachment {
+        stdin: request.stdin.then(|| dup_standard(0)).flatten(),
+        stdout: request.stdout.then(|| dup_standard(1)).flatten(),
+        stderr: request.stderr.then(|| dup_standard(2)).flatten(),
+    };
+    match start_container(&mut engine, &request.container, Some(attachment)) {
+        Ok(mut started) => {
+            release_standard_streams();
+            send(status, &MonitorMessage::Started { pid: started.pid });
+            if request.wait {
+                let code = started.wait_exit().unwrap_or(-1);
+                send(status, &MonitorMessage::Exited { code });
+            }
+            0
+        }
+        Err(error) => {
+            send(
+                status,
+                &MonitorMessage::Failed {
+                    message: message_of(&error),
+                    status: error.run_status(),
+                },
+            );
+            1
+        }
+    }
+}
+
+fn exec(config: EngineConfig, request: &ExecHelperRequest, status: &mut UnixStream) -> i32 {
+    let failed = |status: &mut UnixStream, error: &EngineError| {
+        if request.tty {
+            // The server waits for a descriptor first.
+            let _ = status.write_all(b"x");
+        }
+        let code = match error {
+            EngineError::StartFailed(failure) => failure.status,
+            _ => 126,
+        };
+        send(
+            status,
+            &MonitorMessage::Failed {
+                message: message_of(error),
+                status: code,
+            },
+        );
+        code
+    };
+    let engine = match Engine::open(config) {
+        Ok(engine) => engine,
+        Err(error) => return failed(status, &error),
+    };
+    let null = || -> Option<OwnedFd> {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+            .ok()
+            .map(OwnedFd::from)
+    };
+    let exec_request = ExecRequest {
+        command: request.command.clone(),
+        env: request.env.clone(),
+        working_dir: request.working_dir.clone(),
+        user: request.user.clone(),
+        tty: request.tty,
+        privileged: request.privileged,
+    };
+    let mut console = None;
+    let stdio = if request.tty {
+        let pair = berth_runtime::console::console_socket_pair();
+        let (Ok((ours, theirs)), Some(a), Some(b), Some(c)) = (pair, null(), null(), null()) else {
+            return failed(
+                status,
+                &EngineError::Start("failed to set up the exec's terminal".to_owned()),
+            );
+        };
+        console = Some(ours);
+        berth_runtime::Stdio {
+            stdin: a,
+            stdout: b,
+            stderr: c,
+            console: Some(theirs),
+        }
+    } else {
+        let stdin = if request.stdin {
+            dup_standard(0)
+        } else {
+            null()
+        };
+        let (Some(stdin), Some(stdout), Some(stderr)) = (stdin, dup_standard(1), dup_standard(2))
+        else {
+            return failed(
+                status,
+                &EngineError::Start("failed to set up the exec's streams".to_owned()),
+            );
+        };
+        berth_runtime::Stdio {
+            stdin,
+            stdout,
+            stderr,
+            console: None,
+        }
+    };
+    let pid = match exec_in_container(&engine, &request.container, &exec_request, stdio) {
+        Ok(pid) => pid,
+        Err(error) => return failed(status, &error),
+    };
+    if let Some(console) = console {
+        match berth_runtime::console::receive_fd(console.as_raw_fd()) {
+            Ok(master) => {
+                let _ =
+                    berth_runtime::console::send_fd(status.as_raw_fd(), master.as_fd().as_raw_fd());
+            }
+            Err(_) => {
+                let _ = status.write_all(b"x");
+            }
+        }
+    }
+    release_standard_streams();
+    send(status, &MonitorMessage::Started { pid: pid.as_raw() });
+    let code = berth_runtime::wait_exit_code(pid);
+    send(status, &MonitorMessage::Exited { code });
+    0
+}

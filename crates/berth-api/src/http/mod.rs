@@ -1,0 +1,153 @@
+//! A small synchronous HTTP/1.1 server side: one thread per connection,
+//! keep-alive, chunked streams, and hijacking (the handler keeps the
+//! socket). No async runtime: the API's streams are few and long-lived,
+//! and a blocking thread per stream keeps the idle server tiny.
+
+pub mod request;
+pub mod response;
+
+use std::io::{BufReader, Write};
+use std::os::unix::net::UnixStream;
+
+use serde::de::DeserializeOwned;
+
+pub use request::{read_head, BodyKind, BodyReader, HeadError, Request};
+pub use response::{start_chunked, write_response, write_upgrade, ChunkedWriter, Response};
+
+use crate::error::ApiError;
+
+/// JSON bodies larger than this are refused (413): a create request with
+/// thousands of environment entries is a few hundred KiB.
+pub const MAX_JSON_BODY: usize = 4 * 1024 * 1024;
+
+/// One client connection.
+pub struct Connection {
+    pub reader: BufReader<UnixStream>,
+}
+
+impl Connection {
+    pub fn new(stream: UnixStream) -> Self {
+        Self {
+            reader: BufReader::with_capacity(16 * 1024, stream),
+        }
+    }
+
+    pub fn stream(&self) -> &UnixStream {
+        self.reader.get_ref()
+    }
+}
+
+/// A request being answered on its connection.
+pub struct Exchange<'c> {
+    pub request: Request,
+    pub connection: &'c mut Connection,
+    /// The API version the client asked for (`/v1.41/…`), or the newest.
+    pub version: (u32, u32),
+    body_read: bool,
+}
+
+impl<'c> Exchange<'c> {
+    pub fn new(request: Request, connection: &'c mut Connection, version: (u32, u32)) -> Self {
+        let body_read = request.body == BodyKind::Empty;
+        Self {
+            request,
+            connection,
+            version,
+            body_read,
+        }
+    }
+
+    pub fn query(&self, name: &str) -> Option<&str> {
+        self.request.query(name)
+    }
+
+    pub fn query_bool(&self, name: &str) -> bool {
+        self.request.query_bool(name)
+    }
+
+    /// True when the whole body was read (the connection can take the
+    /// next request).
+    pub fn body_read(&self) -> bool {
+        self.body_read
+    }
+
+    /// The body as it arrives (archives, image tars).
+    pub fn body(&mut self) -> BodyReader<'_, BufReader<UnixStream>> {
+        self.body_read = true;
+        BodyReader::new(&mut self.connection.reader, &self.request.body)
+    }
+
+    /// The whole body, at most [`MAX_JSON_BODY`] bytes.
+    pub fn body_bytes(&mut self) -> Result<Vec<u8>, ApiError> {
+        let too_large = || {
+            ApiError::new(
+                413,
+                format!("request body too large (over {MAX_JSON_BODY} bytes)"),
+            )
+        };
+        // Refused before reading a byte of it (the connection then closes:
+        // the unread body cannot be told from the next request).
+        if let BodyKind::Length(length) = self.request.body {
+            if length > MAX_JSON_BODY as u64 {
+                return Err(too_large());
+            }
+        }
+        let mut reader = self.body();
+        let result = request::read_limited(&mut reader, MAX_JSON_BODY);
+        let complete = reader.is_done();
+        self.body_read = complete;
+        result.map_err(|error| match error {
+            None => too_large(),
+            Some(error) => {
+                ApiError::bad_request(format!("failed to read the request body: {error}"))
+            }
+        })
+    }
+
+    /// The body decoded as JSON; an empty body is an error.
+    pub fn json<T: DeserializeOwned>(&mut self) -> Result<T, ApiError> {
+        let bytes = self.body_bytes()?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiError::bad_request("request body is empty".to_owned()));
+        }
+        serde_json::from_slice(&bytes)
+            .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}")))
+    }
+
+    /// The body decoded as JSON, or the default for an empty body.
+    pub fn json_or_default<T: DeserializeOwned + Default>(&mut self) -> Result<T, ApiError> {
+        let bytes = self.body_bytes()?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(T::default());
+        }
+        serde_json::from_slice(&bytes)
+            .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}")))
+    }
+
+    /// Starts a chunked response on this connection.
+    pub fn chunked(
+        &mut self,
+        status: u16,
+        content_type: &str,
+        headers: &[(&str, String)],
+    ) -> std::io::Result<ChunkedWriter<&UnixStream>> {
+        start_chunked(self.connection.stream(), status, content_type, headers)
+    }
+
+    /// Turns the connection into a raw stream; returns the socket and
+    /// any bytes the client sent after the request head.
+    pub fn hijack(&mut self, content_type: &str) -> std::io::Result<(UnixStream, Vec<u8>)> {
+        let upgrade = self.request.wants_upgrade();
+        let mut stream = self.connection.stream().try_clone()?;
+        write_upgrade(&mut stream, upgrade, content_type)?;
+        let leftover = self.connection.reader.buffer().to_vec();
+        let length = leftover.len();
+        std::io::BufRead::consume(&mut self.connection.reader, length);
+        Ok((stream, leftover))
+    }
+}
+
+/// Writes `bytes` and ignores a client that went away.
+pub fn write_quietly(mut stream: &UnixStream, bytes: &[u8]) -> bool {
+    stream.write_all(bytes).is_ok()
+}

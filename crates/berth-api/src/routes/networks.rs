@@ -1,0 +1,241 @@
+//! `/networks/…`: list, create, inspect, remove, connect, disconnect, prune.
+
+use std::collections::BTreeMap;
+
+use berth_engine::containers::list_containers;
+use berth_engine::networks::{
+    all_networks, connect_network, create_network, disconnect_network, find_network, network_json,
+    prune_networks, remove_network, NetworkCreate,
+};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::error::ApiError;
+use crate::http::{Exchange, Response};
+use crate::router::{reply, Handled};
+use crate::server::Server;
+
+/// Docker answers a missing network with "No such network" in some places
+/// and "network X not found" in others; the CLI prints either.
+fn lookup_error(error: berth_engine::EngineError) -> ApiError {
+    ApiError::from(error)
+}
+
+pub fn list(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
+    let filters = crate::filters::parse(exchange.query("filters").unwrap_or_default())?;
+    crate::filters::check(
+        &filters,
+        &["dangling", "driver", "id", "label", "name", "scope", "type"],
+    )?;
+    let mut engine = server.engine()?;
+    let (store, kernel) = engine.network_parts();
+    let networks = all_networks(store, kernel)?;
+    let rows: Vec<Value> = networks
+        .iter()
+        .map(|network| network_json(store, network))
+        .filter(|value| matches(value, &filters))
+        .collect();
+    reply(Response::json(200, &Value::Array(rows)))
+}
+
+/// Docker's network filters: values of one key ORed, keys ANDed.
+fn matches(network: &Value, filters: &[(String, String)]) -> bool {
+    let mut keys: Vec<&str> = filters.iter().map(|(key, _)| key.as_str()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.iter().all(|key| {
+        filters.iter().filter(|(k, _)| k == key).any(|(_, value)| {
+            let field = |name: &str| network[name].as_str().unwrap_or_default().to_owned();
+            match *key {
+                "name" => field("Name").contains(value.as_str()),
+                "id" => field("Id").starts_with(value.as_str()),
+                "driver" => field("Driver") == *value,
+                "scope" => field("Scope") == *value,
+                "type" => {
+                    let builtin = matches!(field("Name").as_str(), "bridge" | "host" | "none");
+                    (value == "builtin") == builtin
+                }
+                "label" => match value.split_once('=') {
+                    Some((label, wanted)) => network["Labels"][label].as_str() == Some(wanted),
+                    None => network["Labels"].get(value.as_str()).is_some(),
+                },
+                "dangling" => {
+                    let dangling = network["Containers"]
+                        .as_object()
+                        .is_none_or(|containers| containers.is_empty());
+                    matches!(value.as_str(), "true" | "1") == dangling
+                }
+                _ => false,
+            }
+        })
+    })
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+struct IpamConfig {
+    subnet: String,
+    gateway: String,
+    ip_range: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+struct Ipam {
+    driver: String,
+    config: Option<Vec<IpamConfig>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+struct CreateBody {
+    name: String,
+    driver: String,
+    internal: bool,
+    attachable: bool,
+    #[serde(rename = "EnableIPv6")]
+    enable_ipv6: bool,
+    #[serde(rename = "IPAM")]
+    ipam: Option<Ipam>,
+    options: Option<BTreeMap<String, String>>,
+    labels: Option<BTreeMap<String, String>>,
+}
+
+pub fn create(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
+    let body: CreateBody = exchange.json()?;
+    if body.name.is_empty() {
+        return Err(ApiError::bad_request("network name must not be empty"));
+    }
+    if body.enable_ipv6 {
+        return Err(ApiError::bad_request(
+            "berth networks do not support IPv6 yet",
+        ));
+    }
+    let configs = body
+        .ipam
+        .as_ref()
+        .and_then(|ipam| ipam.config.as_ref())
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if body
+        .ipam
+        .as_ref()
+        .is_some_and(|ipam| !matches!(ipam.driver.as_str(), "" | "default"))
+    {
+        return Err(ApiError::bad_request(
+            "berth supports the default IPAM driver only",
+        ));
+    }
+    if configs.len() > 1 {
+        return Err(ApiError::bad_request("berth networks have one subnet"));
+    }
+    if configs
+        .first()
+        .is_some_and(|config| !config.ip_range.is_empty())
+    {
+        return Err(ApiError::bad_request(
+            "berth networks do not support --ip-range",
+        ));
+    }
+    let request = NetworkCreate {
+        name: body.name.clone(),
+        driver: body.driver.clone(),
+        subnet: configs
+            .first()
+            .map(|config| config.subnet.clone())
+            .filter(|text| !text.is_empty()),
+        gateway: configs
+            .first()
+            .map(|config| config.gateway.clone())
+            .filter(|text| !text.is_empty()),
+        internal: body.internal,
+        attachable: body.attachable,
+        labels: body.labels.unwrap_or_default(),
+        options: body.options.unwrap_or_default(),
+    };
+    let mut engine = server.engine()?;
+    let (store, kernel) = engine.network_parts();
+    let id = create_network(store, kernel, &request).map_err(|error| {
+        let mut api = ApiError::from(error);
+        if api.message.contains("already exists") {
+            api.status = 409;
+        }
+        api
+    })?;
+    reply(Response::json(201, &json!({ "Id": id, "Warning": "" })))
+}
+
+pub fn inspect(server: &Server, id: &str) -> Handled {
+    let mut engine = server.engine()?;
+    let (store, kernel) = engine.network_parts();
+    let network = find_network(store, kernel, id).map_err(lookup_error)?;
+    reply(Response::json(200, &network_json(store, &network)))
+}
+
+pub fn remove(server: &Server, id: &str) -> Handled {
+    let mut engine = server.engine()?;
+    let (store, kernel) = engine.network_parts();
+    remove_network(store, kernel, id).map_err(|error| {
+        let mut api = ApiError::from(error);
+        if api.message.contains("active endpoints") {
+            api.status = 409;
+        } else if api.message.contains("pre-defined") {
+            api.status = 403;
+        }
+        api
+    })?;
+    reply(Response::empty(204))
+}
+
+pub fn prune(server: &Server) -> Handled {
+    let mut engine = server.engine()?;
+    let in_use: Vec<String> = list_containers(engine.store(), engine.config())?
+        .into_iter()
+        .flat_map(|container| container.record.run.networks)
+        .map(|request| request.network_id)
+        .collect();
+    let (store, kernel) = engine.network_parts();
+    let removed = prune_networks(store, kernel, &in_use)?;
+    reply(Response::json(200, &json!({ "NetworksDeleted": removed })))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+struct ConnectBody {
+    container: String,
+    endpoint_config: Option<berth_types::container::EndpointSettings>,
+    force: bool,
+}
+
+pub fn connect(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
+    let body: ConnectBody = exchange.json()?;
+    if body.container.is_empty() {
+        return Err(ApiError::bad_request("container must be given"));
+    }
+    let settings = body.endpoint_config.unwrap_or_default();
+    let address = settings
+        .ipam_config
+        .as_ref()
+        .map(|config| config.ipv4_address.clone())
+        .unwrap_or_default();
+    let mut engine = server.engine()?;
+    connect_network(
+        &mut engine,
+        id,
+        &body.container,
+        settings.aliases.unwrap_or_default(),
+        address,
+    )?;
+    reply(Response::empty(200))
+}
+
+pub fn disconnect(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
+    let body: ConnectBody = exchange.json()?;
+    let _ = body.force;
+    if body.container.is_empty() {
+        return Err(ApiError::bad_request("container must be given"));
+    }
+    let mut engine = server.engine()?;
+    disconnect_network(&mut engine, id, &body.container)?;
+    reply(Response::empty(200))
+}

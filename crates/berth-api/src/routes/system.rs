@@ -1,0 +1,243 @@
+//! `_ping`, `version`, `info`, `events`, `system/df`, `auth`.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::error::ApiError;
+use crate::http::{Exchange, Response};
+use crate::router::{reply, Handled};
+use crate::server::{client_gone, Outcome, Server};
+use crate::version::{API_VERSION, MIN_API_VERSION};
+
+pub fn ping(exchange: &mut Exchange<'_>) -> Handled {
+    let _ = exchange;
+    reply(
+        Response::text(200, "OK")
+            .with_header("Builder-Version", "1")
+            .with_header("Cache-Control", "no-cache, no-store, must-revalidate")
+            .with_header("Pragma", "no-cache"),
+    )
+}
+
+fn kernel_version() -> String {
+    nix::sys::utsname::uname()
+        .map(|uname| uname.release().to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+pub fn version() -> Handled {
+    let version = env!("CARGO_PKG_VERSION");
+    let commit = option_env!("BERTH_GIT_COMMIT").unwrap_or("unknown");
+    let arch = berth_image::host_architecture();
+    let kernel = kernel_version();
+    reply(Response::json(
+        200,
+        &json!({
+            "Platform": { "Name": "berth" },
+            "Components": [{
+                "Name": "Engine",
+                "Version": version,
+                "Details": {
+                    "ApiVersion": API_VERSION,
+                    "MinAPIVersion": MIN_API_VERSION,
+                    "GitCommit": commit,
+                    "GoVersion": "n/a (Rust)",
+                    "Os": "linux",
+                    "Arch": arch,
+                    "KernelVersion": kernel,
+                    "Experimental": "false",
+                }
+            }],
+            "Version": version,
+            "ApiVersion": API_VERSION,
+            "MinAPIVersion": MIN_API_VERSION,
+            "GitCommit": commit,
+            "GoVersion": "n/a (Rust)",
+            "Os": "linux",
+            "Arch": arch,
+            "KernelVersion": kernel,
+            "BuildTime": "",
+        }),
+    ))
+}
+
+pub fn info(server: &Server) -> Handled {
+    let engine = server.engine()?;
+    let mut info = berth_engine::system::system_info(&engine)?;
+    let extra = json!({
+        "ID": machine_id(),
+        "DriverStatus": [["Backing Filesystem", "overlay"]],
+        "Plugins": {
+            "Volume": ["local"],
+            "Network": ["bridge", "host", "null"],
+            "Authorization": Value::Null,
+            "Log": ["json-file"],
+        },
+        "MemoryLimit": true,
+        "SwapLimit": true,
+        "CpuCfsPeriod": true,
+        "CpuCfsQuota": true,
+        "CPUShares": true,
+        "CPUSet": true,
+        "PidsLimit": true,
+        "IPv4Forwarding": true,
+        "BridgeNfIptables": true,
+        "BridgeNfIp6tables": true,
+        "Debug": false,
+        "NFd": 0,
+        "OomKillDisable": true,
+        "NGoroutines": 0,
+        "SystemTime": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true),
+        "LoggingDriver": "json-file",
+        "NEventsListener": 0,
+        "IndexServerAddress": "https://index.docker.io/v1/",
+        "RegistryConfig": {
+            "AllowNondistributableArtifactsCIDRs": [],
+            "AllowNondistributableArtifactsHostnames": [],
+            "InsecureRegistryCIDRs": ["127.0.0.0/8"],
+            "IndexConfigs": {
+                "docker.io": {
+                    "Name": "docker.io",
+                    "Mirrors": [],
+                    "Secure": true,
+                    "Official": true,
+                }
+            },
+            "Mirrors": [],
+        },
+        "GenericResources": Value::Null,
+        "HttpProxy": "",
+        "HttpsProxy": "",
+        "NoProxy": "",
+        "Labels": [],
+        "ExperimentalBuild": false,
+        "Runtimes": { "berth": { "path": "berth" } },
+        "DefaultRuntime": "berth",
+        "Swarm": {
+            "NodeID": "",
+            "NodeAddr": "",
+            "LocalNodeState": "inactive",
+            "ControlAvailable": false,
+            "Error": "",
+            "RemoteManagers": Value::Null,
+        },
+        "LiveRestoreEnabled": true,
+        "Isolation": "",
+        "InitBinary": "",
+        "ContainerdCommit": { "ID": "", "Expected": "" },
+        "RuncCommit": { "ID": "", "Expected": "" },
+        "InitCommit": { "ID": "", "Expected": "" },
+        "SecurityOptions": ["name=seccomp,profile=default"],
+        "Warnings": Value::Null,
+    });
+    if let (Some(info), Value::Object(extra)) = (info.as_object_mut(), extra) {
+        for (key, value) in extra {
+            info.entry(key).or_insert(value);
+        }
+    }
+    reply(Response::json(200, &info))
+}
+
+fn machine_id() -> String {
+    std::fs::read_to_string("/etc/machine-id")
+        .map(|id| id.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// berth keeps no event log yet: the stream is valid and empty. It ends at
+/// `until` (or at once when `until` is past), or when the client leaves.
+pub fn events(exchange: &mut Exchange<'_>) -> Handled {
+    let until = match exchange.query("until").filter(|text| !text.is_empty()) {
+        Some(text) => Some(
+            berth_engine::logs::parse_docker_time(text, &chrono::Utc::now())
+                .map_err(|error| ApiError::bad_request(error.to_string()))?,
+        ),
+        None => None,
+    };
+    if let Some(filters) = exchange.query("filters").filter(|text| !text.is_empty()) {
+        crate::filters::parse(filters)?;
+    }
+    let stream = exchange
+        .connection
+        .stream()
+        .try_clone()
+        .map_err(|error| ApiError::internal(error.to_string()))?;
+    let Ok(writer) = exchange.chunked(200, "application/json", &[]) else {
+        return Ok(Outcome::Streamed { keep_alive: false });
+    };
+    loop {
+        if until.is_some_and(|until| chrono::Utc::now() >= until) {
+            let keep_alive = writer.finish().is_ok();
+            return Ok(Outcome::Streamed { keep_alive });
+        }
+        if client_gone(&stream) {
+            return Ok(Outcome::Streamed { keep_alive: false });
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+pub fn disk_usage(server: &Server) -> Handled {
+    let engine = server.engine()?;
+    let store = engine.store();
+    let images = berth_engine::images::list_images(store, &Default::default())?;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut image_rows = Vec::new();
+    let mut layers_size = 0u64;
+    for image in &images {
+        if seen.insert(image.id.to_string()) {
+            layers_size += image.size;
+            image_rows.push(json!({
+                "Id": image.id.to_string(),
+                "ParentId": "",
+                "RepoTags": [format!("{}:{}", image.repository, image.tag)],
+                "RepoDigests": [],
+                "Created": crate::routes::unix_time(image.created.as_deref()),
+                "Size": image.size,
+                "SharedSize": -1,
+                "VirtualSize": image.size,
+                "Labels": Value::Null,
+                "Containers": -1,
+            }));
+        }
+    }
+    let config = engine.config().clone();
+    let containers: Vec<Value> = berth_engine::containers::list_containers(store, &config)?
+        .iter()
+        .map(|container| crate::routes::containers::summary(store, &config, container))
+        .collect();
+    let volumes: Vec<Value> = store
+        .volumes()?
+        .iter()
+        .map(|row| {
+            let mut volume = berth_engine::volumes::volume_json(&engine, row);
+            volume["UsageData"] = json!({ "Size": -1, "RefCount": -1 });
+            volume
+        })
+        .collect();
+    reply(Response::json(
+        200,
+        &json!({
+            "LayersSize": layers_size,
+            "Images": image_rows,
+            "Containers": containers,
+            "Volumes": volumes,
+            "BuildCache": [],
+        }),
+    ))
+}
+
+/// `docker login`: the credentials are checked against the registry by the
+/// CLI-side login (`berth login`); the server accepts them as given and
+/// says so, as dockerd does for registries that need no check.
+pub fn auth(exchange: &mut Exchange<'_>) -> Handled {
+    let body: Value = exchange.json()?;
+    if !body.is_object() {
+        return Err(ApiError::bad_request("invalid auth configuration"));
+    }
+    reply(Response::json(
+        200,
+        &json!({ "Status": "Login Succeeded", "IdentityToken": "" }),
+    ))
+}

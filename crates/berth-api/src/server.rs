@@ -1,0 +1,320 @@
+//! The accept loop, one thread per connection, the idle timer, and the
+//! state the server keeps between requests (attaches waiting for a start,
+//! exec instances, exit codes of containers it started).
+
+use std::collections::HashMap;
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use berth_engine::{Engine, EngineConfig};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use crate::error::ApiError;
+use crate::http::{read_head, write_response, Connection, HeadError, Response};
+use crate::listen::{open_listeners, ListenError, Listener};
+use crate::routes::attach::PendingAttach;
+use crate::routes::exec::ExecInstance;
+
+/// `berth serve`'s settings.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    pub engine: EngineConfig,
+    /// `-H` values; empty means systemd's sockets or the default socket.
+    pub hosts: Vec<String>,
+    /// The socket's group (`--group`).
+    pub group: Option<String>,
+    /// Exit after this long with no request or stream open.
+    pub idle_timeout: Option<Duration>,
+    /// The berth binary, which the server runs for anything that forks
+    /// (starting a container, exec): a multi-threaded process must not
+    /// fork and go on running Rust code in the child.
+    pub helper: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Listen(#[from] ListenError),
+    #[error("failed to wait for connections")]
+    Poll(#[source] nix::Error),
+}
+
+/// Counts what is open (requests being answered, streams); the server
+/// is idle when nothing has been open for the idle timeout.
+pub struct Activity {
+    open: AtomicUsize,
+    last: Mutex<Instant>,
+    /// Memory was given back since the last request.
+    trimmed: std::sync::atomic::AtomicBool,
+}
+
+pub struct ActivityGuard<'a>(&'a Activity);
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            open: AtomicUsize::new(0),
+            last: Mutex::new(Instant::now()),
+            trimmed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    pub fn begin(&self) -> ActivityGuard<'_> {
+        self.open.fetch_add(1, Ordering::SeqCst);
+        self.trimmed.store(false, Ordering::SeqCst);
+        self.touch();
+        ActivityGuard(self)
+    }
+
+    fn touch(&self) {
+        if let Ok(mut last) = self.last.lock() {
+            *last = Instant::now();
+        }
+    }
+
+    /// How long nothing has been open; None while something is.
+    fn idle_for(&self) -> Option<Duration> {
+        if self.open.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        self.last.lock().ok().map(|last| last.elapsed())
+    }
+}
+
+impl Drop for ActivityGuard<'_> {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Exit codes of containers whose exit the server watches (those it
+/// started attached, or with `--rm`): `wait` needs them after the
+/// container's record is gone.
+#[derive(Default)]
+pub struct ExitBoard {
+    codes: Mutex<HashMap<String, (Option<i32>, Instant)>>,
+    changed: Condvar,
+}
+
+impl ExitBoard {
+    /// The container is starting; its code will be recorded.
+    pub fn expect(&self, id: &str) {
+        if let Ok(mut codes) = self.codes.lock() {
+            // Old entries go: a wait comes right after the exit or never.
+            codes.retain(|_, (code, when)| {
+                code.is_none() || when.elapsed() < Duration::from_secs(600)
+            });
+            codes.insert(id.to_owned(), (None, Instant::now()));
+        }
+    }
+
+    pub fn record(&self, id: &str, code: Option<i32>) {
+        if let Ok(mut codes) = self.codes.lock() {
+            codes.insert(id.to_owned(), (Some(code.unwrap_or(-1)), Instant::now()));
+        }
+        self.changed.notify_all();
+    }
+
+    /// None: not watched. Some(None): still running.
+    pub fn get(&self, id: &str) -> Option<Option<i32>> {
+        self.codes.lock().ok()?.get(id).map(|(code, _)| *code)
+    }
+
+    /// Waits up to `timeout` for the code of a watched container.
+    pub fn wait(&self, id: &str, timeout: Duration) -> Option<i32> {
+        let deadline = Instant::now() + timeout;
+        let mut codes = self.codes.lock().ok()?;
+        loop {
+            match codes.get(id) {
+                None => return None,
+                Some((Some(code), _)) => return Some(*code),
+                Some((None, _)) => {}
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            codes = self.changed.wait_timeout(codes, left).ok()?.0;
+        }
+    }
+}
+
+/// Everything the handlers share.
+pub struct Server {
+    pub config: ServeConfig,
+    pub activity: Activity,
+    /// Attach requests for containers not started yet, by container id.
+    pub attaches: Mutex<HashMap<String, PendingAttach>>,
+    pub execs: Mutex<HashMap<String, Arc<ExecInstance>>>,
+    pub exits: ExitBoard,
+}
+
+impl Server {
+    pub fn new(config: ServeConfig) -> Self {
+        Self {
+            config,
+            activity: Activity::new(),
+            attaches: Mutex::new(HashMap::new()),
+            execs: Mutex::new(HashMap::new()),
+            exits: ExitBoard::default(),
+        }
+    }
+
+    /// An engine for one request (its own store connection).
+    pub fn engine(&self) -> Result<Engine, ApiError> {
+        Engine::open(self.config.engine.clone()).map_err(ApiError::from)
+    }
+}
+
+/// Runs the server until the idle timeout (forever without one).
+pub fn serve(config: ServeConfig) -> Result<(), ServeError> {
+    let listeners = open_listeners(&config.hosts, config.group.as_deref())?;
+    for listener in &listeners {
+        if let Some(path) = &listener.path {
+            tracing::info!(socket = %path.display(), "listening");
+        }
+        let _ = listener.socket.set_nonblocking(true);
+    }
+    let server: &'static Server = Box::leak(Box::new(Server::new(config)));
+    accept_loop(server, &listeners)
+}
+
+/// An idle server gives back what serving took: freed heap, and the pages
+/// of its code (they fault back in from the page cache when next used).
+/// This is what keeps an idle server's RSS at a few MB.
+fn trim_when_idle(activity: &Activity) {
+    let idle = activity
+        .idle_for()
+        .is_some_and(|idle| idle >= Duration::from_millis(500));
+    if idle && !activity.trimmed.swap(true, Ordering::SeqCst) {
+        // SAFETY: malloc_trim only returns free heap pages to the kernel.
+        unsafe { libc::malloc_trim(0) };
+        berth_engine::containers::monitor::release_read_only_pages();
+    }
+}
+
+fn accept_loop(server: &'static Server, listeners: &[Listener]) -> Result<(), ServeError> {
+    let idle_timeout = server.config.idle_timeout;
+    loop {
+        trim_when_idle(&server.activity);
+        let wait = match idle_timeout {
+            // Woken once a second to trim after the last request.
+            None => PollTimeout::from(1000u16),
+            Some(timeout) => {
+                let left = match server.activity.idle_for() {
+                    Some(idle) if idle >= timeout => {
+                        tracing::info!("idle timeout reached; exiting");
+                        return Ok(());
+                    }
+                    Some(idle) => timeout - idle,
+                    None => timeout,
+                };
+                PollTimeout::try_from(left.as_millis().clamp(10, 1000) as i32)
+                    .unwrap_or(PollTimeout::MAX)
+            }
+        };
+        let mut fds: Vec<PollFd<'_>> = listeners
+            .iter()
+            .map(|listener| PollFd::new(listener.socket.as_fd(), PollFlags::POLLIN))
+            .collect();
+        match poll(&mut fds, wait) {
+            Ok(_) => {}
+            Err(nix::Error::EINTR) => continue,
+            Err(error) => return Err(ServeError::Poll(error)),
+        }
+        let ready: Vec<bool> = fds
+            .iter()
+            .map(|fd| fd.revents().is_some_and(|events| !events.is_empty()))
+            .collect();
+        drop(fds);
+        for (listener, ready) in listeners.iter().zip(ready) {
+            if !ready {
+                continue;
+            }
+            while let Ok((stream, _)) = listener.socket.accept() {
+                let _ = stream.set_nonblocking(false);
+                // Counted from accept, so that the idle timer cannot fire
+                // between accept and the first request.
+                server.activity.touch();
+                let spawned = std::thread::Builder::new()
+                    .name("berth-api-connection".to_owned())
+                    .stack_size(1024 * 1024)
+                    .spawn(move || handle_connection(server, stream));
+                if let Err(error) = spawned {
+                    tracing::warn!(%error, "failed to start a connection thread");
+                }
+            }
+        }
+    }
+}
+
+/// Answers requests on one connection until it closes or a handler keeps
+/// the socket.
+fn handle_connection(server: &'static Server, stream: UnixStream) {
+    let mut connection = Connection::new(stream);
+    loop {
+        let request = match read_head(&mut connection.reader) {
+            Ok(request) => request,
+            Err(HeadError::Closed | HeadError::Io(_)) => return,
+            Err(error @ HeadError::TooLarge) => {
+                let response = ApiError::new(431, error.to_string()).response();
+                let _ = write_response(&mut connection.stream(), &response, false, false);
+                return;
+            }
+            Err(HeadError::Malformed(message)) => {
+                let response = ApiError::bad_request(message).response();
+                let _ = write_response(&mut connection.stream(), &response, false, false);
+                return;
+            }
+        };
+        let _open = server.activity.begin();
+        let close = request.close;
+        let head_only = request.method == "HEAD";
+        tracing::debug!(method = %request.method, path = %request.target, "request");
+        match crate::router::route(server, request, &mut connection) {
+            Outcome::Reply {
+                response,
+                body_read,
+            } => {
+                let keep_alive = !close && body_read;
+                if write_response(&mut connection.stream(), &response, keep_alive, head_only)
+                    .is_err()
+                    || !keep_alive
+                {
+                    return;
+                }
+            }
+            Outcome::Streamed { keep_alive } => {
+                if close || !keep_alive {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// What a handler did.
+pub enum Outcome {
+    /// A response to write; `body_read` says whether the connection can
+    /// take another request.
+    Reply { response: Response, body_read: bool },
+    /// The handler wrote the response itself (a stream or a hijack).
+    Streamed { keep_alive: bool },
+}
+
+/// True once the client closed the connection: long waits stop then. A
+/// client that only shut down its sending side (the docker CLI does that
+/// on an attach without stdin) is still there: a unix socket reports
+/// POLLHUP only when both directions are shut.
+pub fn client_gone(stream: &UnixStream) -> bool {
+    let mut fds = [PollFd::new(stream.as_fd(), PollFlags::empty())];
+    match poll(&mut fds, PollTimeout::ZERO) {
+        Ok(0) => false,
+        Ok(_) => fds[0]
+            .revents()
+            .is_some_and(|events| events.intersects(PollFlags::POLLHUP | PollFlags::POLLERR)),
+        Err(_) => false,
+    }
+}

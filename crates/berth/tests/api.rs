@@ -1,0 +1,685 @@
+//! `berth serve` driven by the real docker CLI (`DOCKER_HOST=unix://…`),
+//! outputs checked, plus raw HTTP for malformed and edge-case requests.
+
+#![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
+
+#[path = "api/harness.rs"]
+mod harness;
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+use harness::{docker_in_terminal, header, raw_request, Server};
+use serde_json::Value;
+use support::containers::wait_until;
+
+macro_rules! server_or_skip {
+    () => {
+        match Server::start() {
+            Some(server) => server,
+            None => return,
+        }
+    };
+}
+
+#[test]
+fn version_and_info_through_the_docker_cli() {
+    let server = server_or_skip!();
+    let version = server
+        .docker(&[
+            "version",
+            "--format",
+            "{{.Server.Version}} {{.Server.APIVersion}} {{.Server.MinAPIVersion}} {{.Server.Os}}",
+        ])
+        .ok();
+    assert_eq!(
+        version.trim(),
+        format!("{} 1.43 1.24 linux", env!("CARGO_PKG_VERSION"))
+    );
+    // The CLI negotiated down to its own version (20.10 speaks 1.41).
+    let client = server
+        .docker(&["version", "--format", "{{.Client.APIVersion}}"])
+        .ok();
+    assert!(client.trim().starts_with("1."), "{client}");
+
+    let info = server
+        .docker(&[
+            "info",
+            "--format",
+            "{{.Images}} {{.Containers}} {{.Driver}} {{.OSType}} {{.DockerRootDir}}",
+        ])
+        .ok();
+    assert_eq!(
+        info.trim(),
+        format!("1 0 overlay linux {}", server.berth.root().display())
+    );
+    let plain = server.docker(&["info"]).ok();
+    assert!(plain.contains("Server Version: "), "{plain}");
+    assert!(plain.contains("Storage Driver: overlay"), "{plain}");
+}
+
+#[test]
+fn images_tag_inspect_history_and_remove() {
+    let server = server_or_skip!();
+    let id = support::fixture_id("busybox-docker.tar", "busybox:latest");
+    let images = server
+        .docker(&["images", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}"])
+        .ok();
+    assert_eq!(
+        images.trim(),
+        format!("busybox:latest {}", &id.trim_start_matches("sha256:")[..12])
+    );
+    server.docker(&["tag", "busybox", "mybox:1"]).ok();
+    let images = server
+        .docker(&["images", "--format", "{{.Repository}}:{{.Tag}}"])
+        .ok();
+    let mut names: Vec<&str> = images.lines().collect();
+    names.sort_unstable();
+    assert_eq!(names, ["busybox:latest", "mybox:1"]);
+    let inspected = server
+        .docker(&["image", "inspect", "--format", "{{.Id}} {{.Os}}", "mybox:1"])
+        .ok();
+    assert_eq!(inspected.trim(), format!("{id} linux"));
+    let history = server
+        .docker(&["history", "--format", "{{.ID}}", "busybox"])
+        .ok();
+    assert!(
+        history
+            .lines()
+            .next()
+            .unwrap()
+            .starts_with(&id.trim_start_matches("sha256:")[..12]),
+        "{history}"
+    );
+    let removed = server.docker(&["rmi", "mybox:1"]).ok();
+    assert_eq!(removed.trim(), "Untagged: mybox:1");
+    let missing = server.docker(&["image", "inspect", "nosuch:1"]);
+    assert!(
+        missing.fails(1).contains("No such image"),
+        "{}",
+        missing.stderr()
+    );
+}
+
+#[test]
+fn pull_progress_and_run_pulls_a_missing_image() {
+    if let Some(reason) = berth_registry::testing::TestRegistry::unavailable_reason() {
+        eprintln!("SKIP: {reason}");
+        return;
+    }
+    let registry = berth_registry::testing::TestRegistry::plain().unwrap();
+    let name = format!("{}/apitest/busybox:v1", registry.host());
+    let source = support::Berth::new();
+    source.load("busybox-docker.tar");
+    source.run(&["tag", "busybox", &name]).ok();
+    source.run(&["push", &name]).ok();
+
+    let Some(server) = Server::start_with(&[], false) else {
+        return;
+    };
+    let pull = server.docker(&["pull", &name]);
+    let output = pull.ok();
+    assert!(
+        output.contains("v1: Pulling from apitest/busybox"),
+        "{output}"
+    );
+    assert!(output.contains("Pull complete"), "{output}");
+    assert!(output.contains("Digest: sha256:"), "{output}");
+    assert!(
+        output.contains(&format!("Status: Downloaded newer image for {name}")),
+        "{output}"
+    );
+    let id = support::fixture_id("busybox-docker.tar", "busybox:latest");
+    let inspected = server
+        .docker(&["image", "inspect", "--format", "{{.Id}}", &name])
+        .ok();
+    assert_eq!(inspected.trim(), id);
+    let again = server.docker(&["pull", &name]).ok();
+    assert!(again.contains("Image is up to date"), "{again}");
+    server.docker(&["rmi", &name]).ok();
+
+    // create answers 404 for the missing image; the CLI pulls and retries.
+    let run = server.docker(&["run", "--rm", "--network", "none", &name, "echo", "pulled"]);
+    assert_eq!(run.ok(), "pulled\n");
+    assert!(
+        run.stderr()
+            .contains(&format!("Unable to find image '{name}' locally")),
+        "{}",
+        run.stderr()
+    );
+    let missing = server.docker(&["pull", &format!("{}/apitest/none:v1", registry.host())]);
+    assert_ne!(missing.code(), 0);
+    assert!(
+        missing.stderr().contains("Error response from daemon"),
+        "{}",
+        missing.stderr()
+    );
+}
+
+#[test]
+fn run_rm_prints_output_and_exits_with_the_status() {
+    let server = server_or_skip!();
+    let run = server.docker(&["run", "--rm", "--network", "none", "busybox", "echo", "hi"]);
+    assert_eq!(run.ok(), "hi\n");
+    let run = server.docker(&[
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "busybox",
+        "sh",
+        "-c",
+        "echo out; echo err >&2; exit 3",
+    ]);
+    assert_eq!(run.code(), 3, "stderr: {}", run.stderr());
+    assert_eq!(run.stdout(), "out\n");
+    assert_eq!(run.stderr(), "err\n");
+    // stdin reaches a `-i` container and its end closes the container's.
+    let run = server.docker_with_stdin(
+        &[
+            "run",
+            "--rm",
+            "-i",
+            "--network",
+            "none",
+            "busybox",
+            "sh",
+            "-c",
+            "tr a-z A-Z",
+        ],
+        Some(b"piped input\n"),
+    );
+    assert_eq!(run.ok(), "PIPED INPUT\n");
+    // --rm removed them all.
+    assert_eq!(server.docker(&["ps", "-aq"]).ok(), "");
+    // A command that does not exist: Docker's 127.
+    let missing = server.docker(&[
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "busybox",
+        "no-such-command",
+    ]);
+    assert_eq!(missing.code(), 127, "{}", missing.stderr());
+}
+
+#[test]
+fn detached_container_ps_logs_follow_stop_and_rm() {
+    let server = server_or_skip!();
+    let id = server
+        .docker(&[
+            "run",
+            "-d",
+            "--name",
+            "web",
+            "--network",
+            "none",
+            "busybox",
+            "sh",
+            "-c",
+            "for i in 1 2 3; do echo line $i; sleep 0.3; done; echo done >&2; sleep 100",
+        ])
+        .ok();
+    let id = id.trim().to_owned();
+    assert_eq!(id.len(), 64, "{id}");
+    let ps = server
+        .docker(&[
+            "ps",
+            "--format",
+            "{{.ID}} {{.Names}} {{.Image}} {{.Status}}",
+        ])
+        .ok();
+    assert!(
+        ps.starts_with(&format!("{} web busybox Up ", &id[..12])),
+        "{ps}"
+    );
+    let filtered = server
+        .docker(&[
+            "ps",
+            "-q",
+            "--filter",
+            "name=web",
+            "--filter",
+            "status=running",
+        ])
+        .ok();
+    assert_eq!(filtered.trim(), &id[..12]);
+    assert_eq!(
+        server
+            .docker(&["ps", "-q", "--filter", "status=exited"])
+            .ok(),
+        ""
+    );
+
+    wait_until(10.0, "the container's stderr line", || {
+        server.docker(&["logs", "web"]).stderr().contains("done")
+    });
+    let logs = server.docker(&["logs", "web"]);
+    assert_eq!(logs.ok(), "line 1\nline 2\nline 3\n");
+    assert_eq!(logs.stderr(), "done\n");
+    // The tail counts records of both streams, as the json-file log keeps them.
+    let tail = server.docker(&["logs", "--tail", "2", "web"]);
+    assert_eq!(tail.ok(), "line 3\n");
+    assert_eq!(tail.stderr(), "done\n");
+
+    // `logs -f` follows until the container stops.
+    let mut follow = server.docker_command();
+    follow
+        .args(["logs", "-f", "web"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let follower = follow.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let started = Instant::now();
+    let stopped = server.docker(&["stop", "-t", "1", "web"]).ok();
+    assert_eq!(stopped.trim(), "web");
+    assert!(started.elapsed() < Duration::from_secs(8));
+    let output = follower.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "line 1\nline 2\nline 3\n"
+    );
+
+    let state = server
+        .docker(&[
+            "inspect",
+            "--format",
+            "{{.State.Status}} {{.State.ExitCode}}",
+            "web",
+        ])
+        .ok();
+    assert_eq!(state.trim(), "exited 137");
+    let all = server
+        .docker(&["ps", "-a", "--format", "{{.Names}} {{.Status}}"])
+        .ok();
+    assert!(all.starts_with("web Exited (137)"), "{all}");
+    assert_eq!(server.docker(&["rm", "-f", "web"]).ok().trim(), "web");
+    assert_eq!(server.docker(&["ps", "-aq"]).ok(), "");
+    let gone = server.docker(&["inspect", "web"]);
+    assert!(gone.fails(1).contains("No such"), "{}", gone.stderr());
+}
+
+#[test]
+fn rm_force_removes_a_running_container() {
+    let server = server_or_skip!();
+    server
+        .docker(&[
+            "run",
+            "-d",
+            "--name",
+            "busy",
+            "--network",
+            "none",
+            "busybox",
+            "sleep",
+            "100",
+        ])
+        .ok();
+    let refused = server.docker(&["rm", "busy"]);
+    assert!(
+        refused
+            .fails(1)
+            .contains("You cannot remove a running container"),
+        "{}",
+        refused.stderr()
+    );
+    assert_eq!(server.docker(&["rm", "-f", "busy"]).ok().trim(), "busy");
+    assert_eq!(server.docker(&["ps", "-aq"]).ok(), "");
+}
+
+#[test]
+fn exec_plain_interactive_and_with_a_terminal() {
+    let server = server_or_skip!();
+    server
+        .docker(&[
+            "run",
+            "-d",
+            "--name",
+            "box",
+            "--network",
+            "none",
+            "busybox",
+            "sleep",
+            "100",
+        ])
+        .ok();
+    let exec = server.docker(&["exec", "box", "sh", "-c", "echo a; echo b >&2; exit 5"]);
+    assert_eq!(exec.code(), 5);
+    assert_eq!(exec.stdout(), "a\n");
+    assert_eq!(exec.stderr(), "b\n");
+    let exec = server.docker_with_stdin(&["exec", "-i", "box", "cat"], Some(b"echoed back\n"));
+    assert_eq!(exec.ok(), "echoed back\n");
+    let exec = server.docker(&[
+        "exec",
+        "-e",
+        "GREETING=hello",
+        "-w",
+        "/etc",
+        "box",
+        "sh",
+        "-c",
+        "echo $GREETING $(pwd)",
+    ]);
+    assert_eq!(exec.ok(), "hello /etc\n");
+    let missing = server.docker(&["exec", "box", "no-such-command"]);
+    assert_ne!(missing.code(), 0);
+
+    let (screen, code) = docker_in_terminal(
+        &server,
+        &["exec", "-it", "box", "sh"],
+        b"tty; stty size; echo typed-$((6*7)); exit 4\n",
+    );
+    assert_eq!(code, 4, "terminal:\n{screen}");
+    assert!(screen.contains("/dev/pts/"), "terminal:\n{screen}");
+    assert!(screen.contains("24 80"), "terminal:\n{screen}");
+    assert!(screen.contains("typed-42"), "terminal:\n{screen}");
+}
+
+#[test]
+fn cp_both_ways() {
+    let server = server_or_skip!();
+    server
+        .docker(&[
+            "run",
+            "-d",
+            "--name",
+            "files",
+            "--network",
+            "none",
+            "busybox",
+            "sleep",
+            "100",
+        ])
+        .ok();
+    let host = tempfile::tempdir().unwrap();
+    let source = host.path().join("in");
+    std::fs::create_dir(&source).unwrap();
+    std::fs::write(source.join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(source.join("b.txt"), "beta\n").unwrap();
+    server
+        .docker(&["cp", source.to_str().unwrap(), "files:/tmp/copied"])
+        .ok();
+    let listed = server
+        .docker(&[
+            "exec",
+            "files",
+            "sh",
+            "-c",
+            "cat /tmp/copied/a.txt /tmp/copied/b.txt",
+        ])
+        .ok();
+    assert_eq!(listed, "alpha\nbeta\n");
+
+    server
+        .docker(&[
+            "exec",
+            "files",
+            "sh",
+            "-c",
+            "mkdir -p /out/sub && echo gamma > /out/sub/c.txt",
+        ])
+        .ok();
+    let target = host.path().join("back");
+    server
+        .docker(&["cp", "files:/out", target.to_str().unwrap()])
+        .ok();
+    assert_eq!(
+        std::fs::read_to_string(target.join("sub/c.txt")).unwrap(),
+        "gamma\n"
+    );
+    let single = host.path().join("hostname");
+    server
+        .docker(&["cp", "files:/etc/hostname", single.to_str().unwrap()])
+        .ok();
+    assert!(!std::fs::read_to_string(&single).unwrap().trim().is_empty());
+    let missing = server.docker(&["cp", "files:/no/such", host.path().to_str().unwrap()]);
+    // CLI 20.10 asks with HEAD, which carries no message, and words the
+    // 404 itself; newer CLIs print the daemon's message.
+    let stderr = missing.fails(1);
+    assert!(
+        stderr.contains("No such container:path: files:/no/such")
+            || stderr.contains("Could not find the file /no/such in container files"),
+        "{stderr}"
+    );
+    // A stopped container's files too.
+    server.docker(&["stop", "-t", "0", "files"]).ok();
+    let after = host.path().join("after");
+    server
+        .docker(&["cp", "files:/tmp/copied/b.txt", after.to_str().unwrap()])
+        .ok();
+    assert_eq!(std::fs::read_to_string(&after).unwrap(), "beta\n");
+}
+
+#[test]
+fn networks_and_volumes() {
+    let server = server_or_skip!();
+    let networks = server
+        .docker(&["network", "ls", "--format", "{{.Name}} {{.Driver}}"])
+        .ok();
+    let mut names: Vec<&str> = networks.lines().collect();
+    names.sort_unstable();
+    assert_eq!(names, ["bridge bridge", "host host", "none null"]);
+    let created = server
+        .docker(&["network", "create", "--subnet", "10.251.79.0/24", "apinet"])
+        .ok();
+    assert_eq!(created.trim().len(), 64, "{created}");
+    let inspected = server
+        .docker(&[
+            "network",
+            "inspect",
+            "--format",
+            "{{.Name}} {{.Driver}} {{range .IPAM.Config}}{{.Subnet}} {{.Gateway}}{{end}}",
+            "apinet",
+        ])
+        .ok();
+    assert_eq!(inspected.trim(), "apinet bridge 10.251.79.0/24 10.251.79.1");
+    let filtered = server
+        .docker(&["network", "ls", "-q", "--filter", "name=apinet"])
+        .ok();
+    assert_eq!(filtered.trim(), &created.trim()[..12]);
+    assert_eq!(
+        server.docker(&["network", "rm", "apinet"]).ok().trim(),
+        "apinet"
+    );
+    let gone = server.docker(&["network", "inspect", "apinet"]);
+    assert_ne!(gone.code(), 0);
+
+    assert_eq!(
+        server.docker(&["volume", "create", "data"]).ok().trim(),
+        "data"
+    );
+    let volumes = server
+        .docker(&["volume", "ls", "--format", "{{.Driver}} {{.Name}}"])
+        .ok();
+    assert_eq!(volumes.trim(), "local data");
+    let mountpoint = server
+        .docker(&["volume", "inspect", "--format", "{{.Mountpoint}}", "data"])
+        .ok();
+    assert!(
+        mountpoint
+            .trim()
+            .starts_with(server.berth.root().to_str().unwrap()),
+        "{mountpoint}"
+    );
+    server
+        .docker(&[
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-v",
+            "data:/data",
+            "busybox",
+            "sh",
+            "-c",
+            "echo kept > /data/f",
+        ])
+        .ok();
+    let read = server
+        .docker(&[
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-v",
+            "data:/data",
+            "busybox",
+            "cat",
+            "/data/f",
+        ])
+        .ok();
+    assert_eq!(read, "kept\n");
+    assert_eq!(server.docker(&["volume", "rm", "data"]).ok().trim(), "data");
+    assert_eq!(server.docker(&["volume", "ls", "-q"]).ok(), "");
+}
+
+#[test]
+fn raw_http_errors_versions_and_ping() {
+    let server = server_or_skip!();
+    let (status, head, body) =
+        server.raw(b"GET /_ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 200);
+    assert_eq!(body, b"OK");
+    assert_eq!(header(&head, "Api-Version"), Some("1.43"));
+    assert_eq!(header(&head, "Ostype"), Some("linux"));
+    let (status, head, body) =
+        server.raw(b"HEAD /_ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 200);
+    assert!(body.is_empty());
+    assert_eq!(header(&head, "Api-Version"), Some("1.43"));
+    let (status, _, _) = server.raw(b"GET /v1.24/_ping HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 200);
+    let (status, _, body) =
+        server.raw(b"GET /v1.41/containers/json HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap(),
+        Value::Array(vec![])
+    );
+    let (status, _, body) = server.raw(b"GET /v1.99/version HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 400);
+    assert!(message(&body).contains("too new"), "{}", message(&body));
+
+    // Malformed requests: 400 with a JSON message, and the server lives on.
+    for request in [
+        &b"GARBAGE\r\n\r\n"[..],
+        b"GET /_ping HTTP/1.1\r\nContent-Length: nope\r\n\r\n",
+        b"GET /_ping?x=%zz HTTP/1.1\r\n\r\n",
+        b"POST /containers/create HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
+    ] {
+        let (status, head, body) = server.raw(request);
+        assert_eq!(status, 400, "{}", String::from_utf8_lossy(request));
+        assert_eq!(header(&head, "Content-Type"), Some("application/json"));
+        assert!(!message(&body).is_empty());
+    }
+    let (status, _, body) = server.raw(b"GET /no/such/path HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 404);
+    assert_eq!(message(&body), "page not found");
+
+    let create = |body: &str| {
+        format!(
+            "POST /v1.41/containers/create HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let (status, _, body) = server.raw(create(r#"{"Image":"nosuch"}"#).as_bytes());
+    assert_eq!(status, 404);
+    assert_eq!(message(&body), "No such image: nosuch:latest");
+    let (status, _, _) = server.raw(create(r#"{"Image":"#).as_bytes());
+    assert_eq!(status, 400);
+    let (status, _, body) = server.raw(create(r#"{"Image":"busybox","Cmd":42}"#).as_bytes());
+    assert_eq!(status, 400, "{}", message(&body));
+    let (status, _, body) = server.raw(
+        create(r#"{"Image":"busybox"}"#)
+            .replace("create", "create?name=bad%2Fname")
+            .as_bytes(),
+    );
+    assert_eq!(status, 400, "{}", message(&body));
+    // Too large a body: 413, before it is all read.
+    let huge = format!(
+        "POST /containers/create HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{{",
+        64 * 1024 * 1024
+    );
+    let (status, _, body) = server.raw(huge.as_bytes());
+    assert_eq!(status, 413, "{}", message(&body));
+    let (status, _, body) =
+        server.raw(b"GET /containers/nosuch/json HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 404);
+    assert_eq!(message(&body), "No such container: nosuch");
+    let (status, _, body) = server.raw(b"POST /build HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 501);
+    assert!(message(&body).contains("build"));
+    // Keep-alive: two requests on one connection.
+    let (status, _, body) = server.raw(
+        b"GET /_ping HTTP/1.1\r\n\r\nGET /v1.41/version HTTP/1.1\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 200);
+    assert!(String::from_utf8_lossy(&body).contains("\"ApiVersion\":\"1.43\""));
+    // Still serving.
+    assert_eq!(
+        server
+            .docker(&["version", "--format", "{{.Server.APIVersion}}"])
+            .ok()
+            .trim(),
+        "1.43"
+    );
+}
+
+fn message(body: &[u8]) -> String {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|value| value["message"].as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+#[test]
+fn sockets_modes_several_hosts_and_idle_timeout() {
+    let extra = tempfile::tempdir().unwrap();
+    let second = extra.path().join("second.sock");
+    let second_host = format!("unix://{}", second.display());
+    let Some(mut server) = Server::start_with(&["-H", &second_host, "--idle-timeout", "2s"], false)
+    else {
+        return;
+    };
+    server.wait_for_socket(&second);
+    for socket in [&server.socket, &second] {
+        let mode = std::fs::metadata(socket).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o660, "{socket:?}");
+        let (status, _, body) =
+            raw_request(socket, b"GET /_ping HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert_eq!((status, body.as_slice()), (200, &b"OK"[..]));
+    }
+    // Idle: the server exits and removes its sockets.
+    let status = support::containers::wait_child(server.child(), 20.0, "the idle server to exit");
+    assert!(status.success(), "{status:?}");
+    assert!(!server.socket.exists());
+    assert!(!second.exists());
+}
+
+#[test]
+fn a_stream_keeps_the_idle_server_alive() {
+    let Some(mut server) = Server::start_with(&["--idle-timeout", "1s"], true) else {
+        return;
+    };
+    server
+        .docker(&[
+            "run",
+            "-d",
+            "--name",
+            "slow",
+            "--network",
+            "none",
+            "busybox",
+            "sh",
+            "-c",
+            "sleep 3; echo finished",
+        ])
+        .ok();
+    // `logs -f` is open for 3 s, longer than the idle timeout.
+    let logs = server.docker(&["logs", "-f", "slow"]);
+    assert_eq!(logs.ok(), "finished\n");
+    let status = support::containers::wait_child(server.child(), 20.0, "the idle server to exit");
+    assert!(status.success());
+}
