@@ -160,6 +160,19 @@ fn the_eligible_flags_reach_the_process() {
     let lines: Vec<&str> = output.lines().collect();
     assert_eq!(lines[0], "piped in");
     assert!(before.contains(lines[1]), "ran in the member: {output}");
+
+    // -t: the claimed container gets a terminal of its own.
+    eventually("the pool is refilled", || members(&berth).len() == 1);
+    let before = members(&berth);
+    let output = berth
+        .run(&["run", "--rm", "-t", "busybox", "sh", "-c", "tty; hostname"])
+        .ok();
+    let lines: Vec<&str> = output
+        .lines()
+        .map(|line| line.trim_end_matches('\r'))
+        .collect();
+    assert_eq!(lines[0], "/dev/pts/0", "{output:?}");
+    assert!(before.contains(lines[1]), "ran in the member: {output:?}");
 }
 
 #[test]
