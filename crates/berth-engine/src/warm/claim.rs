@@ -2,6 +2,7 @@
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use berth_types::container::CreateRequest;
@@ -132,6 +133,56 @@ pub struct Claimed {
     pub id: String,
     info: MemberInfo,
     socket: UnixStream,
+    refill: Option<Refill>,
+}
+
+/// The replacement of a claimed member, built in the background. Callers
+/// start it once the run no longer needs the CPU (after a short attached
+/// run, or once a detached one started); dropped unstarted, it starts then.
+pub struct Refill {
+    config: crate::EngineConfig,
+    reference: String,
+    depth: u32,
+    ttl: Duration,
+}
+
+impl Refill {
+    /// Starts the refill after `delay`, or when the guard is dropped if
+    /// that comes first: a short run finishes before its replacement is
+    /// built, a long one does not keep the pool empty.
+    pub fn start_after(self, delay: Duration) -> RefillGuard {
+        let shared = Arc::new(Mutex::new(Some(self)));
+        let timer = Arc::clone(&shared);
+        std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            take(&timer);
+        });
+        RefillGuard(shared)
+    }
+}
+
+/// Starts the refill it holds, if the timer has not, when dropped.
+pub struct RefillGuard(Arc<Mutex<Option<Refill>>>);
+
+impl Drop for RefillGuard {
+    fn drop(&mut self) {
+        take(&self.0);
+    }
+}
+
+/// Takes the refill out (dropping it starts it) unless already taken.
+fn take(shared: &Mutex<Option<Refill>>) {
+    let refill = shared
+        .lock()
+        .map(|mut refill| refill.take())
+        .unwrap_or_default();
+    drop(refill);
+}
+
+impl Drop for Refill {
+    fn drop(&mut self) {
+        super::spawn_refill(&self.config, &self.reference, self.depth, self.ttl);
+    }
 }
 
 /// Takes a member of the pool for `request` when the pool is on, one
@@ -156,7 +207,7 @@ pub fn claim(engine: &mut Engine, request: &CreateRequest) -> Result<Option<Clai
     if candidates.is_empty() {
         if settings.mode == WarmMode::On {
             if let Ok(reference) = super::pool_reference(&request.config.image) {
-                super::spawn_refill(engine, &reference, settings.depth, settings.ttl);
+                super::spawn_refill(engine.config(), &reference, settings.depth, settings.ttl);
             }
         }
         return Ok(None);
@@ -201,13 +252,18 @@ pub fn claim(engine: &mut Engine, request: &CreateRequest) -> Result<Option<Clai
         };
         // Dropping the socket unused (a taken name) ends the member.
         let id = insert_record(engine, record, request.name.is_some())?;
-        super::spawn_refill(
-            engine,
-            &info.reference,
-            info.depth,
-            Duration::from_secs(info.ttl_seconds),
-        );
-        return Ok(Some(Claimed { id, info, socket }));
+        let refill = Refill {
+            config: engine.config().clone(),
+            reference: info.reference.clone(),
+            depth: info.depth,
+            ttl: Duration::from_secs(info.ttl_seconds),
+        };
+        return Ok(Some(Claimed {
+            id,
+            info,
+            socket,
+            refill: Some(refill),
+        }));
     }
     Ok(None)
 }
@@ -226,6 +282,12 @@ fn rebase_record(record: &mut ContainerRecord, id: &str) {
 }
 
 impl Claimed {
+    /// The member's replacement, to start when the caller chooses (see
+    /// [`Refill`]); a claim whose refill was not taken starts it on drop.
+    pub fn take_refill(&mut self) -> Option<Refill> {
+        self.refill.take()
+    }
+
     /// Hands the member the run's streams (None: detached) and returns once
     /// the container's program runs.
     pub fn start(self, attachment: Option<Attachment>) -> Result<StartedContainer, EngineError> {

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use claim::{claim, Claimed};
+pub use claim::{claim, Claimed, Refill, RefillGuard};
 use member::{members, monitor_alive, MemberDir, MemberInfo, Taker};
 
 use crate::containers::monitor::protocol::{MonitorMessage, MonitorReceiver};
@@ -328,11 +328,10 @@ fn retire(dir: &MemberDir) -> bool {
 
 /// Starts `berth warm REFERENCE --depth N` in the background (its own
 /// session, no terminal, output discarded): the refill after a claim.
-pub fn spawn_refill(engine: &Engine, reference: &str, depth: u32, ttl: Duration) {
+pub fn spawn_refill(config: &crate::EngineConfig, reference: &str, depth: u32, ttl: Duration) {
     let Ok(program) = std::env::current_exe() else {
         return;
     };
-    let config = engine.config();
     let mut command = std::process::Command::new(program);
     command
         .arg("--root")

@@ -127,7 +127,13 @@ pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
     )?;
     tracing::debug!("run: request resolved");
     // A ready sandbox from the warm pool when the run is eligible for one.
-    let claimed = berth_engine::warm::claim(engine, &request).map_err(engine_failure)?;
+    let mut claimed = berth_engine::warm::claim(engine, &request).map_err(engine_failure)?;
+    // The claimed member's replacement is built once this run is done with
+    // the CPU, or after a moment for a longer run (see `Refill`).
+    let refill = claimed
+        .as_mut()
+        .and_then(|claimed| claimed.take_refill())
+        .map(|refill| refill.start_after(std::time::Duration::from_millis(200)));
     let id = match &claimed {
         Some(claimed) => claimed.id.clone(),
         None => create_container(engine, &request).map_err(engine_failure)?,
@@ -144,6 +150,7 @@ pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
             message: error.to_string(),
         })?;
         println!("{id}");
+        drop(refill);
         return Ok(0);
     }
     let streams = AttachStreams {
@@ -151,12 +158,14 @@ pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
         stdout: extras.attach.contains(&Stream::Stdout),
         stderr: extras.attach.contains(&Stream::Stderr),
     };
-    start_attached(
+    let status = start_attached(
         engine,
         &id,
         streams,
         request.config.tty,
         extras.sig_proxy,
         claimed,
-    )
+    );
+    drop(refill);
+    status
 }
