@@ -185,7 +185,12 @@ fn supervise(
         }
     };
 
+    // A reference to the running container's root (see below).
+    let mut root_pin: Option<std::fs::File> = None;
     let exit_code = loop {
+        // The overlay of the previous run must be gone before the next
+        // mounts the same upper directory.
+        drop(root_pin.take());
         // Each run takes the record as it is now: `network connect` and
         // `disconnect` change it between runs.
         let current = current_record(&store, record);
@@ -231,6 +236,12 @@ fn supervise(
                 return Ok(());
             }
         };
+        // Held until the exit is reported: the last unmount of the
+        // container's overlay syncs the whole upper file system (a syncfs of
+        // the host's disk, milliseconds to seconds when other work has
+        // dirtied it), and with this reference it happens after the report
+        // instead of inside the container's exit.
+        root_pin = std::fs::File::open(format!("/proc/{}/root", launched.pid)).ok();
         let mut state = read_state(&store, &record.id).unwrap_or_default();
         state.status = Status::Running;
         state.pid = launched.pid.as_raw();
@@ -318,6 +329,11 @@ fn supervise(
     }
     sender.send(&MonitorMessage::Exited { code: exit_code });
     sender.close();
+    drop(root_pin);
+    // Nobody waits for this monitor any more: a good moment to checkpoint.
+    if let Err(error) = store.checkpoint() {
+        tracing::debug!(%error, "no checkpoint");
+    }
     Ok(())
 }
 
