@@ -126,28 +126,9 @@ fn rand_suffix() -> u64 {
 
 /// Runs the container to completion; returns (exit code, stdout, stderr).
 fn run(container: &Container) -> (i32, String, String) {
-    let version = CgroupVersion::detect().unwrap();
-    let cgroup = new_manager(
-        &version,
-        CgroupDriver::default()
-            .container_path(None, &container.spec.id)
-            .unwrap(),
-    );
-    cgroup.create(&Resources::default()).unwrap();
-    let (out_read, out_write) = nix::unistd::pipe().unwrap();
-    let (err_read, err_write) = nix::unistd::pipe().unwrap();
-    let stdin: OwnedFd = std::fs::File::open("/dev/null").unwrap().into();
-    let result = launch(
-        &container.spec,
-        Stdio {
-            stdin,
-            stdout: out_write,
-            stderr: err_write,
-            console: None,
-        },
-        cgroup.as_ref(),
-        &mut |_| Ok(()),
-    );
+    let cgroup = test_cgroup(container);
+    let (stdio, out_read, err_read) = pipes();
+    let result = launch(&container.spec, stdio, cgroup.as_ref(), &mut |_| Ok(()));
     let launched = match result {
         Ok(launched) => launched,
         Err(error) => {
@@ -156,14 +137,8 @@ fn run(container: &Container) -> (i32, String, String) {
             return (error.exit_status(), String::new(), format!("{error}"));
         }
     };
-    let mut stdout = String::new();
-    std::fs::File::from(out_read)
-        .read_to_string(&mut stdout)
-        .unwrap();
-    let mut stderr = String::new();
-    std::fs::File::from(err_read)
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stdout = read_all(out_read);
+    let stderr = read_all(err_read);
     let status = nix::sys::wait::waitpid(launched.pid, None).unwrap();
     let code = match status {
         nix::sys::wait::WaitStatus::Exited(_, code) => code,

@@ -14,7 +14,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use super::network::MonitorNetwork;
 use super::protocol::{MonitorMessage, MonitorSender};
 use super::{
-    become_monitor, cleanup, container_cgroup, current_record, release_read_only_pages, supervise,
+    cleanup, container_cgroup, current_record, release_read_only_pages, run_monitor, supervise,
     Attachment, Prepared,
 };
 use crate::containers::paths::ContainerPaths;
@@ -34,22 +34,9 @@ pub(crate) fn run_member(
     info: MemberInfo,
     status: OwnedFd,
 ) -> ! {
-    become_monitor();
-    let mut sender = MonitorSender::new(status);
-    let code = match serve(&config, &record, &dir, info, &mut sender) {
-        Ok(()) => 0,
-        Err(error) => {
-            tracing::error!(member = %record.id, error = %format!("{error:#}"), "pool member failed");
-            sender.send(&MonitorMessage::Failed {
-                message: error.to_string(),
-                status: 125,
-            });
-            1
-        }
-    };
-    // SAFETY: _exit leaves without running destructors or atexit handlers
-    // inherited from the CLI process this was forked from.
-    unsafe { libc::_exit(code) }
+    run_monitor(status, &record.id, |sender| {
+        serve(&config, &record, &dir, info, sender)
+    })
 }
 
 /// Everything a member holds until it is claimed or ends.

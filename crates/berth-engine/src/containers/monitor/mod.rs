@@ -34,12 +34,24 @@ pub(crate) fn run(
     attachment: Attachment,
     status: OwnedFd,
 ) -> ! {
+    run_monitor(status, &record.id, |sender| {
+        supervise(&config, &record, attachment, sender, None)
+    })
+}
+
+/// Becomes a monitor, does `work`, reports its failure over `status`, and
+/// exits. Never returns.
+pub(super) fn run_monitor(
+    status: OwnedFd,
+    id: &str,
+    work: impl FnOnce(&mut MonitorSender) -> Result<(), EngineError>,
+) -> ! {
     become_monitor();
     let mut sender = MonitorSender::new(status);
-    let code = match supervise(&config, &record, attachment, &mut sender, None) {
+    let code = match work(&mut sender) {
         Ok(()) => 0,
         Err(error) => {
-            tracing::error!(container = %record.id, error = %format!("{error:#}"), "monitor failed");
+            tracing::error!(container = %id, error = %format!("{error:#}"), "monitor failed");
             sender.send(&MonitorMessage::Failed {
                 message: error.to_string(),
                 status: 125,
@@ -54,7 +66,7 @@ pub(crate) fn run(
 
 /// Detaches from the CLI's session and terminal signals; becomes the
 /// subreaper for anything the container leaves.
-pub(super) fn become_monitor() {
+fn become_monitor() {
     let _ = nix::unistd::setsid();
     for signal in [
         nix::sys::signal::Signal::SIGINT,
