@@ -5,7 +5,8 @@
 # Usage: scripts/bench-run.sh [RUNS]   (default 30)
 # Needs: root, hyperfine (apt-get install hyperfine), a release build (made here).
 # Docker is measured when scripts/docker-engine.sh can start its private engine.
-# Results: target/bench/run-echo.json (hyperfine's export) and a summary on stdout.
+# Results: target/bench/run-echo.json and run-echo-warm.json (hyperfine's
+# exports; warm = from a warm pool) and a summary on stdout.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RUNS=${1:-30}
@@ -29,10 +30,18 @@ else
     echo "docker: not measured (the private engine did not start)" >&2
 fi
 mkdir -p target/bench
-hyperfine -N --warmup 5 --runs "$RUNS" --export-json target/bench/run-echo.json "${commands[@]}" >&2
+# Cold: no pool (BERTH_WARM=off), as any run of an image without one.
+BERTH_WARM=off hyperfine -N --warmup 5 --runs "$RUNS" --export-json target/bench/run-echo.json "${commands[@]}" >&2
+# Warm: a pool of 4; each run takes a member, and the pause between runs
+# (not timed) lets the background refill replace it.
+"$BERTH" warm busybox --depth 4 >/dev/null
+hyperfine -N --warmup 2 --runs "$RUNS" --prepare "sleep 0.4" \
+    --export-json target/bench/run-echo-warm.json "$BERTH run --rm busybox echo hi" >&2
+"$BERTH" warm rm >/dev/null
 python3 - <<'PY'
 import json
-results = json.load(open("target/bench/run-echo.json"))["results"]
-for r in results:
-    print(f'{r["median"]*1000:8.1f} ms median  {r["mean"]*1000:8.1f} ± {r["stddev"]*1000:5.1f} ms  min {r["min"]*1000:6.1f}  max {r["max"]*1000:6.1f}  {r["command"]}')
+for name, label in [("run-echo", "cold"), ("run-echo-warm", "warm")]:
+    results = json.load(open(f"target/bench/{name}.json"))["results"]
+    for r in results:
+        print(f'{label}  {r["median"]*1000:8.1f} ms median  {r["mean"]*1000:8.1f} ± {r["stddev"]*1000:5.1f} ms  min {r["min"]*1000:6.1f}  max {r["max"]*1000:6.1f}  {r["command"]}')
 PY
