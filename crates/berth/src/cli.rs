@@ -24,6 +24,7 @@ use crate::commands::image::{
 };
 use crate::commands::network::NetworkCommand;
 use crate::commands::registry::{LoginArgs, LogoutArgs};
+use crate::commands::system::bench::BenchArgs;
 use crate::commands::system::serve::{ApiHelperArgs, ServeArgs};
 use crate::commands::system::warm::WarmArgs;
 use crate::commands::system::InfoArgs;
@@ -162,6 +163,8 @@ pub enum Command {
     Login(LoginArgs),
     /// Log out from a Docker registry
     Logout(LogoutArgs),
+    /// Benchmark berth side by side with the other engines on this machine
+    Bench(BenchArgs),
     /// Keep pre-built sandboxes of an image ready, so runs start in milliseconds
     Warm(WarmArgs),
     /// Serve the Docker Engine API on a unix socket

@@ -130,6 +130,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Network(command) => network::run(&mut open(&global)?, &command),
         Command::Login(args) => registry::login::run(&args),
         Command::Logout(args) => registry::logout::run(&args),
+        Command::Bench(args) => system::bench::run(&global, &args),
         Command::Warm(args) => system::warm::run(&global, &args),
         Command::Serve(args) => system::serve::run(&global, &args),
         Command::ApiHelper(args) => system::serve::helper(&global, &args),
