@@ -16,6 +16,8 @@
 
 pub mod error;
 pub mod filters;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod helper;
 pub mod http;
 pub mod listen;
@@ -54,7 +56,11 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
             "h" => number * 3600.0,
             _ => return Err(invalid()),
         };
-        total += std::time::Duration::from_secs_f64(seconds);
+        // Absurdly long ones (`1e30h` spelled out) are invalid, not a panic.
+        total = std::time::Duration::try_from_secs_f64(seconds)
+            .ok()
+            .and_then(|part| total.checked_add(part))
+            .ok_or_else(invalid)?;
         rest = &rest[unit_end..];
     }
     Ok(total)
@@ -75,5 +81,7 @@ mod tests {
         assert!(parse_duration("").is_err());
         assert!(parse_duration("5x").is_err());
         assert!(parse_duration("m").is_err());
+        assert!(parse_duration(&format!("{}h", "9".repeat(40))).is_err());
+        assert!(parse_duration("1.5.5s").is_err());
     }
 }

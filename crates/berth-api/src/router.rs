@@ -73,7 +73,7 @@ fn dispatch(server: &'static Server, exchange: &mut Exchange<'_>, path: &[&str])
         ("GET" | "HEAD", ["_ping"]) => system::ping(exchange),
         ("GET", ["version"]) => system::version(),
         ("GET", ["info"]) => system::info(server),
-        ("GET", ["events"]) => system::events(exchange),
+        ("GET", ["events"]) => system::events(server, exchange),
         ("GET", ["system", "df"]) => system::disk_usage(server),
         ("POST", ["auth"]) => system::auth(exchange),
         ("POST", ["build"]) | ("POST", ["session"]) | ("POST", ["build", "prune"]) => {

@@ -251,21 +251,24 @@ fn accept_loop(server: &'static Server, listeners: &[Listener]) -> Result<(), Se
 }
 
 /// Answers requests on one connection until it closes or a handler keeps
-/// the socket.
-fn handle_connection(server: &'static Server, stream: UnixStream) {
+/// the socket. Public for the randomized tests, which run it on one end
+/// of a socket pair.
+pub fn handle_connection(server: &'static Server, stream: UnixStream) {
     let mut connection = Connection::new(stream);
     loop {
         let request = match read_head(&mut connection.reader) {
             Ok(request) => request,
-            Err(HeadError::Closed | HeadError::Io(_)) => return,
-            Err(error @ HeadError::TooLarge) => {
-                let response = ApiError::new(431, error.to_string()).response();
-                let _ = write_response(&mut connection.stream(), &response, false, false);
-                return;
-            }
-            Err(HeadError::Malformed(message)) => {
-                let response = ApiError::bad_request(message).response();
-                let _ = write_response(&mut connection.stream(), &response, false, false);
+            Err(error) => {
+                if let Some(status) = error.status() {
+                    let message = match error {
+                        HeadError::Malformed(message) => message,
+                        other => other.to_string(),
+                    };
+                    let response = ApiError::new(status, message).response();
+                    if write_response(&mut connection.stream(), &response, false, false).is_ok() {
+                        linger(connection.stream());
+                    }
+                }
                 return;
             }
         };
@@ -281,8 +284,13 @@ fn handle_connection(server: &'static Server, stream: UnixStream) {
                 let keep_alive = !close && body_read;
                 if write_response(&mut connection.stream(), &response, keep_alive, head_only)
                     .is_err()
-                    || !keep_alive
                 {
+                    return;
+                }
+                if !keep_alive {
+                    if !body_read {
+                        linger(connection.stream());
+                    }
                     return;
                 }
             }
@@ -291,6 +299,35 @@ fn handle_connection(server: &'static Server, stream: UnixStream) {
                     return;
                 }
             }
+        }
+    }
+}
+
+/// Closes a connection whose client may still be sending (a refused
+/// head, a body not read): our side is shut first, then what the client
+/// sends is read and dropped for a moment. Closing a socket with unread
+/// input resets the connection, and a client still writing its request
+/// would see that error instead of our answer (Go's net/http server does
+/// the same, `closeWriteAndWait`). Bounded: 256 KiB or one second.
+fn linger(stream: &UnixStream) {
+    const LIMIT: usize = 256 * 1024;
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let mut buffer = [0u8; 8192];
+    let mut drained = 0;
+    while drained < LIMIT {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            return;
+        };
+        if stream
+            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .is_err()
+        {
+            return;
+        }
+        match std::io::Read::read(&mut &*stream, &mut buffer) {
+            Ok(0) | Err(_) => return,
+            Ok(read) => drained += read,
         }
     }
 }

@@ -4,6 +4,7 @@
 pub mod containers;
 pub mod copy;
 mod error;
+pub mod events;
 pub mod images;
 pub mod logs;
 pub mod networks;

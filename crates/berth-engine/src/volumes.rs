@@ -46,14 +46,19 @@ pub fn create_volume(
     let data = volume_data(engine.root(), name);
     std::fs::create_dir_all(&data)
         .map_err(|error| EngineError::Start(format!("failed to create {data:?}: {error}")))?;
+    let created = crate::containers::state::now();
     let row = engine.store().ensure_volume(&VolumeRow {
         name: name.to_owned(),
         driver: "local".to_owned(),
-        created: crate::containers::state::now(),
+        created: created.clone(),
         labels: serde_json::to_string(labels).unwrap_or_else(|_| "{}".to_owned()),
         options: "{}".to_owned(),
         anonymous,
     })?;
+    // An existing volume keeps its creation time: no event for it.
+    if row.created == created {
+        crate::events::emit_volume(engine.store(), "create", name);
+    }
     Ok(row)
 }
 
@@ -126,6 +131,7 @@ pub fn remove_volume(engine: &Engine, name: &str, force: bool) -> Result<(), Eng
         }
     }
     engine.store().delete_volume(&row.name)?;
+    crate::events::emit_volume(engine.store(), "destroy", &row.name);
     Ok(())
 }
 

@@ -25,6 +25,7 @@ use crate::commands::image::{
 use crate::commands::network::NetworkCommand;
 use crate::commands::registry::{LoginArgs, LogoutArgs};
 use crate::commands::system::bench::BenchArgs;
+use crate::commands::system::events::EventsArgs;
 use crate::commands::system::serve::{ApiHelperArgs, ServeArgs};
 use crate::commands::system::warm::WarmArgs;
 use crate::commands::system::InfoArgs;
@@ -167,6 +168,8 @@ pub enum Command {
     Bench(BenchArgs),
     /// Keep pre-built sandboxes of an image ready, so runs start in milliseconds
     Warm(WarmArgs),
+    /// Get real time events from the engine
+    Events(EventsArgs),
     /// Serve the Docker Engine API on a unix socket
     Serve(ServeArgs),
     /// Internal: work `berth serve` runs in a process of its own

@@ -339,25 +339,38 @@ pub fn list(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
             .map(str::to_owned),
         dangling: None,
     };
-    for (key, value) in &filters {
-        match key.as_str() {
-            "dangling" => {
-                options.dangling = Some(match value.as_str() {
-                    "true" | "1" => true,
-                    "false" | "0" => false,
-                    _ => {
-                        return Err(ApiError::bad_request(format!(
-                            "Invalid filter 'dangling={value}'"
-                        )))
-                    }
-                })
+    for (_, value) in filters.iter().filter(|(key, _)| key == "dangling") {
+        options.dangling = Some(match value.as_str() {
+            "true" | "1" => true,
+            "false" | "0" => false,
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "Invalid filter 'dangling={value}'"
+                )))
             }
-            _ => options.repository = Some(value.clone()),
-        }
+        });
     }
+    // Docker's `reference` filter: Go's `path.Match` patterns against the
+    // familiar `name:tag` or the name alone (`reference.FamiliarMatch`);
+    // an image shows with its matching names only.
+    let patterns: Vec<&str> = filters
+        .iter()
+        .filter(|(key, _)| key == "reference")
+        .map(|(_, value)| value.as_str())
+        .collect();
     let engine = server.engine()?;
     let store = engine.store();
-    let rows = list_images(store, &options)?;
+    let mut rows = list_images(store, &options)?;
+    if !patterns.is_empty() {
+        rows.retain(|row| {
+            let tagged = format!("{}:{}", row.repository, row.tag);
+            row.repository != "<none>"
+                && patterns.iter().any(|pattern| {
+                    crate::filters::glob_match(pattern, &tagged)
+                        || crate::filters::glob_match(pattern, &row.repository)
+                })
+        });
+    }
     // One entry per image, its names together (rows are per name).
     let mut images: BTreeMap<String, Value> = BTreeMap::new();
     let mut order = Vec::new();

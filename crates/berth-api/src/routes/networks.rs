@@ -38,13 +38,15 @@ pub fn list(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     reply(Response::json(200, &Value::Array(rows)))
 }
 
-/// Docker's network filters: values of one key ORed, keys ANDed.
+/// Docker's network filters: values of one key ORed, keys ANDed, and
+/// every `label` must hold (`MatchKVList`).
 fn matches(network: &Value, filters: &[(String, String)]) -> bool {
     let mut keys: Vec<&str> = filters.iter().map(|(key, _)| key.as_str()).collect();
     keys.sort_unstable();
     keys.dedup();
     keys.iter().all(|key| {
-        filters.iter().filter(|(k, _)| k == key).any(|(_, value)| {
+        let mut values = filters.iter().filter(|(k, _)| k == key);
+        let holds = |(_, value): &(String, String)| {
             let field = |name: &str| network[name].as_str().unwrap_or_default().to_owned();
             match *key {
                 "name" => field("Name").contains(value.as_str()),
@@ -67,7 +69,12 @@ fn matches(network: &Value, filters: &[(String, String)]) -> bool {
                 }
                 _ => false,
             }
-        })
+        };
+        if *key == "label" {
+            values.all(holds)
+        } else {
+            values.any(holds)
+        }
     })
 }
 
@@ -238,4 +245,46 @@ pub fn disconnect(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Han
     let mut engine = server.engine()?;
     disconnect_network(&mut engine, id, &body.container)?;
     reply(Response::empty(200))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_all_hold_other_keys_any() {
+        let network = json!({
+            "Name": "proj_default",
+            "Id": "abc123",
+            "Driver": "bridge",
+            "Labels": { "com.docker.compose.project": "proj", "com.docker.compose.network": "default" },
+        });
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            list.iter()
+                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                .collect()
+        };
+        assert!(matches(
+            &network,
+            &pairs(&[
+                ("label", "com.docker.compose.project=proj"),
+                ("label", "com.docker.compose.network"),
+            ])
+        ));
+        assert!(!matches(
+            &network,
+            &pairs(&[
+                ("label", "com.docker.compose.project=proj"),
+                ("label", "com.docker.compose.network=other"),
+            ])
+        ));
+        assert!(matches(
+            &network,
+            &pairs(&[("name", "nosuch"), ("name", "proj"), ("driver", "bridge")])
+        ));
+        assert!(!matches(
+            &network,
+            &pairs(&[("name", "proj"), ("driver", "null")])
+        ));
+    }
 }

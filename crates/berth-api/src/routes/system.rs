@@ -1,7 +1,6 @@
 //! `_ping`, `version`, `info`, `events`, `system/df`, `auth`.
 
-use std::time::Duration;
-
+use berth_engine::events::{EventFilter, EventFollower};
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
@@ -145,37 +144,45 @@ fn machine_id() -> String {
         .unwrap_or_default()
 }
 
-/// berth keeps no event log yet: the stream is valid and empty. It ends at
-/// `until` (or at once when `until` is past), or when the client leaves.
-pub fn events(exchange: &mut Exchange<'_>) -> Handled {
-    let until = match exchange.query("until").filter(|text| !text.is_empty()) {
-        Some(text) => Some(
-            berth_engine::logs::parse_docker_time(text, &chrono::Utc::now())
-                .map_err(|error| ApiError::bad_request(error.to_string()))?,
-        ),
-        None => None,
+/// `since`/`until` as nanoseconds since the epoch (Docker's time forms:
+/// RFC 3339, Unix seconds with a fraction, or a duration before now).
+fn event_time(exchange: &Exchange<'_>, name: &str) -> Result<Option<i64>, ApiError> {
+    let Some(text) = exchange.query(name).filter(|text| !text.is_empty()) else {
+        return Ok(None);
     };
-    if let Some(filters) = exchange.query("filters").filter(|text| !text.is_empty()) {
-        crate::filters::parse(filters)?;
-    }
+    let time = berth_engine::logs::parse_docker_time(text, &chrono::Utc::now())
+        .map_err(|error| ApiError::bad_request(error.to_string()))?;
+    Ok(Some(time.timestamp_nanos_opt().unwrap_or(i64::MAX)))
+}
+
+/// The engine's event log as Docker's stream (see
+/// `berth_engine::events::watch`): it ends at `until`, or when the client
+/// leaves.
+pub fn events(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
+    let since = event_time(exchange, "since")?;
+    let until = event_time(exchange, "until")?;
+    let pairs = crate::filters::parse(exchange.query("filters").unwrap_or_default())?;
+    let filter = EventFilter::new(pairs)?;
+    // Opened before the answer: events caused after it are all seen.
+    let opened = EventFollower::open(&server.config.engine.root);
     let stream = exchange
         .connection
         .stream()
         .try_clone()
         .map_err(|error| ApiError::internal(error.to_string()))?;
-    let Ok(writer) = exchange.chunked(200, "application/json", &[]) else {
+    let Ok(mut writer) = exchange.chunked(200, "application/json", &[]) else {
         return Ok(Outcome::Streamed { keep_alive: false });
     };
-    loop {
-        if until.is_some_and(|until| chrono::Utc::now() >= until) {
-            let keep_alive = writer.finish().is_ok();
-            return Ok(Outcome::Streamed { keep_alive });
-        }
-        if client_gone(&stream) {
-            return Ok(Outcome::Streamed { keep_alive: false });
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let ended = berth_engine::events::watch_opened(
+        opened,
+        since,
+        until,
+        &filter,
+        |event| writer.json_line(&event.message_json()).is_ok(),
+        || !client_gone(&stream),
+    );
+    let keep_alive = ended && writer.finish().is_ok();
+    Ok(Outcome::Streamed { keep_alive })
 }
 
 pub fn disk_usage(server: &Server) -> Handled {

@@ -311,6 +311,7 @@ pub(crate) fn insert_record(
                     EngineError::Start(format!("failed to create {:?}: {error}", paths.directory))
                 })?;
                 create_volumes(engine, &record)?;
+                crate::events::emit_container(engine.store(), "create", &record);
                 return Ok(id);
             }
             Err(ContainerStoreError::NameInUse(taken)) if named => {

@@ -21,7 +21,9 @@ pub(crate) fn remove_anonymous_volumes(
         match store.volume(name) {
             Ok(Some(volume)) if volume.anonymous => {
                 let _ = std::fs::remove_dir_all(root.join("volumes").join(name));
-                let _ = store.delete_volume(name);
+                if store.delete_volume(name).is_ok() {
+                    crate::events::emit_volume(store, "destroy", name);
+                }
             }
             _ => {}
         }
@@ -52,8 +54,12 @@ pub(crate) fn remove_files_and_row(store: &Store, paths: &ContainerPaths, id: &s
             }
         }
     }
+    // Warm pool members have no row: only containers users see make events.
+    let removed = store.container(id).ok().flatten();
     if let Err(error) = store.delete_container(id) {
         tracing::warn!(%error, "failed to remove the container record");
+    } else if let Some(Ok(container)) = removed.map(|row| super::lookup::parse_row(&row)) {
+        crate::events::emit_container(store, "destroy", &container.record);
     }
 }
 

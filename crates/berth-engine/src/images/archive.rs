@@ -13,7 +13,13 @@ use super::resolve::{parse_reference, resolve_image};
 use crate::EngineError;
 
 pub fn load_images(store: &mut Store, input: impl Read) -> Result<Vec<LoadedImage>, EngineError> {
-    load_archive(store, input).map_err(EngineError::Load)
+    let loaded = load_archive(store, input).map_err(EngineError::Load)?;
+    for image in &loaded {
+        // Docker names a loaded image by its id (moby image/tarexport).
+        let id = image.id.to_string();
+        crate::events::emit_image(store, "load", &id, &id);
+    }
+    Ok(loaded)
 }
 
 /// `save IMAGE…`: a name saves that name; an id saves the image with all its

@@ -25,6 +25,17 @@ pub fn remove_image(
     text: &str,
     force: bool,
 ) -> Result<Vec<RemovalEvent>, EngineError> {
+    let id = resolve_image(store, text)?.id.to_string();
+    let removed = remove_image_unrecorded(store, text, force)?;
+    crate::events::emit_image_removal(store, &id, &removed);
+    Ok(removed)
+}
+
+fn remove_image_unrecorded(
+    store: &mut Store,
+    text: &str,
+    force: bool,
+) -> Result<Vec<RemovalEvent>, EngineError> {
     let image = resolve_image(store, text)?;
     let mut events = Vec::new();
 

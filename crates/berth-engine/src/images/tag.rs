@@ -18,5 +18,7 @@ pub fn tag_image(store: &mut Store, source: &str, target: &str) -> Result<(), En
         ));
     }
     store.set_tag(&reference.to_string(), &image.id)?;
+    let name = super::familiar(&reference.to_string());
+    crate::events::emit_image(store, "tag", &image.id.to_string(), &name);
     Ok(())
 }

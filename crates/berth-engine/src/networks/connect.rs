@@ -81,7 +81,15 @@ pub fn connect_network(
         }
     }
     record.run.networks.push(request);
-    save_record(store, &record)
+    save_record(store, &record)?;
+    crate::events::emit_network(
+        store,
+        "connect",
+        &network.id,
+        &network.name,
+        Some(&record.id),
+    );
+    Ok(())
 }
 
 /// `network disconnect NETWORK CONTAINER`.
@@ -105,7 +113,10 @@ pub fn disconnect_network(
         )));
     }
     disconnect_container(store, kernel, &record.id, Some(&network.id));
-    save_record(store, &record)
+    save_record(store, &record)?;
+    let (id, name) = (&network.id, &network.name);
+    crate::events::emit_network(store, "disconnect", id, name, Some(&record.id));
+    Ok(())
 }
 
 /// The container and the network a connect or disconnect names.

@@ -150,6 +150,7 @@ pub fn create_network(
         let _ = sync_rules(store, kernel);
         return Err(error);
     }
+    crate::events::emit_network(store, "create", &id, &network.name, None);
     Ok(id)
 }
 
@@ -177,6 +178,7 @@ pub fn remove_network(
         }
         Err(error) => return Err(network_store_error(error)),
     }
+    crate::events::emit_network(store, "destroy", &network.id, &network.name, None);
     if let Err(error) = kernel.remove_link(&network.record.device) {
         tracing::warn!(%error, "failed to remove the bridge");
     }

@@ -132,6 +132,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Logout(args) => registry::logout::run(&args),
         Command::Bench(args) => system::bench::run(&global, &args),
         Command::Warm(args) => system::warm::run(&global, &args),
+        Command::Events(args) => system::events::run(&global, &args),
         Command::Serve(args) => system::serve::run(&global, &args),
         Command::ApiHelper(args) => system::serve::helper(&global, &args),
         Command::Image(ImageCommand::Prune(args)) => image::prune::run(&mut open(&global)?, &args),

@@ -265,6 +265,7 @@ fn supervise(
         state.monitor_start_time = process_start_time(monitor_pid).unwrap_or(0);
         state.restart_count = restarts;
         write_state(&store, &record.id, &state);
+        crate::events::emit_container(&store, "start", record);
         if first {
             sender.send(&MonitorMessage::Started {
                 pid: launched.pid.as_raw(),
@@ -312,6 +313,8 @@ fn supervise(
             Status::Exited
         };
         write_state(&store, &record.id, &state);
+        let died = crate::events::Event::container("die", record);
+        crate::events::emit(&store, died.with("exitCode", &code.to_string()));
         tracing::debug!("exit recorded");
         if !restart {
             break code;

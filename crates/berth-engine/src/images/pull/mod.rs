@@ -81,6 +81,8 @@ pub fn pull_image(
         progress,
     )?;
     progress(status_event(&reference, pulled.up_to_date));
+    let (shown, name) = (reference.familiar_string(), reference.familiar_name());
+    crate::events::emit_image(store, "pull", &shown, &name);
     Ok(pulled)
 }
 

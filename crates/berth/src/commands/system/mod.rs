@@ -1,4 +1,5 @@
 pub mod bench;
+pub mod events;
 pub mod info;
 pub mod serve;
 pub mod version;

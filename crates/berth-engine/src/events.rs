@@ -1,0 +1,551 @@
+//! The event log behind `berth events` and `GET /events`: the engine
+//! appends one JSON line per event (container create/start/die/destroy,
+//! image pull/tag/untag/delete/load, network create/destroy/connect/
+//! disconnect, volume create/destroy) to `<root>/events.jsonl`.
+//!
+//! berth has no daemon to hold Docker's in-memory event ring, so the log is
+//! a file every process appends to: one `write` of one line with
+//! `O_APPEND`, which the kernel does not interleave with other appends. At
+//! [`MAX_LOG_BYTES`] the file is renamed to `events.1.jsonl` (replacing the
+//! older one) under an exclusive lock, so the log keeps between one and two
+//! files' worth of events. Readers take past events from both files and
+//! follow new ones by reading the open file to its end, across a rotation.
+//!
+//! Emitting never fails the action it reports: a log that cannot be
+//! written is a warning.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use berth_store::Store;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::containers::record::ContainerRecord;
+
+/// The log is rotated past this size.
+pub const MAX_LOG_BYTES: u64 = 1024 * 1024;
+
+const LOG: &str = "events.jsonl";
+const ROTATED: &str = "events.1.jsonl";
+
+/// One event, as the log keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// `container`, `image`, `network` or `volume`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub action: String,
+    /// The object: a container or network id, an image id or reference, a
+    /// volume name.
+    pub id: String,
+    #[serde(default)]
+    pub attributes: BTreeMap<String, String>,
+    /// Nanoseconds since the Unix epoch.
+    pub time_nano: i64,
+}
+
+impl Event {
+    pub fn new(kind: &str, action: &str, id: &str) -> Self {
+        let now = chrono::Utc::now();
+        Self {
+            kind: kind.to_owned(),
+            action: action.to_owned(),
+            id: id.to_owned(),
+            attributes: BTreeMap::new(),
+            time_nano: now
+                .timestamp_nanos_opt()
+                .unwrap_or_else(|| now.timestamp().saturating_mul(1_000_000_000)),
+        }
+    }
+
+    pub fn with(mut self, key: &str, value: &str) -> Self {
+        self.attributes.insert(key.to_owned(), value.to_owned());
+        self
+    }
+
+    /// A container event: Docker's attributes are the container's labels,
+    /// its `name` and its `image`.
+    pub fn container(action: &str, record: &ContainerRecord) -> Self {
+        let mut event = Self::new("container", action, &record.id);
+        event.attributes = record
+            .run
+            .labels
+            .iter()
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        event
+            .with("name", &record.name)
+            .with("image", &record.image_name)
+    }
+
+    /// Docker's `events.Message` (the API's and `--format`'s shape), with
+    /// the deprecated `status`/`id`/`from` of container and image events.
+    pub fn message_json(&self) -> Value {
+        let mut message = json!({
+            "Type": self.kind,
+            "Action": self.action,
+            "Actor": { "ID": self.id, "Attributes": self.attributes },
+            "scope": "local",
+            "time": self.time_nano.div_euclid(1_000_000_000),
+            "timeNano": self.time_nano,
+        });
+        if matches!(self.kind.as_str(), "container" | "image") {
+            message["status"] = json!(self.action);
+            message["id"] = json!(self.id);
+            if let Some(image) = self
+                .attributes
+                .get("image")
+                .filter(|_| self.kind == "container")
+            {
+                message["from"] = json!(image);
+            }
+        }
+        message
+    }
+}
+
+fn log_path(root: &Path) -> PathBuf {
+    root.join(LOG)
+}
+
+fn rotated_path(root: &Path) -> PathBuf {
+    root.join(ROTATED)
+}
+
+/// Appends `event` to the log of the berth root `root`.
+pub fn emit_to(root: &Path, event: &Event) {
+    if let Err(error) = append(root, event) {
+        tracing::warn!(%error, action = %event.action, "failed to record an event");
+    }
+}
+
+/// Appends `event` to the log of `store`'s root.
+pub fn emit(store: &Store, event: Event) {
+    emit_to(store.root(), &event);
+}
+
+/// A container event (see [`Event::container`]).
+pub fn emit_container(store: &Store, action: &str, record: &ContainerRecord) {
+    emit(store, Event::container(action, record));
+}
+
+/// An image event: `id` is the image id or reference, `name` its name.
+pub fn emit_image(store: &Store, action: &str, id: &str, name: &str) {
+    emit(store, Event::new("image", action, id).with("name", name));
+}
+
+/// `untag` for each name `rmi` removed and `delete` for the image.
+pub fn emit_image_removal(store: &Store, image_id: &str, removed: &[crate::images::RemovalEvent]) {
+    for event in removed {
+        match event {
+            crate::images::RemovalEvent::Untagged(name) => {
+                emit_image(store, "untag", image_id, name);
+            }
+            crate::images::RemovalEvent::Deleted(digest) if digest.to_string() == image_id => {
+                emit_image(store, "delete", image_id, image_id);
+            }
+            crate::images::RemovalEvent::Deleted(_) => {}
+        }
+    }
+}
+
+/// A network event; `container` for connect and disconnect.
+pub fn emit_network(store: &Store, action: &str, id: &str, name: &str, container: Option<&str>) {
+    let mut event = Event::new("network", action, id)
+        .with("name", name)
+        .with("type", "bridge");
+    if let Some(container) = container {
+        event = event.with("container", container);
+    }
+    emit(store, event);
+}
+
+/// A volume event (`local` driver).
+pub fn emit_volume(store: &Store, action: &str, name: &str) {
+    emit(
+        store,
+        Event::new("volume", action, name).with("driver", "local"),
+    );
+}
+
+fn append(root: &Path, event: &Event) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(event).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    let path = log_path(root);
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&path)?;
+    // One write: appends from other processes land before or after it.
+    file.write_all(&line)?;
+    if file.metadata()?.len() > MAX_LOG_BYTES {
+        rotate(root)?;
+    }
+    Ok(())
+}
+
+fn rotate(root: &Path) -> std::io::Result<()> {
+    let locks = root.join("locks");
+    std::fs::create_dir_all(&locks)?;
+    let lock = File::create(locks.join("events.lock"))?;
+    let _guard = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, errno)| std::io::Error::from(errno))?;
+    // Another process may have rotated it while this one waited.
+    let path = log_path(root);
+    if std::fs::metadata(&path)?.len() > MAX_LOG_BYTES {
+        std::fs::rename(&path, rotated_path(root))?;
+    }
+    Ok(())
+}
+
+/// Complete lines of `bytes` as events; a line that does not parse (cut
+/// short by a crash) is skipped.
+fn parse_lines(bytes: &[u8]) -> Vec<Event> {
+    bytes
+        .split(|byte| *byte == b'\n')
+        .filter(|line| !line.is_empty())
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect()
+}
+
+/// Reads new events from the log as they are appended, across rotations.
+pub struct EventFollower {
+    root: PathBuf,
+    file: Option<File>,
+    /// Bytes of a line whose end has not been written yet.
+    partial: Vec<u8>,
+}
+
+impl EventFollower {
+    /// Opens the log: the events it holds now (oldest first) and a follower
+    /// that returns the ones appended after them.
+    pub fn open(root: &Path) -> (Vec<Event>, Self) {
+        let mut follower = Self {
+            root: root.to_owned(),
+            file: File::open(log_path(root)).ok(),
+            partial: Vec::new(),
+        };
+        let current_inode = follower
+            .file
+            .as_ref()
+            .and_then(|file| file.metadata().ok())
+            .map(|metadata| metadata.ino());
+        let mut past = Vec::new();
+        // The rotated file, unless it is the one just opened (rotated in
+        // between; it is read below through the open file).
+        if let Ok(mut rotated) = File::open(rotated_path(root)) {
+            let same = rotated
+                .metadata()
+                .ok()
+                .is_some_and(|metadata| Some(metadata.ino()) == current_inode);
+            let mut bytes = Vec::new();
+            if !same && rotated.read_to_end(&mut bytes).is_ok() {
+                past.extend(parse_lines(&bytes));
+            }
+        }
+        past.extend(follower.read_new());
+        (past, follower)
+    }
+
+    /// Events appended since the last call (or since `open`).
+    pub fn poll(&mut self) -> Vec<Event> {
+        let mut events = self.read_new();
+        // Rotated away (or created since)? Finish the old file, then
+        // start on the new one.
+        let current = std::fs::metadata(log_path(&self.root))
+            .ok()
+            .map(|metadata| metadata.ino());
+        let open = self
+            .file
+            .as_ref()
+            .and_then(|file| file.metadata().ok())
+            .map(|metadata| metadata.ino());
+        if current.is_some() && current != open {
+            events.extend(self.read_new());
+            self.partial.clear();
+            self.file = File::open(log_path(&self.root)).ok();
+            events.extend(self.read_new());
+        }
+        events
+    }
+
+    fn read_new(&mut self) -> Vec<Event> {
+        let Some(file) = self.file.as_mut() else {
+            return Vec::new();
+        };
+        let mut bytes = std::mem::take(&mut self.partial);
+        if file.read_to_end(&mut bytes).is_err() {
+            return Vec::new();
+        }
+        // Keep an unfinished last line for the next call.
+        let complete = bytes
+            .iter()
+            .rposition(|byte| *byte == b'\n')
+            .map_or(0, |index| index + 1);
+        self.partial = bytes.split_off(complete);
+        parse_lines(&bytes)
+    }
+}
+
+/// How often [`watch`] looks for new events.
+pub const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// What `docker events` shows, for the API server and the CLI alike: with
+/// `since` or `until` (nanoseconds since the epoch), the logged events in
+/// that window first (as dockerd replays its buffer); then events as they
+/// are logged, until `until` passes. Each event `filter` passes goes to
+/// `deliver`, which returns false to stop (the reader left);
+/// `still_wanted` is asked between polls. True when `until` ended it.
+pub fn watch(
+    root: &Path,
+    since: Option<i64>,
+    until: Option<i64>,
+    filter: &EventFilter,
+    deliver: impl FnMut(&Event) -> bool,
+    still_wanted: impl FnMut() -> bool,
+) -> bool {
+    let opened = EventFollower::open(root);
+    watch_opened(opened, since, until, filter, deliver, still_wanted)
+}
+
+/// [`watch`] on a log opened before: a server opens it before it answers,
+/// so that nothing the client does after the answer can be missed.
+pub fn watch_opened(
+    (past, mut follower): (Vec<Event>, EventFollower),
+    since: Option<i64>,
+    until: Option<i64>,
+    filter: &EventFilter,
+    mut deliver: impl FnMut(&Event) -> bool,
+    mut still_wanted: impl FnMut() -> bool,
+) -> bool {
+    let mut send = |events: Vec<Event>| {
+        events
+            .iter()
+            .filter(|event| {
+                since.is_none_or(|since| event.time_nano >= since)
+                    && until.is_none_or(|until| event.time_nano <= until)
+                    && filter.matches(event)
+            })
+            .all(&mut deliver)
+    };
+    if (since.is_some() || until.is_some()) && !send(past) {
+        return false;
+    }
+    loop {
+        let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+        let passed = until.is_some_and(|until| now > until);
+        // Events logged up to `until` may still be unread: one last poll.
+        if !send(follower.poll()) {
+            return false;
+        }
+        if passed {
+            return true;
+        }
+        if !still_wanted() {
+            return false;
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// Docker's event filters (`--filter`, the API's `filters`): values of
+/// one key ORed, keys ANDed, every `label` must hold.
+#[derive(Clone, Debug, Default)]
+pub struct EventFilter {
+    pairs: Vec<(String, String)>,
+}
+
+/// The filter keys `events` accepts.
+pub const EVENT_FILTERS: &[&str] = &[
+    "container",
+    "event",
+    "image",
+    "label",
+    "network",
+    "scope",
+    "type",
+    "volume",
+];
+
+impl EventFilter {
+    /// Refuses keys Docker does not know for events (or berth cannot have).
+    pub fn new(pairs: Vec<(String, String)>) -> Result<Self, crate::EngineError> {
+        if let Some((key, _)) = pairs
+            .iter()
+            .find(|(key, _)| !EVENT_FILTERS.contains(&key.as_str()))
+        {
+            return Err(crate::EngineError::InvalidArgument(format!(
+                "invalid filter '{key}'"
+            )));
+        }
+        Ok(Self { pairs })
+    }
+
+    fn values(&self, key: &str) -> Vec<&str> {
+        self.pairs
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, value)| value.as_str())
+            .collect()
+    }
+
+    /// A key absent from the filter passes; else one of its values must.
+    fn any(&self, key: &str, test: impl Fn(&str) -> bool) -> bool {
+        let values = self.values(key);
+        values.is_empty() || values.into_iter().any(test)
+    }
+
+    pub fn matches(&self, event: &Event) -> bool {
+        let attribute = |name: &str| event.attributes.get(name).map(String::as_str);
+        // Docker's FuzzyMatch: equal, or a prefix of the id or name.
+        let fuzzy_name = |wanted: &str| {
+            event.id.starts_with(wanted) || attribute("name").is_some_and(|name| name == wanted)
+        };
+        let of_kind = |kind: &str, wanted: &str| event.kind == kind && fuzzy_name(wanted);
+        self.any("type", |wanted| event.kind == wanted)
+            && self.any("event", |wanted| event.action == wanted)
+            && self.any("scope", |wanted| wanted == "local")
+            && self.any("container", |wanted| of_kind("container", wanted))
+            && self.any("network", |wanted| of_kind("network", wanted))
+            && self.any("volume", |wanted| of_kind("volume", wanted))
+            && self.any("image", |wanted| {
+                let name = if event.kind == "image" {
+                    attribute("name")
+                } else {
+                    attribute("image")
+                };
+                let without_tag = |text: &str| -> String {
+                    match text.rsplit_once(':') {
+                        Some((name, tag)) if !tag.contains('/') => name.to_owned(),
+                        _ => text.to_owned(),
+                    }
+                };
+                event.id == wanted
+                    || name.is_some_and(|name| {
+                        name == wanted
+                            || without_tag(name) == wanted
+                            || without_tag(name) == without_tag(wanted) && !wanted.contains(':')
+                    })
+            })
+            && self
+                .values("label")
+                .into_iter()
+                .all(|wanted| match wanted.split_once('=') {
+                    Some((key, value)) => attribute(key) == Some(value),
+                    None => attribute(wanted).is_some(),
+                })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn appends_follows_and_rotates() {
+        let root = tempfile::tempdir().unwrap();
+        let (past, mut follower) = EventFollower::open(root.path());
+        assert!(past.is_empty());
+        emit_to(root.path(), &Event::new("volume", "create", "data"));
+        // The follower was opened before the log existed.
+        let seen = follower.poll();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].action, "create");
+        assert!(follower.poll().is_empty());
+
+        // Enough events to rotate at least once; the follower sees each
+        // exactly once, in order.
+        let padding = "x".repeat(1000);
+        let count = 2 * MAX_LOG_BYTES as usize / 1000 + 10;
+        let mut seen = Vec::new();
+        for index in 0..count {
+            emit_to(
+                root.path(),
+                &Event::new("volume", "destroy", &index.to_string()).with("pad", &padding),
+            );
+            if index % 97 == 0 {
+                seen.extend(follower.poll());
+            }
+        }
+        seen.extend(follower.poll());
+        let ids: Vec<usize> = seen.iter().map(|event| event.id.parse().unwrap()).collect();
+        assert_eq!(ids, (0..count).collect::<Vec<_>>());
+        assert!(rotated_path(root.path()).exists());
+        let size = std::fs::metadata(log_path(root.path())).unwrap().len();
+        assert!(size <= MAX_LOG_BYTES, "{size}");
+
+        // A new reader gets what both files hold, oldest first.
+        let (past, _) = EventFollower::open(root.path());
+        let ids: Vec<usize> = past.iter().map(|event| event.id.parse().unwrap()).collect();
+        assert!(ids.len() > 1000 && ids.len() < count, "{}", ids.len());
+        assert!(ids.windows(2).all(|pair| pair[0] + 1 == pair[1]));
+        assert_eq!(ids.last(), Some(&(count - 1)));
+    }
+
+    #[test]
+    fn a_line_written_in_two_parts_is_read_once_whole() {
+        let root = tempfile::tempdir().unwrap();
+        emit_to(root.path(), &Event::new("volume", "create", "a"));
+        let (past, mut follower) = EventFollower::open(root.path());
+        assert_eq!(past.len(), 1);
+        let line = serde_json::to_string(&Event::new("volume", "create", "b")).unwrap();
+        let (first, second) = line.split_at(10);
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(log_path(root.path()))
+            .unwrap();
+        file.write_all(first.as_bytes()).unwrap();
+        assert!(follower.poll().is_empty());
+        file.write_all(format!("{second}\n").as_bytes()).unwrap();
+        let seen = follower.poll();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].id, "b");
+    }
+
+    #[test]
+    fn docker_filters() {
+        let container = Event::new("container", "start", "0123abcd")
+            .with("name", "web")
+            .with("image", "busybox:latest")
+            .with("tier", "front");
+        let network = Event::new("network", "connect", "beef")
+            .with("name", "app")
+            .with("container", "0123abcd");
+        let filter = |list: &[(&str, &str)]| EventFilter::new(pairs(list)).unwrap();
+        assert!(filter(&[]).matches(&container));
+        assert!(filter(&[("type", "container"), ("event", "start")]).matches(&container));
+        assert!(filter(&[("event", "die"), ("event", "start")]).matches(&container));
+        assert!(!filter(&[("type", "network")]).matches(&container));
+        assert!(filter(&[("container", "web")]).matches(&container));
+        assert!(filter(&[("container", "0123")]).matches(&container));
+        assert!(!filter(&[("container", "we")]).matches(&container));
+        assert!(!filter(&[("container", "web")]).matches(&network));
+        assert!(filter(&[("network", "app")]).matches(&network));
+        assert!(filter(&[("image", "busybox")]).matches(&container));
+        assert!(filter(&[("image", "busybox:latest")]).matches(&container));
+        assert!(!filter(&[("image", "busybox:1")]).matches(&container));
+        assert!(filter(&[("label", "tier=front"), ("label", "name")]).matches(&container));
+        assert!(!filter(&[("label", "tier=front"), ("label", "other")]).matches(&container));
+        assert!(EventFilter::new(pairs(&[("bogus", "x")])).is_err());
+
+        let message = container.message_json();
+        assert_eq!(message["Type"], "container");
+        assert_eq!(message["status"], "start");
+        assert_eq!(message["from"], "busybox:latest");
+        assert_eq!(message["Actor"]["Attributes"]["name"], "web");
+        assert_eq!(message["time"], container.time_nano / 1_000_000_000);
+        assert!(network.message_json().get("status").is_none());
+    }
+}
