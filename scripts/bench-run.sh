@@ -17,7 +17,23 @@ BERTH=$PWD/target/release/berth
 BERTH_ROOT=$(mktemp -d /tmp/berth-bench-root.XXXXXX)
 BERTH_RUN_ROOT=$(mktemp -d /tmp/berth-bench-run.XXXXXX)
 export BERTH_ROOT BERTH_RUN_ROOT
-trap 'rm -rf "$BERTH_ROOT" "$BERTH_RUN_ROOT"' EXIT
+# The throw-away root's pool members (a refill started by the last warm run
+# may still be building one), its default bridge and nftables table go with it.
+cleanup() {
+    "$BERTH" warm rm >/dev/null 2>&1 || true
+    sleep 1
+    "$BERTH" warm rm >/dev/null 2>&1 || true
+    local tag # berth-net's instance name: 32-bit FNV-1a of the root path
+    tag=$(python3 -c 'import sys
+h = 0x811c9dc5
+for byte in sys.argv[1].encode():
+    h = ((h ^ byte) * 0x01000193) & 0xffffffff
+print(f"{h:08x}")' "$BERTH_ROOT")
+    ip link delete "berth$tag" 2>/dev/null || true
+    nft delete table ip "berth_$tag" 2>/dev/null || true
+    rm -rf "$BERTH_ROOT" "$BERTH_RUN_ROOT"
+}
+trap cleanup EXIT
 "$BERTH" load -q -i target/fixtures/busybox-docker.tar >/dev/null
 "$BERTH" run --rm busybox true # fills the seccomp cache, as any earlier run would
 

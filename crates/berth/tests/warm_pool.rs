@@ -289,6 +289,29 @@ fn idle_members_end_after_their_ttl() {
     assert!(!root_containers.exists(), "{root_containers:?}");
 }
 
+/// A member whose pool directory was removed under it (its run root
+/// deleted) still ends at its TTL and takes its cgroup with it.
+#[test]
+fn a_member_whose_directory_vanished_still_ends() {
+    let berth = Berth::new();
+    berth.load("busybox-docker.tar");
+    let output = berth
+        .command()
+        .env("BERTH_WARM_TTL", "1s")
+        .args(["warm", "busybox", "--depth", "1"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let infos = member_info(&berth);
+    let id = infos[0]["id"].as_str().unwrap().to_owned();
+    let monitor = infos[0]["monitor_pid"].as_i64().unwrap() as i32;
+    std::fs::remove_dir_all(berth.run_root.path().join("warm")).unwrap();
+    eventually("the member's monitor exits", || {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(monitor), None).is_err()
+    });
+    assert!(!cgroup_exists(&id));
+}
+
 #[test]
 fn a_dead_sandbox_or_monitor_takes_its_member_out_of_the_pool() {
     let berth = pool("2");

@@ -39,6 +39,9 @@ pub(crate) fn run_member(
     })
 }
 
+/// How long a claimed member waits for its claimant's connection.
+const CLAIM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Everything a member holds until it is claimed or ends.
 struct Member<'a> {
     config: &'a EngineConfig,
@@ -159,16 +162,15 @@ impl Member<'_> {
     /// it is retired, or if its sandbox dies.
     fn wait(self, listener: &UnixListener, ttl: Duration) {
         let deadline = Instant::now() + ttl;
-        // Once someone else took the member, only its connection matters.
-        let mut taken = false;
+        // Once a run took the member, only its connection matters, and it
+        // comes at once: a claimant that died between its rename and its
+        // connect must not keep the member forever.
+        let mut taken_until: Option<Instant> = None;
         loop {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let timeout = if taken {
-                PollTimeout::NONE
-            } else {
-                PollTimeout::try_from(remaining.as_millis().min(i32::MAX as u128) as i32)
-                    .unwrap_or(PollTimeout::MAX)
-            };
+            let until = taken_until.unwrap_or(deadline);
+            let remaining = until.saturating_duration_since(Instant::now());
+            let timeout = PollTimeout::try_from(remaining.as_millis().min(i32::MAX as u128) as i32)
+                .unwrap_or(PollTimeout::MAX);
             let Some(pidfd) = self.prepared.sandbox.pidfd() else {
                 return self.end();
             };
@@ -178,7 +180,7 @@ impl Member<'_> {
             ];
             match poll(&mut fds, timeout) {
                 Err(nix::Error::EINTR) => continue,
-                Err(_) => return self.end_if_untaken(taken),
+                Err(_) => return self.end_if_untaken(taken_until.is_some()),
                 Ok(_) => {}
             }
             let connection = fds[0].any().unwrap_or(false);
@@ -189,7 +191,10 @@ impl Member<'_> {
                 }
                 continue;
             }
-            if taken {
+            if let Some(until) = taken_until {
+                if Instant::now() >= until {
+                    return self.end();
+                }
                 continue;
             }
             if sandbox_died || Instant::now() >= deadline {
@@ -197,8 +202,13 @@ impl Member<'_> {
                     tracing::debug!(member = %self.record.id, sandbox_died, "pool member ends");
                     return self.end();
                 }
+                if !self.dir.taken_path(Taker::Claim).exists() {
+                    // Not claimed: its directory is gone (the run root was
+                    // removed under it).
+                    return self.end();
+                }
                 // A run claimed it first: its connection is on the way.
-                taken = true;
+                taken_until = Some(Instant::now() + CLAIM_CONNECT_TIMEOUT);
             }
         }
     }
