@@ -276,9 +276,15 @@ fn resident_bytes(pid: i32) -> u64 {
 
 /// Ends the members of `reference` (all with None); returns how many.
 pub fn remove(engine: &mut Engine, reference: Option<&str>) -> Result<usize, EngineError> {
-    reap_leaked(engine);
     let name = reference.map(pool_reference).transpose()?;
     let run_root = engine.config().run_root.clone();
+    if !member::pool_dir(&run_root).exists() {
+        return Ok(0);
+    }
+    // A fill under way (a refill after a claim) finishes first, so that
+    // its members are removed too.
+    let _lock = lock_pool(&run_root)?;
+    reap_leaked(engine);
     let mut removed = 0;
     for (dir, info) in members(&run_root) {
         if name.as_ref().is_some_and(|name| *name != info.reference) {
