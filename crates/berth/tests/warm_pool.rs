@@ -24,6 +24,20 @@ fn pool(depth: &str) -> Berth {
     berth
 }
 
+/// One member that ends one second after it was made.
+fn pool_with_ttl_of_one_second() -> Berth {
+    let berth = Berth::new();
+    berth.load("busybox-docker.tar");
+    let output = berth
+        .command()
+        .env("BERTH_WARM_TTL", "1s")
+        .args(["warm", "busybox", "--depth", "1"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    berth
+}
+
 /// The 12-character ids `warm ls -q` lists.
 fn members(berth: &Berth) -> BTreeSet<String> {
     berth
@@ -270,15 +284,7 @@ fn a_new_image_under_the_name_retires_the_old_members() {
 
 #[test]
 fn idle_members_end_after_their_ttl() {
-    let berth = Berth::new();
-    berth.load("busybox-docker.tar");
-    let output = berth
-        .command()
-        .env("BERTH_WARM_TTL", "1s")
-        .args(["warm", "busybox", "--depth", "1"])
-        .output()
-        .unwrap();
-    assert!(output.status.success());
+    let berth = pool_with_ttl_of_one_second();
     let ids = warm_member_ids(berth.run_root.path());
     assert_eq!(ids.len(), 1);
     eventually("the member ends", || members(&berth).is_empty());
@@ -293,15 +299,7 @@ fn idle_members_end_after_their_ttl() {
 /// deleted) still ends at its TTL and takes its cgroup with it.
 #[test]
 fn a_member_whose_directory_vanished_still_ends() {
-    let berth = Berth::new();
-    berth.load("busybox-docker.tar");
-    let output = berth
-        .command()
-        .env("BERTH_WARM_TTL", "1s")
-        .args(["warm", "busybox", "--depth", "1"])
-        .output()
-        .unwrap();
-    assert!(output.status.success());
+    let berth = pool_with_ttl_of_one_second();
     let infos = member_info(&berth);
     let id = infos[0]["id"].as_str().unwrap().to_owned();
     let monitor = infos[0]["monitor_pid"].as_i64().unwrap() as i32;
