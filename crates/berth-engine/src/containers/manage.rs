@@ -10,7 +10,8 @@ use super::names::validate_name;
 use super::state::Status;
 use crate::{Engine, EngineError};
 
-fn cgroup_of(id: &str) -> Result<Box<dyn CgroupManager>, EngineError> {
+/// The cgroup of container `id` on this machine's layout.
+pub(crate) fn cgroup_of(id: &str) -> Result<Box<dyn CgroupManager>, EngineError> {
     let version = CgroupVersion::detect().map_err(|error| EngineError::Start(error.to_string()))?;
     let path = CgroupDriver::default()
         .container_path(None, id)

@@ -8,7 +8,7 @@ mod exec;
 mod filter;
 mod inspect;
 mod lookup;
-mod manage;
+pub(crate) mod manage;
 pub mod merge;
 pub mod monitor;
 pub mod names;

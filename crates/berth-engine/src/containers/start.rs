@@ -22,12 +22,31 @@ pub struct StartedContainer {
 }
 
 impl StartedContainer {
-    pub(crate) fn new(id: String, pid: i32, monitor_pid: i32, receiver: MonitorReceiver) -> Self {
-        Self {
-            id,
-            pid,
-            monitor_pid,
-            receiver,
+    /// Reads the monitor's first report: the container started, or why not.
+    pub(crate) fn await_start(
+        id: String,
+        monitor_pid: i32,
+        mut receiver: MonitorReceiver,
+    ) -> Result<Self, EngineError> {
+        let failure = |message: String, status| {
+            Err(EngineError::StartFailed(StartFailure { message, status }))
+        };
+        match receiver.receive() {
+            Some(MonitorMessage::Started { pid }) => Ok(Self {
+                id,
+                pid,
+                monitor_pid,
+                receiver,
+            }),
+            Some(MonitorMessage::Failed { message, status }) => failure(message, status),
+            Some(MonitorMessage::Exited { code }) => failure(
+                format!("container exited before it was reported started (status {code})"),
+                125,
+            ),
+            None => failure(
+                "the container's monitor exited before the container started".to_owned(),
+                125,
+            ),
         }
     }
 
@@ -101,35 +120,15 @@ pub fn start_container(
         ForkResult::Parent { child } => {
             drop(status_write);
             drop(attachment);
-            let mut receiver = MonitorReceiver::new(status_read);
-            match receiver.receive() {
-                Some(MonitorMessage::Started { pid }) => Ok(StartedContainer {
-                    id: container.record.id,
-                    pid,
-                    monitor_pid: child.as_raw(),
-                    receiver,
-                }),
-                Some(MonitorMessage::Failed { message, status }) => {
-                    let _ = nix::sys::wait::waitpid(child, None);
-                    Err(EngineError::StartFailed(StartFailure { message, status }))
-                }
-                Some(MonitorMessage::Exited { code }) => {
-                    Err(EngineError::StartFailed(StartFailure {
-                        message: format!(
-                            "container exited before it was reported started (status {code})"
-                        ),
-                        status: 125,
-                    }))
-                }
-                None => {
-                    let _ = nix::sys::wait::waitpid(child, None);
-                    Err(EngineError::StartFailed(StartFailure {
-                        message: "the container's monitor exited before the container started"
-                            .to_owned(),
-                        status: 125,
-                    }))
-                }
+            let started = StartedContainer::await_start(
+                container.record.id,
+                child.as_raw(),
+                MonitorReceiver::new(status_read),
+            );
+            if started.is_err() {
+                let _ = nix::sys::wait::waitpid(child, None);
             }
+            started
         }
     }
 }

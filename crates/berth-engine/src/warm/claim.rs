@@ -11,10 +11,10 @@ use nix::unistd::{fork, ForkResult};
 use super::member::{members, monitor_alive, MemberDir, MemberInfo, Taker};
 use super::{discard_member, wait_offered, ClaimMessage, WarmMode, WarmSettings};
 use crate::containers::create::{build_record, insert_record};
-use crate::containers::monitor::protocol::{MonitorMessage, MonitorReceiver};
+use crate::containers::monitor::protocol::MonitorReceiver;
 use crate::containers::names::new_id;
 use crate::containers::record::{ContainerRecord, MountSource, RestartPolicy};
-use crate::containers::{Attachment, StartFailure, StartedContainer};
+use crate::containers::{Attachment, StartedContainer};
 use crate::images::resolve_image;
 use crate::{Engine, EngineError};
 
@@ -313,21 +313,10 @@ impl Claimed {
             ))
         })?;
         drop((status_write, attachment));
-        let mut receiver = MonitorReceiver::new(status_read);
-        match receiver.receive() {
-            Some(MonitorMessage::Started { pid }) => Ok(StartedContainer::new(
-                self.id,
-                pid,
-                self.info.monitor_pid,
-                receiver,
-            )),
-            Some(MonitorMessage::Failed { message, status }) => {
-                Err(EngineError::StartFailed(StartFailure { message, status }))
-            }
-            _ => Err(EngineError::StartFailed(StartFailure {
-                message: "the container's monitor exited before the container started".to_owned(),
-                status: 125,
-            })),
-        }
+        StartedContainer::await_start(
+            self.id,
+            self.info.monitor_pid,
+            MonitorReceiver::new(status_read),
+        )
     }
 }

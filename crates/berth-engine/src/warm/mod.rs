@@ -178,12 +178,8 @@ fn discard_member(engine: &mut Engine, dir: &MemberDir, info: &MemberInfo) {
     let config = engine.config().clone();
     let paths =
         crate::containers::paths::ContainerPaths::new(&config.root, &config.run_root, &info.id);
-    if let Ok(cgroups) = berth_runtime::cgroups::CgroupVersion::detect() {
-        if let Ok(path) =
-            berth_runtime::cgroups::CgroupDriver::default().container_path(None, &info.id)
-        {
-            let _ = berth_runtime::cgroups::new_manager(&cgroups, path).delete();
-        }
+    if let Ok(cgroup) = crate::containers::manage::cgroup_of(&info.id) {
+        let _ = cgroup.delete();
     }
     // The row is absent unless a claim got as far as storing it.
     if engine.store().container(&info.id).ok().flatten().is_none() {
