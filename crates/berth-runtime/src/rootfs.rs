@@ -121,9 +121,46 @@ fn escape(path: &str) -> String {
         .replace(':', "\\:")
 }
 
-/// True when `path` is a mount point (its device differs from its parent's,
-/// or mountinfo lists it).
+/// True when `path` is a mount point. The kernel says so in one `statx`
+/// (`STATX_ATTR_MOUNT_ROOT`, Linux 5.8); older kernels' answer comes from
+/// mountinfo, which costs a read of the whole mount table.
 pub fn is_mounted(path: &Path) -> bool {
+    match mount_root_attribute(path) {
+        Some(mounted) => mounted,
+        None => listed_in_mountinfo(path),
+    }
+}
+
+/// `Some(is a mount root)` when the kernel reports the attribute; `None`
+/// when it does not; `Some(false)` for a path that does not exist.
+fn mount_root_attribute(path: &Path) -> Option<bool> {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return Some(false);
+    };
+    // SAFETY: statx is plain data, for which all zeroes is a valid value.
+    let mut buffer: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: statx fills the buffer we own from a NUL-terminated path.
+    let status = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW | libc::AT_STATX_DONT_SYNC,
+            0,
+            &mut buffer,
+        )
+    };
+    if status != 0 {
+        return match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::ENOENT | libc::ENOTDIR) => Some(false),
+            _ => None,
+        };
+    }
+    let known = buffer.stx_attributes_mask & libc::STATX_ATTR_MOUNT_ROOT as u64 != 0;
+    known.then_some(buffer.stx_attributes & libc::STATX_ATTR_MOUNT_ROOT as u64 != 0)
+}
+
+fn listed_in_mountinfo(path: &Path) -> bool {
     let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
         return false;
     };
@@ -181,5 +218,36 @@ mod tests {
         assert!(!is_mounted(&paths.merged));
         assert!(paths.upper.join("new").exists());
         assert!(!lower.join("new").exists());
+    }
+
+    /// The statx attribute and mountinfo agree, for a bind mount of the
+    /// same file system too (same device as its parent).
+    #[test]
+    fn mount_root_attribute_agrees_with_mountinfo() {
+        let directory = tempfile::tempdir().unwrap();
+        let source = directory.path().join("source");
+        let target = directory.path().join("target");
+        std::fs::create_dir(&source).unwrap();
+        std::fs::create_dir(&target).unwrap();
+        assert_eq!(mount_root_attribute(&target), Some(false));
+        assert!(!listed_in_mountinfo(&target));
+        mount(
+            Some(&source),
+            &target,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .unwrap();
+        let attribute = mount_root_attribute(&target);
+        let listed = listed_in_mountinfo(&target);
+        umount2(&target, MntFlags::MNT_DETACH).unwrap();
+        assert_eq!(attribute, Some(true));
+        assert!(listed);
+        assert_eq!(
+            mount_root_attribute(&directory.path().join("missing")),
+            Some(false)
+        );
+        assert!(!is_mounted(&directory.path().join("missing")));
     }
 }

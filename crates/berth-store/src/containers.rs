@@ -248,6 +248,56 @@ mod tests {
         assert_eq!(store.container_count().unwrap(), 1);
     }
 
+    fn wal_size(root: &std::path::Path) -> u64 {
+        std::fs::metadata(root.join("metadata.db-wal"))
+            .map(|metadata| metadata.len())
+            .unwrap_or(0)
+    }
+
+    /// A checkpoint with no other connection empties the WAL, so the next
+    /// first connection has nothing to index; with a reader holding an old
+    /// snapshot it returns at once and the data stays readable.
+    #[test]
+    fn checkpoint_truncates_the_wal_unless_someone_reads_it() {
+        let (root, mut store, image) = store_with_image();
+        for index in 0..20 {
+            store
+                .insert_container(&container(
+                    &format!("c{index}"),
+                    &format!("n{index}"),
+                    &image,
+                ))
+                .unwrap();
+        }
+        assert!(wal_size(root.path()) > 0);
+        store.checkpoint().unwrap();
+        assert_eq!(wal_size(root.path()), 0);
+
+        store
+            .insert_container(&container("late", "late", &image))
+            .unwrap();
+        let reader = rusqlite::Connection::open(root.path().join("metadata.db")).unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        let count: i64 = reader
+            .query_row("SELECT count(*) FROM containers", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(count, 21);
+        store.delete_container("late").unwrap();
+        let started = std::time::Instant::now();
+        store.checkpoint().unwrap();
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "the checkpoint waited for the reader"
+        );
+        assert!(wal_size(root.path()) > 0, "the reader's WAL was cut");
+        reader.execute_batch("COMMIT").unwrap();
+        drop(reader);
+        drop(store);
+        let store = Store::open(root.path()).unwrap();
+        assert_eq!(store.container_count().unwrap(), 20);
+        assert!(store.container("late").unwrap().is_none());
+    }
+
     #[test]
     fn a_container_needs_its_image() {
         let (_root, mut store, _image) = store_with_image();

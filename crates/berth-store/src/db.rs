@@ -130,7 +130,7 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
 /// container's monitor recording its start, say) waited up to 33 ms.
 /// berth's transactions are short: try every 100 µs for the first 10 ms,
 /// then every millisecond, for about a minute in all.
-fn wait_for_lock(attempt: i32) -> bool {
+pub(crate) fn wait_for_lock(attempt: i32) -> bool {
     const FINE_TRIES: i32 = 100;
     const COARSE_TRIES: i32 = 60_000;
     let pause = if attempt < FINE_TRIES {
@@ -145,7 +145,7 @@ fn wait_for_lock(attempt: i32) -> bool {
     true
 }
 
-fn is_busy(error: &rusqlite::Error) -> bool {
+pub(crate) fn is_busy(error: &rusqlite::Error) -> bool {
     matches!(
         error,
         rusqlite::Error::SqliteFailure(failure, _)
@@ -183,10 +183,11 @@ fn open_once(path: &Path) -> Result<Connection, StoreError> {
     // connection closes, which made each short command pay for it. The WAL
     // stays. But a command that opens the database with no other connection
     // open rebuilds SQLite's WAL index by reading every frame written since
-    // the last checkpoint (~4 MB at SQLite's automatic 1000 pages:
-    // milliseconds of each `run`), so container monitors checkpoint after
-    // they have reported their container's exit (`Store::checkpoint`), off
-    // every command's path; SQLite's own checkpoint stays as a backstop.
+    // the WAL last restarted (up to ~4 MB at SQLite's automatic 1000 pages:
+    // milliseconds of each `run`), so container monitors checkpoint and
+    // truncate the WAL after they have reported their container's exit
+    // (`Store::checkpoint`), off every command's path; SQLite's own
+    // checkpoint stays as a backstop.
     connection
         .set_db_config(
             rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,

@@ -70,6 +70,12 @@ pub trait CgroupManager: Debug + Send + Sync {
     /// Usage counters, including how many processes the OOM killer killed.
     fn stats(&self) -> Result<CgroupStats, CgroupError>;
 
+    /// How many processes the OOM killer killed (what a monitor reads after
+    /// each exit): one small file rather than all of [`Self::stats`].
+    fn oom_kills(&self) -> Result<Option<u64>, CgroupError> {
+        self.stats().map(|stats| stats.oom_kills)
+    }
+
     /// The processes in the cgroup; none if the cgroup is gone.
     fn processes(&self) -> Result<Vec<Pid>, CgroupError>;
 

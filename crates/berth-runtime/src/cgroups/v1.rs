@@ -267,6 +267,17 @@ impl CgroupManager for V1Manager {
         )
     }
 
+    fn oom_kills(&self) -> Result<Option<u64>, CgroupError> {
+        let Some(dir) = self.dir("memory") else {
+            return Ok(None);
+        };
+        let oom_file = dir.join("memory.oom_control");
+        match files::read_optional(&oom_file)? {
+            Some(text) => files::keyed_value(&oom_file, &text, "oom_kill"),
+            None => Ok(None),
+        }
+    }
+
     fn stats(&self) -> Result<CgroupStats, CgroupError> {
         let mut stats = CgroupStats::default();
         if let Some(dir) = self.dir("memory") {

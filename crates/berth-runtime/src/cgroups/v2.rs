@@ -244,6 +244,14 @@ impl CgroupManager for V2Manager {
         )
     }
 
+    fn oom_kills(&self) -> Result<Option<u64>, CgroupError> {
+        let events_file = self.file("memory.events");
+        match files::read_optional(&events_file)? {
+            Some(text) => files::keyed_value(&events_file, &text, "oom_kill"),
+            None => Ok(None),
+        }
+    }
+
     fn stats(&self) -> Result<CgroupStats, CgroupError> {
         let mut stats = CgroupStats {
             memory_usage: files::read_u64_optional(&self.file("memory.current"))?,

@@ -263,6 +263,7 @@ fn v1_memory_hog_is_oom_killed_and_counted() {
     );
     let stats = manager.stats().unwrap();
     assert!(stats.oom_kills.is_some_and(|kills| kills >= 1), "{stats:?}");
+    assert_eq!(manager.oom_kills().unwrap(), stats.oom_kills);
     manager.delete().unwrap();
 }
 

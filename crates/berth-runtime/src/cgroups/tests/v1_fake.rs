@@ -236,6 +236,21 @@ fn stats_are_read_from_each_hierarchy() {
     let stats = manager(&fake).stats().unwrap();
     assert_eq!(stats.memory_limit, Some(Limit::Value(MIB)));
     assert_eq!(stats.oom_kills, None);
+    assert_eq!(manager(&fake).oom_kills().unwrap(), None);
+}
+
+#[test]
+fn oom_kills_are_read_from_oom_control_alone() {
+    let fake = FakeV1::new();
+    assert_eq!(manager(&fake).oom_kills().unwrap(), Some(2));
+    // A malformed memory.stat does not matter to the OOM count.
+    fake.write(
+        "memory",
+        "memory.stat",
+        "total_inactive_file not-a-number\n",
+    );
+    assert!(manager(&fake).stats().is_err());
+    assert_eq!(manager(&fake).oom_kills().unwrap(), Some(2));
 }
 
 #[test]

@@ -178,6 +178,7 @@ fn stats_parse_the_v2_files() {
             pids_current: Some(3),
         }
     );
+    assert_eq!(manager(&fake).oom_kills().unwrap(), Some(1));
     fake.write(&file("memory.max"), "1048576");
     assert_eq!(
         manager(&fake).stats().unwrap().memory_limit,
@@ -201,6 +202,7 @@ fn stats_without_controllers_are_none() {
     assert_eq!(stats.memory_usage, None);
     assert_eq!(stats.memory_limit, None);
     assert_eq!(stats.oom_kills, None);
+    assert_eq!(manager(&fake).oom_kills().unwrap(), None);
     assert_eq!(stats.pids_current, None);
     assert_eq!(stats.cpu_usage_ns, Some(2_500_000));
 }
