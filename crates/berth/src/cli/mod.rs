@@ -1,8 +1,12 @@
 //! The command line: Docker's commands, flags and defaults.
 
+mod lazy;
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+
+pub use lazy::Lazy;
 
 use crate::commands::container::attach_command::AttachArgs;
 use crate::commands::container::changes::{DiffArgs, ExportArgs};
@@ -81,100 +85,100 @@ pub enum Command {
     /// Show the berth version information
     Version,
     /// Display system-wide information
-    Info(InfoArgs),
+    Info(Lazy<InfoArgs>),
     /// List images
-    Images(ImagesArgs),
+    Images(Lazy<ImagesArgs>),
     /// Manage images
     #[command(subcommand)]
-    Image(ImageCommand),
+    Image(Lazy<ImageCommand>),
     /// Load an image from a tar archive or STDIN
-    Load(LoadArgs),
+    Load(Lazy<LoadArgs>),
     /// Save one or more images to a tar archive (streamed to STDOUT by default)
-    Save(SaveArgs),
+    Save(Lazy<SaveArgs>),
     /// Import the contents from a tarball to create a filesystem image
-    Import(ImportArgs),
+    Import(Lazy<ImportArgs>),
     /// Download an image from a registry
-    Pull(PullArgs),
+    Pull(Lazy<PullArgs>),
     /// Upload an image to a registry
-    Push(PushArgs),
+    Push(Lazy<PushArgs>),
     /// Create a tag TARGET_IMAGE that refers to SOURCE_IMAGE
-    Tag(TagArgs),
+    Tag(Lazy<TagArgs>),
     /// Remove one or more images
-    Rmi(RmiArgs),
+    Rmi(Lazy<RmiArgs>),
     /// Show the history of an image
-    History(HistoryArgs),
+    History(Lazy<HistoryArgs>),
     /// Return low-level information on berth objects
-    Inspect(AnyInspectArgs),
+    Inspect(Lazy<AnyInspectArgs>),
     /// Create and run a new container from an image
-    Run(RunOptions),
+    Run(Lazy<RunOptions>),
     /// Create a new container
-    Create(CreateOptions),
+    Create(Lazy<CreateOptions>),
     /// Start one or more stopped containers
-    Start(StartArgs),
+    Start(Lazy<StartArgs>),
     /// Stop one or more running containers
-    Stop(StopArgs),
+    Stop(Lazy<StopArgs>),
     /// Restart one or more containers
-    Restart(StopArgs),
+    Restart(Lazy<StopArgs>),
     /// Kill one or more running containers
-    Kill(KillArgs),
+    Kill(Lazy<KillArgs>),
     /// Remove one or more containers
-    Rm(RmArgs),
+    Rm(Lazy<RmArgs>),
     /// List containers
-    Ps(PsArgs),
+    Ps(Lazy<PsArgs>),
     /// Fetch the logs of a container
-    Logs(LogsArgs),
+    Logs(Lazy<LogsArgs>),
     /// Execute a command in a running container
-    Exec(ExecArgs),
+    Exec(Lazy<ExecArgs>),
     /// Block until one or more containers stop, then print their exit codes
-    Wait(ContainersArgs),
+    Wait(Lazy<ContainersArgs>),
     /// Display the running processes of a container
-    Top(TopArgs),
+    Top(Lazy<TopArgs>),
     /// Pause all processes within one or more containers
-    Pause(ContainersArgs),
+    Pause(Lazy<ContainersArgs>),
     /// Unpause all processes within one or more containers
-    Unpause(ContainersArgs),
+    Unpause(Lazy<ContainersArgs>),
     /// Rename a container
-    Rename(RenameArgs),
+    Rename(Lazy<RenameArgs>),
     /// Display container(s) resource usage statistics (one sample, as --no-stream)
-    Stats(StatsArgs),
+    Stats(Lazy<StatsArgs>),
     /// List port mappings or a specific mapping for the container
-    Port(PortArgs),
+    Port(Lazy<PortArgs>),
     /// Inspect changes to files or directories on a container's filesystem
-    Diff(DiffArgs),
+    Diff(Lazy<DiffArgs>),
     /// Export a container's filesystem as a tar archive
-    Export(ExportArgs),
+    Export(Lazy<ExportArgs>),
     /// Create a new image from a container's changes
-    Commit(CommitArgs),
+    Commit(Lazy<CommitArgs>),
     /// Update configuration of one or more containers
-    Update(UpdateArgs),
+    Update(Lazy<UpdateArgs>),
     /// Copy files/folders between a container and the local filesystem
-    Cp(CpArgs),
+    Cp(Lazy<CpArgs>),
     /// Attach local standard input, output, and error streams to a running container
-    Attach(AttachArgs),
+    Attach(Lazy<AttachArgs>),
     /// Manage containers
     #[command(subcommand)]
-    Container(ContainerCommand),
+    Container(Lazy<ContainerCommand>),
     /// Manage volumes
     #[command(subcommand)]
-    Volume(VolumeCommand),
+    Volume(Lazy<VolumeCommand>),
     /// Manage networks
     #[command(subcommand)]
-    Network(NetworkCommand),
+    Network(Lazy<NetworkCommand>),
     /// Log in to a Docker registry
-    Login(LoginArgs),
+    Login(Lazy<LoginArgs>),
     /// Log out from a Docker registry
-    Logout(LogoutArgs),
+    Logout(Lazy<LogoutArgs>),
     /// Benchmark berth side by side with the other engines on this machine
-    Bench(BenchArgs),
+    Bench(Lazy<BenchArgs>),
     /// Keep pre-built sandboxes of an image ready, so runs start in milliseconds
-    Warm(WarmArgs),
+    Warm(Lazy<WarmArgs>),
     /// Get real time events from the engine
-    Events(EventsArgs),
-    /// Serve the Docker Engine API on a unix socket
-    Serve(ServeArgs),
+    Events(Lazy<EventsArgs>),
+    /// Serve the Docker Engine API on a unix socket or TLS-verified TCP
+    Serve(Lazy<ServeArgs>),
     /// Internal: work `berth serve` runs in a process of its own
     #[command(hide = true)]
-    ApiHelper(ApiHelperArgs),
+    ApiHelper(Lazy<ApiHelperArgs>),
 }
 
 #[derive(Debug, Subcommand)]

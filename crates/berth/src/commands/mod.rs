@@ -13,7 +13,7 @@ pub mod volume;
 use anyhow::Context;
 use berth_engine::{Engine, EngineConfig};
 
-use crate::cli::{Cli, Command, ContainerCommand, GlobalOptions, ImageCommand};
+use crate::cli::{Cli, Command, ContainerCommand, GlobalOptions, ImageCommand, Lazy};
 use container::inspect::Kind;
 
 /// Runs a parsed command line; returns the exit status.
@@ -21,121 +21,128 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     let global = cli.global;
     match cli.command {
         Command::Version => system::version::run(),
-        Command::Info(args) => system::info::run(&global, &args),
-        Command::Images(args) | Command::Image(ImageCommand::Ls(args)) => {
+        Command::Info(Lazy(args)) => system::info::run(&global, &args),
+        Command::Images(Lazy(args)) | Command::Image(Lazy(ImageCommand::Ls(args))) => {
             image::list::run(&open(&global)?, &args)
         }
-        Command::Load(args) | Command::Image(ImageCommand::Load(args)) => {
+        Command::Load(Lazy(args)) | Command::Image(Lazy(ImageCommand::Load(args))) => {
             image::load::run(&mut open(&global)?, &args)
         }
-        Command::Save(args) | Command::Image(ImageCommand::Save(args)) => {
+        Command::Save(Lazy(args)) | Command::Image(Lazy(ImageCommand::Save(args))) => {
             image::save::run(&open(&global)?, &args)
         }
-        Command::Import(args) | Command::Image(ImageCommand::Import(args)) => {
+        Command::Import(Lazy(args)) | Command::Image(Lazy(ImageCommand::Import(args))) => {
             image::import::run(&mut open(&global)?, &args)
         }
-        Command::Pull(args) | Command::Image(ImageCommand::Pull(args)) => {
+        Command::Pull(Lazy(args)) | Command::Image(Lazy(ImageCommand::Pull(args))) => {
             image::pull::run(&mut open(&global)?, &args)
         }
-        Command::Push(args) | Command::Image(ImageCommand::Push(args)) => {
+        Command::Push(Lazy(args)) | Command::Image(Lazy(ImageCommand::Push(args))) => {
             image::push::run(&mut open(&global)?, &args)
         }
-        Command::Tag(args) | Command::Image(ImageCommand::Tag(args)) => {
+        Command::Tag(Lazy(args)) | Command::Image(Lazy(ImageCommand::Tag(args))) => {
             image::tag::run(&mut open(&global)?, &args)
         }
-        Command::Rmi(args) | Command::Image(ImageCommand::Rm(args)) => {
+        Command::Rmi(Lazy(args)) | Command::Image(Lazy(ImageCommand::Rm(args))) => {
             image::remove::run(&mut open(&global)?, &args)
         }
-        Command::History(args) | Command::Image(ImageCommand::History(args)) => {
+        Command::History(Lazy(args)) | Command::Image(Lazy(ImageCommand::History(args))) => {
             image::history::run(&open(&global)?, &args)
         }
-        Command::Image(ImageCommand::Inspect(args)) => image::inspect::run(&open(&global)?, &args),
-        Command::Inspect(args) => container::inspect::run(&open(&global)?, &args, Kind::Any),
-        Command::Container(ContainerCommand::Inspect(args)) => {
+        Command::Image(Lazy(ImageCommand::Inspect(args))) => {
+            image::inspect::run(&open(&global)?, &args)
+        }
+        Command::Inspect(Lazy(args)) => container::inspect::run(&open(&global)?, &args, Kind::Any),
+        Command::Container(Lazy(ContainerCommand::Inspect(args))) => {
             container::inspect::run(&open(&global)?, &args, Kind::Container)
         }
-        Command::Run(options) | Command::Container(ContainerCommand::Run(options)) => {
+        Command::Run(Lazy(options)) | Command::Container(Lazy(ContainerCommand::Run(options))) => {
             container::run::run(&mut open(&global)?, &options)
         }
-        Command::Create(options) | Command::Container(ContainerCommand::Create(options)) => {
+        Command::Create(Lazy(options))
+        | Command::Container(Lazy(ContainerCommand::Create(options))) => {
             container::run::create(&mut open(&global)?, &options)
         }
-        Command::Start(args) | Command::Container(ContainerCommand::Start(args)) => {
+        Command::Start(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Start(args))) => {
             container::lifecycle::start(&mut open(&global)?, &args)
         }
-        Command::Stop(args) | Command::Container(ContainerCommand::Stop(args)) => {
+        Command::Stop(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Stop(args))) => {
             container::lifecycle::stop(&mut open(&global)?, &args)
         }
-        Command::Restart(args) | Command::Container(ContainerCommand::Restart(args)) => {
+        Command::Restart(Lazy(args))
+        | Command::Container(Lazy(ContainerCommand::Restart(args))) => {
             container::lifecycle::restart(&mut open(&global)?, &args)
         }
-        Command::Kill(args) | Command::Container(ContainerCommand::Kill(args)) => {
+        Command::Kill(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Kill(args))) => {
             container::lifecycle::kill(&mut open(&global)?, &args)
         }
-        Command::Rm(args) | Command::Container(ContainerCommand::Rm(args)) => {
+        Command::Rm(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Rm(args))) => {
             container::lifecycle::remove(&mut open(&global)?, &args)
         }
-        Command::Ps(args) | Command::Container(ContainerCommand::Ls(args)) => {
+        Command::Ps(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Ls(args))) => {
             container::list::run(&open(&global)?, &args)
         }
-        Command::Logs(args) | Command::Container(ContainerCommand::Logs(args)) => {
+        Command::Logs(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Logs(args))) => {
             container::logs::run(&open(&global)?, &args)
         }
-        Command::Exec(args) | Command::Container(ContainerCommand::Exec(args)) => {
-            container::exec::run(&open(&global)?, &args)
+        Command::Exec(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Exec(args))) => {
+            container::exec::run(&mut open(&global)?, &args)
         }
-        Command::Wait(args) | Command::Container(ContainerCommand::Wait(args)) => {
+        Command::Wait(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Wait(args))) => {
             container::lifecycle::wait(&mut open(&global)?, &args)
         }
-        Command::Top(args) | Command::Container(ContainerCommand::Top(args)) => {
+        Command::Top(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Top(args))) => {
             container::top::top(&open(&global)?, &args)
         }
-        Command::Pause(args) | Command::Container(ContainerCommand::Pause(args)) => {
+        Command::Pause(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Pause(args))) => {
             container::lifecycle::pause(&mut open(&global)?, &args)
         }
-        Command::Unpause(args) | Command::Container(ContainerCommand::Unpause(args)) => {
+        Command::Unpause(Lazy(args))
+        | Command::Container(Lazy(ContainerCommand::Unpause(args))) => {
             container::lifecycle::unpause(&mut open(&global)?, &args)
         }
-        Command::Rename(args) | Command::Container(ContainerCommand::Rename(args)) => {
+        Command::Rename(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Rename(args))) => {
             container::lifecycle::rename(&mut open(&global)?, &args)
         }
-        Command::Stats(args) | Command::Container(ContainerCommand::Stats(args)) => {
+        Command::Stats(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Stats(args))) => {
             container::top::stats(&open(&global)?, &args)
         }
-        Command::Port(args) | Command::Container(ContainerCommand::Port(args)) => {
+        Command::Port(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Port(args))) => {
             container::top::port(&open(&global)?, &args)
         }
-        Command::Diff(args) | Command::Container(ContainerCommand::Diff(args)) => {
+        Command::Diff(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Diff(args))) => {
             container::changes::diff(&open(&global)?, &args)
         }
-        Command::Export(args) | Command::Container(ContainerCommand::Export(args)) => {
+        Command::Export(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Export(args))) => {
             container::changes::export(&open(&global)?, &args)
         }
-        Command::Commit(args) | Command::Container(ContainerCommand::Commit(args)) => {
+        Command::Commit(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Commit(args))) => {
             container::commit::commit(&mut open(&global)?, &args)
         }
-        Command::Update(args) | Command::Container(ContainerCommand::Update(args)) => {
+        Command::Update(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Update(args))) => {
             container::commit::update(&mut open(&global)?, &args)
         }
-        Command::Attach(args) | Command::Container(ContainerCommand::Attach(args)) => {
+        Command::Attach(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Attach(args))) => {
             container::attach_command::run(&mut open(&global)?, &args)
         }
-        Command::Cp(args) | Command::Container(ContainerCommand::Cp(args)) => {
+        Command::Cp(Lazy(args)) | Command::Container(Lazy(ContainerCommand::Cp(args))) => {
             container::copy::run(&open(&global)?, &args)
         }
-        Command::Container(ContainerCommand::Prune(args)) => {
+        Command::Container(Lazy(ContainerCommand::Prune(args))) => {
             container::lifecycle::prune(&mut open(&global)?, &args)
         }
-        Command::Volume(command) => volume::run(&mut open(&global)?, &command),
-        Command::Network(command) => network::run(&mut open(&global)?, &command),
-        Command::Login(args) => registry::login::run(&args),
-        Command::Logout(args) => registry::logout::run(&args),
-        Command::Bench(args) => system::bench::run(&global, &args),
-        Command::Warm(args) => system::warm::run(&global, &args),
-        Command::Events(args) => system::events::run(&global, &args),
-        Command::Serve(args) => system::serve::run(&global, &args),
-        Command::ApiHelper(args) => system::serve::helper(&global, &args),
-        Command::Image(ImageCommand::Prune(args)) => image::prune::run(&mut open(&global)?, &args),
+        Command::Volume(Lazy(command)) => volume::run(&mut open(&global)?, &command),
+        Command::Network(Lazy(command)) => network::run(&mut open(&global)?, &command),
+        Command::Login(Lazy(args)) => registry::login::run(&args),
+        Command::Logout(Lazy(args)) => registry::logout::run(&args),
+        Command::Bench(Lazy(args)) => system::bench::run(&global, &args),
+        Command::Warm(Lazy(args)) => system::warm::run(&global, &args),
+        Command::Events(Lazy(args)) => system::events::run(&global, &args),
+        Command::Serve(Lazy(args)) => system::serve::run(&global, &args),
+        Command::ApiHelper(Lazy(args)) => system::serve::helper(&global, &args),
+        Command::Image(Lazy(ImageCommand::Prune(args))) => {
+            image::prune::run(&mut open(&global)?, &args)
+        }
     }
 }
 
