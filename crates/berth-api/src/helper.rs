@@ -42,6 +42,9 @@ pub struct StartRequest {
 /// `berth api-helper exec`: run a process in a running container.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ExecHelperRequest {
+    /// The exec instance's id (`execID` in its events).
+    #[serde(default)]
+    pub id: Option<String>,
     pub container: String,
     pub command: Vec<String>,
     pub env: Vec<String>,
@@ -313,6 +316,7 @@ fn exec(config: EngineConfig, request: &ExecHelperRequest, status: &mut UnixStre
             .map(OwnedFd::from)
     };
     let exec_request = ExecRequest {
+        id: request.id.clone(),
         command: request.command.clone(),
         env: request.env.clone(),
         working_dir: request.working_dir.clone(),
@@ -356,8 +360,8 @@ fn exec(config: EngineConfig, request: &ExecHelperRequest, status: &mut UnixStre
             console: None,
         }
     };
-    let pid = match exec_in_container(&engine, &request.container, &exec_request, stdio) {
-        Ok(pid) => pid,
+    let process = match exec_in_container(&engine, &request.container, &exec_request, stdio) {
+        Ok(process) => process,
         Err(error) => return failed(status, &error),
     };
     if let Some(console) = console {
@@ -372,8 +376,13 @@ fn exec(config: EngineConfig, request: &ExecHelperRequest, status: &mut UnixStre
         }
     }
     release_standard_streams();
-    send(status, &MonitorMessage::Started { pid: pid.as_raw() });
-    let code = berth_runtime::wait_exit_code(pid);
+    send(
+        status,
+        &MonitorMessage::Started {
+            pid: process.pid.as_raw(),
+        },
+    );
+    let code = process.wait();
     send(status, &MonitorMessage::Exited { code });
     0
 }

@@ -1,7 +1,33 @@
 //! The event log behind `berth events` and `GET /events`: the engine
-//! appends one JSON line per event (container create/start/die/destroy,
-//! image pull/tag/untag/delete/load, network create/destroy/connect/
-//! disconnect, volume create/destroy) to `<root>/events.jsonl`.
+//! appends one JSON line per event to `<root>/events.jsonl`, where it does
+//! the action, so the CLI and the API server log the same events.
+//!
+//! Container events, with Docker's actions and attributes (every container
+//! event also carries the container's labels, `name` and `image`):
+//!
+//! | action | logged by | own attributes |
+//! |---|---|---|
+//! | `create` | `create_container` | |
+//! | `attach` | the monitor: a run started with streams attached, a client on its attach socket | |
+//! | `start` | the monitor, each run | |
+//! | `kill` | `kill`, `stop`, `restart`, `rm -f`, before the signal goes | `signal` (a number) |
+//! | `oom` | the monitor, when the cgroup counted an OOM kill | |
+//! | `die` | the monitor, each exit | `exitCode` |
+//! | `stop` | `stop`, `restart` | |
+//! | `restart` | `restart`, after the start | |
+//! | `pause`, `unpause` | `pause`, `unpause` (and `commit`, `stop` and `rm -f` of a paused container) | |
+//! | `rename` | `rename` | `oldName` (`/old`) |
+//! | `update` | `update` | |
+//! | `top` | `top` | |
+//! | `export` | `export` | |
+//! | `commit` | `commit` | `comment`, `imageID`, `imageRef` |
+//! | `exec_create: CMD ARGS` | `exec` (the API: when the instance is made) | `execID` |
+//! | `exec_start: CMD ARGS` | `exec`, before the process starts | `execID` |
+//! | `exec_die` | whoever waits for the exec | `execID`, `exitCode` |
+//! | `destroy` | `rm`, `--rm` | |
+//!
+//! Then image pull/tag/untag/delete/load, network create/destroy/connect/
+//! disconnect and volume create/destroy events.
 //!
 //! berth has no daemon to hold Docker's in-memory event ring, so the log is
 //! a file every process appends to: one `write` of one line with
@@ -65,6 +91,13 @@ impl Event {
     pub fn with(mut self, key: &str, value: &str) -> Self {
         self.attributes.insert(key.to_owned(), value.to_owned());
         self
+    }
+
+    /// [`Event::with`] for each pair.
+    pub fn with_all(self, attributes: &[(&str, &str)]) -> Self {
+        attributes
+            .iter()
+            .fold(self, |event, (key, value)| event.with(key, value))
     }
 
     /// A container event: Docker's attributes are the container's labels,
@@ -131,6 +164,27 @@ pub fn emit(store: &Store, event: Event) {
 /// A container event (see [`Event::container`]).
 pub fn emit_container(store: &Store, action: &str, record: &ContainerRecord) {
     emit(store, Event::container(action, record));
+}
+
+/// A container event with attributes of its own besides the labels, name
+/// and image (`signal` on kill, `oldName` on rename, `execID` and
+/// `exitCode` on exec events), to the log of the berth root `root`.
+pub fn emit_container_with(
+    root: &Path,
+    action: &str,
+    record: &ContainerRecord,
+    attributes: &[(&str, &str)],
+) {
+    emit_to(root, &Event::container(action, record).with_all(attributes));
+}
+
+/// Docker's action for `exec_create` and `exec_start` names the command:
+/// the entrypoint, a space, the arguments joined by spaces (moby
+/// `daemon/exec.go`), so `exec_start: true ` ends in a space.
+pub fn exec_action(action: &str, command: &[String]) -> String {
+    let entrypoint = command.first().map_or("", String::as_str);
+    let arguments = command.get(1..).unwrap_or_default().join(" ");
+    format!("{action}: {entrypoint} {arguments}")
 }
 
 /// An image event: `id` is the image id or reference, `name` its name.
@@ -400,15 +454,31 @@ impl EventFilter {
         values.is_empty() || values.into_iter().any(test)
     }
 
+    /// `event` values match exactly, unless one of them is `exec_create`,
+    /// `exec_start` or `health_status`: then each is a prefix (those
+    /// actions carry the command, `exec_start: sh -c …`; moby
+    /// `daemon/events/filter.go`, issue #25798).
+    fn matches_action(&self, action: &str) -> bool {
+        let values = self.values("event");
+        let prefixes = values
+            .iter()
+            .any(|value| matches!(*value, "exec_create" | "exec_start" | "health_status"));
+        values.is_empty()
+            || values
+                .into_iter()
+                .any(|value| value == action || prefixes && action.starts_with(value))
+    }
+
     pub fn matches(&self, event: &Event) -> bool {
         let attribute = |name: &str| event.attributes.get(name).map(String::as_str);
-        // Docker's FuzzyMatch: equal, or a prefix of the id or name.
+        // Docker's FuzzyMatch: equal to, or a prefix of, the id or the name.
         let fuzzy_name = |wanted: &str| {
-            event.id.starts_with(wanted) || attribute("name").is_some_and(|name| name == wanted)
+            event.id.starts_with(wanted)
+                || attribute("name").is_some_and(|name| name.starts_with(wanted))
         };
         let of_kind = |kind: &str, wanted: &str| event.kind == kind && fuzzy_name(wanted);
         self.any("type", |wanted| event.kind == wanted)
-            && self.any("event", |wanted| event.action == wanted)
+            && self.matches_action(&event.action)
             && self.any("scope", |wanted| wanted == "local")
             && self.any("container", |wanted| of_kind("container", wanted))
             && self.any("network", |wanted| of_kind("network", wanted))
@@ -515,6 +585,42 @@ mod tests {
     }
 
     #[test]
+    fn exec_actions_carry_the_command_as_dockers() {
+        let command = |words: &[&str]| {
+            words
+                .iter()
+                .map(|word| (*word).to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            exec_action("exec_start", &command(&["sh", "-c", "exit 3"])),
+            "exec_start: sh -c exit 3"
+        );
+        // Docker joins the entrypoint and the (here empty) arguments with
+        // a space.
+        assert_eq!(
+            exec_action("exec_create", &command(&["true"])),
+            "exec_create: true "
+        );
+
+        let root = tempfile::tempdir().unwrap();
+        let (_, mut follower) = EventFollower::open(root.path());
+        let event = Event::new(
+            "container",
+            &exec_action("exec_start", &command(&["ls", "/"])),
+            "c0ffee",
+        )
+        .with_all(&[("execID", "e1"), ("name", "web")]);
+        emit_to(root.path(), &event);
+        let seen = follower.poll();
+        assert_eq!(seen, [event]);
+        let message = seen[0].message_json();
+        assert_eq!(message["Action"], "exec_start: ls /");
+        assert_eq!(message["status"], "exec_start: ls /");
+        assert_eq!(message["Actor"]["Attributes"]["execID"], "e1");
+    }
+
+    #[test]
     fn docker_filters() {
         let container = Event::new("container", "start", "0123abcd")
             .with("name", "web")
@@ -530,7 +636,9 @@ mod tests {
         assert!(!filter(&[("type", "network")]).matches(&container));
         assert!(filter(&[("container", "web")]).matches(&container));
         assert!(filter(&[("container", "0123")]).matches(&container));
-        assert!(!filter(&[("container", "we")]).matches(&container));
+        // A prefix of the name, as Docker's FuzzyMatch.
+        assert!(filter(&[("container", "we")]).matches(&container));
+        assert!(!filter(&[("container", "eb")]).matches(&container));
         assert!(!filter(&[("container", "web")]).matches(&network));
         assert!(filter(&[("network", "app")]).matches(&network));
         assert!(filter(&[("image", "busybox")]).matches(&container));
@@ -539,6 +647,20 @@ mod tests {
         assert!(filter(&[("label", "tier=front"), ("label", "name")]).matches(&container));
         assert!(!filter(&[("label", "tier=front"), ("label", "other")]).matches(&container));
         assert!(EventFilter::new(pairs(&[("bogus", "x")])).is_err());
+
+        // `exec_create`/`exec_start` among the values: each is a prefix
+        // (the actions carry the command); otherwise actions match exactly.
+        let exec_start = Event::new(
+            "container",
+            &exec_action("exec_start", &["true".into()]),
+            "0123abcd",
+        );
+        assert!(filter(&[("event", "exec_start")]).matches(&exec_start));
+        assert!(!filter(&[("event", "exec_")]).matches(&exec_start));
+        assert!(filter(&[("event", "exec_"), ("event", "exec_create")]).matches(&exec_start));
+        assert!(!filter(&[("event", "exec_create")]).matches(&exec_start));
+        assert!(!filter(&[("event", "star")]).matches(&container));
+        assert!(filter(&[("event", "star"), ("event", "exec_start")]).matches(&container));
 
         let message = container.message_json();
         assert_eq!(message["Type"], "container");

@@ -3,7 +3,9 @@
 //! resolved inside the container's root, as for `berth cp`.
 
 use base64::Engine as _;
-use berth_engine::containers::{export_container, find_container, with_container_root};
+use berth_engine::containers::{
+    container_copied, export_container, find_container, with_container_root, CopyDirection,
+};
 use berth_engine::copy::{
     archive_from_container, extract_into_container, stat_path, ContainerFs, ExtractOptions,
     PathStat,
@@ -64,9 +66,12 @@ pub fn get(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
             return Ok(Ok(Outcome::Streamed { keep_alive: false }));
         };
         match archive_from_container(&fs, &path, false, &mut writer) {
-            Ok(_) => Ok(Ok(Outcome::Streamed {
-                keep_alive: writer.finish().is_ok(),
-            })),
+            Ok(_) => {
+                container_copied(&engine, &container, CopyDirection::FromContainer);
+                Ok(Ok(Outcome::Streamed {
+                    keep_alive: writer.finish().is_ok(),
+                }))
+            }
             Err(error) => {
                 tracing::warn!(%error, "archive failed while streaming");
                 Ok(Ok(Outcome::Streamed { keep_alive: false }))
@@ -94,6 +99,7 @@ pub fn put(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
         let body = exchange.body();
         Ok(extract_into_container(&fs, &path, body, &options))
     })??;
+    container_copied(&engine, &container, CopyDirection::IntoContainer);
     reply(Response::empty(200))
 }
 

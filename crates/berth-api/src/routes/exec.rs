@@ -68,7 +68,8 @@ pub fn create(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled
             format!("Container {} is not running", container.record.id),
         ));
     }
-    let exec_id = berth_engine::containers::names::new_id();
+    let command = config.cmd.clone().unwrap_or_default();
+    let exec_id = berth_engine::containers::exec_create(&engine, &container.record, &command);
     let instance = Arc::new(ExecInstance {
         id: exec_id.clone(),
         container_id: container.record.id.clone(),
@@ -104,6 +105,7 @@ struct StartBody {
 fn helper_request(instance: &ExecInstance, tty: bool) -> ExecHelperRequest {
     let config = &instance.config;
     ExecHelperRequest {
+        id: Some(instance.id.clone()),
         container: instance.container_id.clone(),
         command: config.cmd.clone().unwrap_or_default(),
         env: config.env.clone().unwrap_or_default(),

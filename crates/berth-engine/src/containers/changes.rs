@@ -1,4 +1,5 @@
-//! `diff` and `export`: what a container changed, and its whole root.
+//! `diff` and `export`: what a container changed, and its whole root; the
+//! root as `cp` reaches it.
 
 use std::io::Write;
 
@@ -52,11 +53,30 @@ pub fn with_container_root<T>(
     result
 }
 
+/// Which way a `cp` went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyDirection {
+    FromContainer,
+    IntoContainer,
+}
+
+/// Logs Docker's event for a finished `cp`: `archive-path` when it read
+/// from the container, `extract-to-dir` when it wrote into it (a stat
+/// alone logs nothing, as with Docker).
+pub fn container_copied(engine: &Engine, container: &Container, direction: CopyDirection) {
+    let action = match direction {
+        CopyDirection::FromContainer => "archive-path",
+        CopyDirection::IntoContainer => "extract-to-dir",
+    };
+    crate::events::emit_container(engine.store(), action, &container.record);
+}
+
 /// `export`: the container's root as a tar stream.
 pub fn export_container(engine: &Engine, text: &str, out: impl Write) -> Result<(), EngineError> {
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
     with_container_root(engine, &container, |root| {
+        crate::events::emit_container(engine.store(), "export", &container.record);
         export_rootfs(root, out)
             .map_err(|error| EngineError::Start(format!("failed to export: {error}")))
     })

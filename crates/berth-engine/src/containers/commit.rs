@@ -32,6 +32,10 @@ pub fn commit_container(
         .as_deref()
         .map(parse_reference)
         .transpose()?;
+    // `name:tag` as Docker names it in the events.
+    let image_ref = reference.as_ref().map_or_else(String::new, |reference| {
+        crate::images::familiar(&reference.to_string())
+    });
     let changes = options
         .changes
         .iter()
@@ -115,5 +119,18 @@ pub fn commit_container(
         .map_err(|error| EngineError::Start(format!("failed to commit: {error}")))
     });
     let _ = std::fs::remove_file(&staged);
-    Ok(result?.id)
+    let id = result?.id;
+    // Docker's `tag` of the new image, then the container's `commit`.
+    let image_id = id.to_string();
+    if !image_ref.is_empty() {
+        crate::events::emit_image(engine.store(), "tag", &image_id, &image_ref);
+    }
+    let comment = options.message.clone().unwrap_or_default();
+    let attributes = [
+        ("comment", comment.as_str()),
+        ("imageID", image_id.as_str()),
+        ("imageRef", image_ref.as_str()),
+    ];
+    crate::events::emit_container_with(&config.root, "commit", &container.record, &attributes);
+    Ok(id)
 }

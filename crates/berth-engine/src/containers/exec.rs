@@ -1,17 +1,30 @@
 //! `exec`: a process in a running container, built from the container's
 //! settings plus the exec's own (`-e`, `-w`, `-u`, `--privileged`, `-t`).
+//!
+//! Docker's events: `exec_create` when the exec gets its id (here, or the
+//! API's `POST /containers/{id}/exec` through [`exec_create`]),
+//! `exec_start` just before the process starts, and `exec_die` from
+//! whoever waits for it ([`ExecProcess::wait`]; for `exec -d`, a waiter
+//! forked as a container's monitor is).
 
-use berth_runtime::cgroups::{new_manager, CgroupDriver, CgroupVersion};
-use berth_runtime::Stdio;
-use nix::unistd::Pid;
+use std::path::PathBuf;
+
+use berth_runtime::cgroups::{new_manager, CgroupDriver, CgroupManager, CgroupVersion};
+use berth_runtime::{ProcessSpec, Stdio};
+use nix::unistd::{fork, ForkResult, Pid};
 
 use super::lookup::find_container;
+use super::monitor::protocol::{MonitorMessage, MonitorReceiver};
 use super::paths::ContainerPaths;
+use super::record::ContainerRecord;
 use super::spec::build_spec;
 use crate::{Engine, EngineError};
 
 #[derive(Clone, Debug, Default)]
 pub struct ExecRequest {
+    /// The id [`exec_create`] gave the exec; None creates it now (`berth
+    /// exec` creates and starts at once).
+    pub id: Option<String>,
     pub command: Vec<String>,
     pub env: Vec<String>,
     pub working_dir: Option<String>,
@@ -20,13 +33,169 @@ pub struct ExecRequest {
     pub privileged: bool,
 }
 
-/// Starts the process; the caller waits for it (it is the caller's child).
+/// A new exec id for a command to run in `record`'s container later,
+/// logged as Docker's `exec_create` (the API's exec instances).
+pub fn exec_create(engine: &Engine, record: &ContainerRecord, command: &[String]) -> String {
+    let id = super::names::new_id();
+    log_exec(engine, "exec_create", record, &id, command);
+    id
+}
+
+fn log_exec(engine: &Engine, action: &str, record: &ContainerRecord, id: &str, command: &[String]) {
+    let action = crate::events::exec_action(action, command);
+    let root = &engine.config().root;
+    crate::events::emit_container_with(root, &action, record, &[("execID", id)]);
+}
+
+/// A started exec process, the caller's child.
+pub struct ExecProcess {
+    pub pid: Pid,
+    /// The exec's id (`execID` in its events).
+    pub id: String,
+    record: ContainerRecord,
+    root: PathBuf,
+}
+
+impl ExecProcess {
+    /// Waits for the process to exit and logs Docker's `exec_die`; returns
+    /// its exit status (128 + the signal when killed).
+    pub fn wait(self) -> i32 {
+        let code = berth_runtime::wait_exit_code(self.pid);
+        let exit_code = code.to_string();
+        let attributes = [("execID", self.id.as_str()), ("exitCode", &exit_code)];
+        crate::events::emit_container_with(&self.root, "exec_die", &self.record, &attributes);
+        code
+    }
+}
+
+/// Everything an exec needs, resolved in the calling process.
+struct PreparedExec {
+    container_pid: i32,
+    process: ProcessSpec,
+    cgroup: Box<dyn CgroupManager>,
+    record: ContainerRecord,
+    id: String,
+    root: PathBuf,
+}
+
+impl PreparedExec {
+    fn launch(self, stdio: Stdio) -> Result<ExecProcess, EngineError> {
+        let cgroup = self.cgroup.as_ref();
+        let launched =
+            berth_runtime::exec::exec_in(self.container_pid, &self.process, stdio, cgroup);
+        let pid = launched.map_err(|error| {
+            EngineError::StartFailed(super::StartFailure {
+                status: error.exit_status().max(126),
+                message: error.to_string(),
+            })
+        })?;
+        Ok(ExecProcess {
+            pid,
+            id: self.id,
+            record: self.record,
+            root: self.root,
+        })
+    }
+}
+
+/// Starts the process; the caller waits for it (it is the caller's child)
+/// with [`ExecProcess::wait`].
 pub fn exec_in_container(
     engine: &Engine,
     text: &str,
     request: &ExecRequest,
     stdio: Stdio,
-) -> Result<Pid, EngineError> {
+) -> Result<ExecProcess, EngineError> {
+    prepare(engine, text, request)?.launch(stdio)
+}
+
+/// `exec -d`: the process runs under a waiter of its own, forked as a
+/// container's monitor is, which logs its `exec_die`; returns the exec's
+/// id once the process runs (or why it could not start). Call it with no
+/// other thread running, as [`super::start_container`].
+pub fn exec_detached(
+    engine: &mut Engine,
+    text: &str,
+    request: &ExecRequest,
+) -> Result<String, EngineError> {
+    let prepared = prepare(engine, text, request)?;
+    let id = prepared.id.clone();
+    let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
+    // No SQLite connection may cross the fork (see Store::suspend).
+    engine.store_mut().suspend()?;
+    // SAFETY: the caller runs no other thread (see above), so the child
+    // cannot inherit a lock held by another thread.
+    let forked = unsafe { fork() }.map_err(|error| {
+        EngineError::Start(format!("failed to fork the exec's waiter: {error}"))
+    })?;
+    match forked {
+        ForkResult::Child => {
+            drop(status_read);
+            let container_id = prepared.record.id.clone();
+            super::monitor::run_monitor(status_write, &container_id, |sender| {
+                // The waiter's stdio is /dev/null by now; so is the exec's.
+                let null = || -> Result<std::os::fd::OwnedFd, EngineError> {
+                    std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .open("/dev/null")
+                        .map(Into::into)
+                        .map_err(|error| EngineError::Start(format!("/dev/null: {error}")))
+                };
+                let stdio = Stdio {
+                    stdin: null()?,
+                    stdout: null()?,
+                    stderr: null()?,
+                    console: None,
+                };
+                match prepared.launch(stdio) {
+                    Ok(process) => {
+                        sender.send(&MonitorMessage::Started {
+                            pid: process.pid.as_raw(),
+                        });
+                        sender.close();
+                        super::monitor::release_read_only_pages();
+                        process.wait();
+                    }
+                    Err(error) => sender.send(&MonitorMessage::Failed {
+                        message: error.to_string(),
+                        status: match &error {
+                            EngineError::StartFailed(failure) => failure.status,
+                            _ => 126,
+                        },
+                    }),
+                }
+                Ok(())
+            })
+        }
+        ForkResult::Parent { child } => {
+            drop(status_write);
+            let started = MonitorReceiver::new(status_read).receive();
+            let failure = |message: String, status| {
+                let _ = nix::sys::wait::waitpid(child, None);
+                Err(EngineError::StartFailed(super::StartFailure {
+                    message,
+                    status,
+                }))
+            };
+            match started {
+                Some(MonitorMessage::Started { .. }) => Ok(id),
+                Some(MonitorMessage::Failed { message, status }) => failure(message, status),
+                _ => failure("the exec's waiter exited without a report".to_owned(), 126),
+            }
+        }
+    }
+}
+
+/// Checks the container, resolves the process, and logs `exec_create`
+/// (for a new exec) and `exec_start`: Docker logs both before the process
+/// starts, so an exec whose command cannot run has no `exec_die`.
+fn prepare(
+    engine: &Engine,
+    text: &str,
+    request: &ExecRequest,
+) -> Result<PreparedExec, EngineError> {
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
     if !container.state.is_running() || container.state.pid <= 0 {
@@ -40,6 +209,17 @@ pub fn exec_in_container(
             container.record.id
         )));
     }
+    let id = match &request.id {
+        Some(id) => id.clone(),
+        None => exec_create(engine, &container.record, &request.command),
+    };
+    log_exec(
+        engine,
+        "exec_start",
+        &container.record,
+        &id,
+        &request.command,
+    );
     let mut record = container.record.clone();
     if let Some(user) = &request.user {
         record.run.user = user.clone();
@@ -99,13 +279,12 @@ pub fn exec_in_container(
     let cgroup_path = CgroupDriver::default()
         .container_path(None, &record.id)
         .map_err(|error| EngineError::Start(error.to_string()))?;
-    let cgroup = new_manager(&version, cgroup_path);
-    berth_runtime::exec::exec_in(container.state.pid, &process, stdio, cgroup.as_ref()).map_err(
-        |error| {
-            EngineError::StartFailed(super::StartFailure {
-                status: error.exit_status().max(126),
-                message: error.to_string(),
-            })
-        },
-    )
+    Ok(PreparedExec {
+        container_pid: container.state.pid,
+        process,
+        cgroup: new_manager(&version, cgroup_path),
+        record: container.record,
+        id,
+        root: config.root.clone(),
+    })
 }

@@ -43,6 +43,7 @@ pub fn pause_container(engine: &mut Engine, text: &str) -> Result<(), EngineErro
         .freeze()
         .map_err(|error| EngineError::Start(format!("failed to pause: {error}")))?;
     set_status(engine, &container.record.id, Status::Paused);
+    crate::events::emit_container(engine.store(), "pause", &container.record);
     Ok(())
 }
 
@@ -58,6 +59,7 @@ pub fn unpause_container(engine: &mut Engine, text: &str) -> Result<(), EngineEr
         .thaw()
         .map_err(|error| EngineError::Start(format!("failed to unpause: {error}")))?;
     set_status(engine, &container.record.id, Status::Running);
+    crate::events::emit_container(engine.store(), "unpause", &container.record);
     Ok(())
 }
 
@@ -93,7 +95,16 @@ pub fn rename_container(
                 EngineError::NameInUse { name, id }
             }
             berth_store::ContainerStoreError::Store(error) => EngineError::Store(error),
-        })
+        })?;
+    let renamed = super::record::ContainerRecord {
+        name: new_name.to_owned(),
+        ..container.record.clone()
+    };
+    // Docker's `oldName` keeps the leading slash of its names.
+    let old_name = format!("/{}", container.record.name);
+    let root = &config.root;
+    crate::events::emit_container_with(root, "rename", &renamed, &[("oldName", &old_name)]);
+    Ok(())
 }
 
 /// Host pids of the container's processes (for `top`).
@@ -141,6 +152,7 @@ pub fn update_container(
     engine
         .store()
         .set_container_record(&container.record.id, &json)?;
+    crate::events::emit_container(engine.store(), "update", &container.record);
     Ok(())
 }
 

@@ -16,16 +16,19 @@ pub mod paths;
 mod reconcile;
 pub mod record;
 pub(crate) mod remove;
+mod restart;
 pub(crate) mod spec;
 pub(crate) mod start;
 pub mod state;
 mod stop;
 mod top;
 
-pub use changes::{container_diff, export_container, with_container_root};
+pub use changes::{
+    container_copied, container_diff, export_container, with_container_root, CopyDirection,
+};
 pub use commit::{commit_container, CommitOptions};
 pub use create::{create_container, runtime_resources};
-pub use exec::{exec_in_container, ExecRequest};
+pub use exec::{exec_create, exec_detached, exec_in_container, ExecProcess, ExecRequest};
 pub use filter::{container_matches, CONTAINER_FILTERS};
 pub use inspect::{inspect_container, list_containers, published_ports, status_text};
 pub use lookup::{find_container, Container};
@@ -35,6 +38,7 @@ pub use manage::{
 };
 pub use monitor::Attachment;
 pub use remove::{remove_container, remove_container_with};
+pub use restart::{restart_container, restarted};
 pub use start::{start_container, StartFailure, StartedContainer};
 pub use stop::{kill_container, parse_signal, stop_container, wait_container};
 pub use top::{container_top, ProcessTable};

@@ -1,5 +1,6 @@
 //! `stop`, `kill`, `wait`: signals to the container's first process, and
 //! waiting on processes through pidfds (no polling loops on the store).
+//! Each signal is logged as Docker's `kill` event, each stop as `stop`.
 
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -56,7 +57,14 @@ fn wait_for_monitor(container: &Container) {
     }
 }
 
-fn signal_container(container: &Container, signal: Signal) -> Result<(), EngineError> {
+/// Sends `signal` to the container's first process, logging Docker's `kill`
+/// event (the signal as a number) before it goes: the monitor logs `die` as
+/// soon as the process is gone, and `kill` must come first.
+fn signal_container(
+    engine: &Engine,
+    container: &Container,
+    signal: Signal,
+) -> Result<(), EngineError> {
     let pid = container.state.pid;
     if pid <= 0 && container.state.status == Status::Restarting {
         // Between two runs there is no process; the monitor sees the stop
@@ -68,6 +76,9 @@ fn signal_container(container: &Container, signal: Signal) -> Result<(), EngineE
             id: container.record.id.clone(),
         });
     }
+    let number = (signal as i32).to_string();
+    let root = &engine.config().root;
+    crate::events::emit_container_with(root, "kill", &container.record, &[("signal", &number)]);
     match nix::sys::signal::kill(Pid::from_raw(pid), signal) {
         Ok(()) | Err(nix::Error::ESRCH) => Ok(()),
         Err(error) => Err(EngineError::Signal {
@@ -96,18 +107,21 @@ pub(crate) fn kill_and_wait(
     if container.state.status == Status::Paused {
         thaw(engine, container);
     }
-    signal_container(container, signal)?;
+    signal_container(engine, container, signal)?;
     wait_for_monitor(container);
     Ok(())
 }
 
-fn thaw(_engine: &Engine, container: &Container) {
+/// Thaws a paused container so that it can take the signal that ends it.
+fn thaw(engine: &Engine, container: &Container) {
     use berth_runtime::cgroups::{new_manager, CgroupDriver, CgroupVersion};
     if let (Ok(version), Ok(path)) = (
         CgroupVersion::detect(),
         CgroupDriver::default().container_path(None, &container.record.id),
     ) {
-        let _ = new_manager(&version, path).thaw();
+        if new_manager(&version, path).thaw().is_ok() {
+            crate::events::emit_container(engine.store(), "unpause", &container.record);
+        }
     }
 }
 
@@ -147,7 +161,7 @@ pub fn stop_container(
         parse_signal(&container.record.run.stop_signal)?
     };
     let seconds = timeout.or(container.record.run.stop_timeout).unwrap_or(10);
-    signal_container(&container, signal)?;
+    signal_container(engine, &container, signal)?;
     let exited = container.state.pid <= 0
         || seconds >= 0
             && wait_for_exit(
@@ -155,9 +169,11 @@ pub fn stop_container(
                 Some(Duration::from_secs(seconds as u64)),
             );
     if !exited {
-        signal_container(&container, Signal::SIGKILL)?;
+        signal_container(engine, &container, Signal::SIGKILL)?;
     }
     wait_for_monitor(&container);
+    // After the monitor's `die`, as Docker's `kill … die … stop`.
+    crate::events::emit_container(engine.store(), "stop", &container.record);
     Ok(())
 }
 
@@ -174,7 +190,7 @@ pub fn kill_container(engine: &mut Engine, text: &str, signal: &str) -> Result<(
     if matches!(signal, Signal::SIGKILL | Signal::SIGTERM | Signal::SIGINT) {
         mark_stopped_by_user(engine, &container.record.id);
     }
-    signal_container(&container, signal)
+    signal_container(engine, &container, signal)
 }
 
 /// `wait`: blocks until the container is not running; returns its exit code.

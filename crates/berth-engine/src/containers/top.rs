@@ -18,7 +18,8 @@ pub fn container_top(
     text: &str,
     ps_args: &[String],
 ) -> Result<ProcessTable, EngineError> {
-    let pids = container_processes(engine, text)?;
+    let container = super::find_container(engine.store(), engine.config(), text)?;
+    let pids = container_processes(engine, &container.record.id)?;
     let options = if ps_args.is_empty() {
         vec!["-ef".to_owned()]
     } else {
@@ -62,5 +63,6 @@ pub fn container_top(
             processes.push(row);
         }
     }
+    crate::events::emit_container(engine.store(), "top", &container.record);
     Ok(ProcessTable { titles, processes })
 }

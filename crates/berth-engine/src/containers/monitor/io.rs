@@ -29,17 +29,73 @@ pub struct Attachment {
     pub stderr: Option<OwnedFd>,
 }
 
+impl Attachment {
+    /// True when some stream of the run goes to a client.
+    pub fn is_attached(&self) -> bool {
+        self.stdin.is_some() || self.stdout.is_some() || self.stderr.is_some()
+    }
+}
+
+/// The monitor's attach socket, where `attach` clients connect, and what
+/// to do when one does (log Docker's `attach` event).
+pub struct AttachSocket<'a> {
+    pub listener: &'a std::os::unix::net::UnixListener,
+    pub attached: &'a dyn Fn(),
+}
+
 const BUFFER: usize = 64 * 1024;
 
+/// Work the copy loop does once, after the container has run for a while.
+/// The monitor's memory trim reads its own smaps (about a millisecond of
+/// CPU): done at once, it sat between a short container's exit and the
+/// monitor noticing it.
+pub struct Deferred {
+    due: std::time::Instant,
+    task: Option<fn()>,
+}
+
+impl Deferred {
+    pub fn after(delay: std::time::Duration, task: fn()) -> Self {
+        Self {
+            due: std::time::Instant::now() + delay,
+            task: Some(task),
+        }
+    }
+
+    /// How long poll may sleep before the task is due (none once it ran).
+    fn wait(&self) -> Option<std::time::Duration> {
+        self.task.map(|_| {
+            self.due
+                .saturating_duration_since(std::time::Instant::now())
+        })
+    }
+
+    fn run_if_due(&mut self) {
+        if self.due <= std::time::Instant::now() {
+            if let Some(task) = self.task.take() {
+                task();
+            }
+        }
+    }
+}
+
+fn poll_timeout(wait: Option<std::time::Duration>) -> PollTimeout {
+    wait.map_or(PollTimeout::NONE, |wait| {
+        PollTimeout::from(u16::try_from(wait.as_millis().saturating_add(1)).unwrap_or(u16::MAX))
+    })
+}
+
 /// Copies until `pidfd` says the process exited, then drains what is left.
+#[allow(clippy::too_many_arguments)] // one caller per kind of monitor; each is a distinct stream or task
 pub fn copy_until_exit(
     io: &mut ContainerIo,
     attachment: &mut Attachment,
     log: &mut Option<LogWriter>,
     pidfd: &OwnedFd,
     tty: bool,
-    attach: Option<&std::os::unix::net::UnixListener>,
+    attach: Option<AttachSocket<'_>>,
     mut dns: Option<(&mut berth_net::dns::DnsServer, &dyn berth_net::dns::Names)>,
+    mut deferred: Deferred,
 ) {
     let mut clients: Vec<AttachClient> = Vec::new();
     let mut buffer = vec![0u8; BUFFER];
@@ -67,8 +123,8 @@ pub fn copy_until_exit(
             }
             _ => None,
         };
-        let listener_index = attach.map(|listener| {
-            fds.push(PollFd::new(listener.as_fd(), PollFlags::POLLIN));
+        let listener_index = attach.as_ref().map(|socket| {
+            fds.push(PollFd::new(socket.listener.as_fd(), PollFlags::POLLIN));
             fds.len() - 1
         });
         let first_client_index = fds.len();
@@ -83,17 +139,18 @@ pub fn copy_until_exit(
             _ => None,
         };
         let first_dns_index = fds.len();
-        let mut timeout = PollTimeout::NONE;
+        let mut dns_wait = None;
         if let Some((server, _)) = &dns {
             for fd in server.poll_fds() {
                 fds.push(PollFd::new(fd, PollFlags::POLLIN));
             }
-            if let Some(wait) = server.next_timeout() {
-                let millis = u16::try_from(wait.as_millis().saturating_add(1)).unwrap_or(u16::MAX);
-                timeout = PollTimeout::from(millis);
-            }
+            dns_wait = server.next_timeout();
         }
-        match poll(&mut fds, timeout) {
+        let wait = match (dns_wait, deferred.wait()) {
+            (Some(dns), Some(task)) => Some(dns.min(task)),
+            (dns, task) => dns.or(task),
+        };
+        match poll(&mut fds, poll_timeout(wait)) {
             Ok(_) => {}
             Err(nix::Error::EINTR) => continue,
             Err(_) => break,
@@ -111,8 +168,8 @@ pub fn copy_until_exit(
         let errors_ready = ready(errors_index);
         let stdin_ready = ready(stdin_index);
         let listener_ready = ready(listener_index);
-        let dns_ready = (first_dns_index..fds.len()).any(|index| ready(Some(index)))
-            || timeout != PollTimeout::NONE;
+        let dns_ready =
+            (first_dns_index..fds.len()).any(|index| ready(Some(index))) || dns_wait.is_some();
         let client_ready: Vec<bool> = (first_client_index
             ..first_client_index + clients.iter().filter(|client| client.input_open).count())
             .map(|index| ready(Some(index)))
@@ -124,8 +181,9 @@ pub fn copy_until_exit(
             }
         }
         if listener_ready {
-            if let Some(listener) = attach {
-                if let Ok((stream, _)) = listener.accept() {
+            if let Some(socket) = &attach {
+                if let Ok((stream, _)) = socket.listener.accept() {
+                    (socket.attached)();
                     clients.push(AttachClient {
                         stream,
                         input_open: true,
@@ -173,6 +231,9 @@ pub fn copy_until_exit(
             }
         }
         exited = pid_ready;
+        if !exited {
+            deferred.run_if_due();
+        }
     }
     // The process is gone; take what it wrote last. Nothing in its pid
     // namespace survives it, so the pipes reach EOF (a pty gives EIO).

@@ -207,6 +207,10 @@ fn supervise(
         // `disconnect` change it between runs.
         let current = current_record(&store, record);
         let record = &current;
+        if first && attachment.is_attached() {
+            // `run` and `start -a` attach before the start, as Docker's CLI.
+            crate::events::emit_container(&store, "attach", record);
+        }
         let started = match sandbox.take() {
             Some(sandbox) => start_in_sandbox(
                 config,
@@ -273,30 +277,32 @@ fn supervise(
         }
         first = false;
 
-        // The monitor now mostly sleeps in poll(): drop the code it will not
-        // run again from its resident set (see `release_read_only_pages`).
         let mut dns = network.dns_server(record);
         let names = crate::networks::ContainerNames::new(&store, &record.id);
-        release_read_only_pages();
+        // A client on the attach socket (`attach`) is Docker's `attach`.
+        let attached = || crate::events::emit_container(&store, "attach", record);
+        let attach_socket = attach_listener.as_ref().map(|listener| io::AttachSocket {
+            listener,
+            attached: &attached,
+        });
         io::copy_until_exit(
             &mut container_io,
             &mut attachment,
             &mut log,
             &launched.pidfd,
             record.run.tty,
-            attach_listener.as_ref(),
+            attach_socket,
             dns.as_mut()
                 .map(|server| (server, &names as &dyn berth_net::dns::Names)),
+            // Once the container has run a while the monitor mostly sleeps
+            // in poll(): then drop the code it will not run again from its
+            // resident set (see `release_read_only_pages`).
+            io::Deferred::after(TRIM_DELAY, release_read_only_pages),
         );
         drop(dns);
         tracing::debug!(container = %record.id, "container process exited");
         let code = berth_runtime::wait_exit_code(launched.pid);
-        let oom_killed = cgroup
-            .stats()
-            .ok()
-            .and_then(|stats| stats.oom_kills)
-            .unwrap_or(0)
-            > 0;
+        let oom_killed = cgroup.oom_kills().ok().flatten().unwrap_or(0) > 0;
         drop(container_io);
         network.release(&mut store, record);
 
@@ -313,8 +319,14 @@ fn supervise(
             Status::Exited
         };
         write_state(&store, &record.id, &state);
-        let died = crate::events::Event::container("die", record);
-        crate::events::emit(&store, died.with("exitCode", &code.to_string()));
+        // Under the name it has now (renamed while it ran?).
+        let record = &current_record(&store, record);
+        if oom_killed {
+            crate::events::emit_container(&store, "oom", record);
+        }
+        let code_text = code.to_string();
+        let root = store.root();
+        crate::events::emit_container_with(root, "die", record, &[("exitCode", &code_text)]);
         tracing::debug!("exit recorded");
         if !restart {
             break code;
@@ -567,6 +579,9 @@ fn wait_unless_stopped(store: &Store, paths: &ContainerPaths, id: &str, delay: D
     }
 }
 
+/// How long a container runs before its monitor trims its own memory.
+const TRIM_DELAY: Duration = Duration::from_millis(50);
+
 /// Unmaps from this process the pages of read-only file mappings (code and
 /// constants of berth and its libraries). They stay in the page cache and
 /// fault back in when used; a monitor idling in its copy loop touches few of
@@ -648,12 +663,20 @@ pub(super) fn cleanup(cgroup: &dyn CgroupManager, paths: &ContainerPaths) {
     }
 }
 
+/// The record as stored now, under its current name (`rename` changes the
+/// row's name only), so that events name the container as Docker does.
 pub(super) fn current_record(store: &Store, started_with: &ContainerRecord) -> ContainerRecord {
     store
         .container(&started_with.id)
         .ok()
         .flatten()
-        .and_then(|row| serde_json::from_str(&row.record).ok())
+        .and_then(|row| {
+            let record: ContainerRecord = serde_json::from_str(&row.record).ok()?;
+            Some(ContainerRecord {
+                name: row.name,
+                ..record
+            })
+        })
         .unwrap_or_else(|| started_with.clone())
 }
 

@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use berth_engine::containers::{find_container, with_container_root};
+use berth_engine::containers::{
+    container_copied, find_container, with_container_root, CopyDirection,
+};
 use berth_engine::copy::{
     copy_container_to_host, copy_container_to_stream, copy_host_to_container,
     copy_stream_to_container, ContainerFs,
@@ -80,6 +82,7 @@ pub fn run(engine: &Engine, args: &CpArgs) -> anyhow::Result<i32> {
                 }
                 Ok(())
             })?;
+            container_copied(engine, &container, CopyDirection::FromContainer);
         }
         ((None, source), (Some(name), path)) => {
             let container = find_container(engine.store(), &config, name)?;
@@ -107,6 +110,7 @@ pub fn run(engine: &Engine, args: &CpArgs) -> anyhow::Result<i32> {
                 }
                 Ok(())
             })?;
+            container_copied(engine, &container, CopyDirection::IntoContainer);
         }
     }
     Ok(0)

@@ -3,7 +3,7 @@
 use std::os::fd::{AsFd, OwnedFd};
 
 use anyhow::Context;
-use berth_engine::containers::{exec_in_container, ExecRequest};
+use berth_engine::containers::{exec_detached, exec_in_container, ExecRequest};
 use berth_engine::Engine;
 use berth_runtime::Stdio;
 use clap::Args;
@@ -44,7 +44,7 @@ pub struct ExecArgs {
     pub command: Vec<String>,
 }
 
-pub fn run(engine: &Engine, args: &ExecArgs) -> anyhow::Result<i32> {
+pub fn run(engine: &mut Engine, args: &ExecArgs) -> anyhow::Result<i32> {
     let mut env = Vec::new();
     for file in &args.env_file {
         let text = fs_err::read_to_string(file)?;
@@ -57,6 +57,7 @@ pub fn run(engine: &Engine, args: &ExecArgs) -> anyhow::Result<i32> {
     }
     env.extend(args.env.iter().map(|entry| expand_env(entry)));
     let request = ExecRequest {
+        id: None,
         command: args.command.clone(),
         env,
         working_dir: args.workdir.clone(),
@@ -76,31 +77,24 @@ pub fn run(engine: &Engine, args: &ExecArgs) -> anyhow::Result<i32> {
     if args.tty {
         return super::pty::exec_with_pty(engine, &args.container, &request, args.interactive);
     }
-    let stdio = if args.detach {
-        Stdio {
-            stdin: null()?,
-            stdout: null()?,
-            stderr: null()?,
-            console: None,
-        }
-    } else {
-        Stdio {
-            stdin: if args.interactive {
-                dup(std::io::stdin().as_fd())?
-            } else {
-                null()?
-            },
-            stdout: dup(std::io::stdout().as_fd())?,
-            stderr: dup(std::io::stderr().as_fd())?,
-            console: None,
-        }
-    };
-    let pid = exec_in_container(engine, &args.container, &request, stdio).map_err(exec_failure)?;
     if args.detach {
-        // The process is our child; it is reparented when we exit.
+        // A waiter of its own reaps it (and logs its exec_die).
+        exec_detached(engine, &args.container, &request).map_err(exec_failure)?;
         return Ok(0);
     }
-    Ok(berth_runtime::wait_exit_code(pid))
+    let stdio = Stdio {
+        stdin: if args.interactive {
+            dup(std::io::stdin().as_fd())?
+        } else {
+            null()?
+        },
+        stdout: dup(std::io::stdout().as_fd())?,
+        stderr: dup(std::io::stderr().as_fd())?,
+        console: None,
+    };
+    let process =
+        exec_in_container(engine, &args.container, &request, stdio).map_err(exec_failure)?;
+    Ok(process.wait())
 }
 
 /// `-e KEY` takes the value from our environment, as Docker does.

@@ -95,8 +95,7 @@ pub fn stop(engine: &mut Engine, args: &StopArgs) -> anyhow::Result<i32> {
 
 pub fn restart(engine: &mut Engine, args: &StopArgs) -> anyhow::Result<i32> {
     for_each(&args.containers, |name| {
-        stop_container(engine, name, args.time)?;
-        berth_engine::containers::start_container(engine, name, None).map(|_| ())
+        berth_engine::containers::restart_container(engine, name, args.time).map(|_| ())
     })
 }
 

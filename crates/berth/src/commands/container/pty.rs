@@ -26,7 +26,7 @@ pub fn exec_with_pty(
         stderr: null()?,
         console: Some(theirs),
     };
-    let pid =
+    let process =
         exec_in_container(engine, container, request, stdio).map_err(super::exec::exec_failure)?;
     let master = berth_runtime::console::receive_fd(ours.as_raw_fd())?;
     if let Some(size) = size {
@@ -46,7 +46,7 @@ pub fn exec_with_pty(
     if let Some(saved) = raw {
         let _ = termios::tcsetattr(std::io::stdin().as_fd(), SetArg::TCSANOW, &saved);
     }
-    Ok(berth_runtime::wait_exit_code(pid))
+    Ok(process.wait())
 }
 
 fn copy(master: &OwnedFd, interactive: bool) {
