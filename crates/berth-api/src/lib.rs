@@ -1,4 +1,5 @@
-//! `berth serve`: the Docker Engine API over a unix socket, so that
+//! `berth serve`: the Docker Engine API over a unix socket (or TCP with TLS
+//! client certificates, [`tls`]), so that
 //! `DOCKER_HOST=unix:///run/berth/docker.sock docker …` drives berth.
 //!
 //! The front end is thin: each route turns its request into calls of
@@ -24,6 +25,7 @@ pub mod listen;
 mod router;
 pub mod routes;
 pub mod server;
+pub mod tls;
 pub mod version;
 
 pub use error::ApiError;

@@ -93,6 +93,9 @@ fn dispatch(server: &'static Server, exchange: &mut Exchange<'_>, path: &[&str])
         ("POST", ["containers", id, "kill"]) => containers::kill(server, exchange, id),
         ("POST", ["containers", id, "wait"]) => containers::wait(server, exchange, id),
         ("POST", ["containers", id, "attach"]) => attach::attach(server, exchange, id),
+        ("GET", ["containers", id, "attach", "ws"]) => {
+            attach::attach_websocket(server, exchange, id)
+        }
         ("POST", ["containers", id, "resize"]) => attach::resize(server, exchange, id),
         ("POST", ["containers", id, "rename"]) => containers::rename(server, exchange, id),
         ("POST", ["containers", id, "pause"]) => containers::pause(server, id, true),

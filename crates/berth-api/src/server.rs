@@ -15,9 +15,10 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use crate::error::ApiError;
 use crate::http::{read_head, write_response, Connection, HeadError, Response};
-use crate::listen::{open_listeners, ListenError, Listener};
+use crate::listen::{open_listeners, ListenError, Listener, Socket};
 use crate::routes::attach::PendingAttach;
 use crate::routes::exec::ExecInstance;
+use crate::tls::{TlsAcceptor, TlsError, TlsFiles};
 
 /// `berth serve`'s settings.
 #[derive(Clone, Debug)]
@@ -29,6 +30,9 @@ pub struct ServeConfig {
     pub group: Option<String>,
     /// Exit after this long with no request or stream open.
     pub idle_timeout: Option<Duration>,
+    /// `--tlsverify`: the files for `tcp://` hosts, which are refused
+    /// without them (clients must present a certificate the CA signed).
+    pub tls: Option<TlsFiles>,
     /// The berth binary, which the server runs for anything that forks
     /// (starting a container, exec): a multi-threaded process must not
     /// fork and go on running Rust code in the child.
@@ -39,6 +43,8 @@ pub struct ServeConfig {
 pub enum ServeError {
     #[error(transparent)]
     Listen(#[from] ListenError),
+    #[error(transparent)]
+    Tls(#[from] TlsError),
     #[error("failed to wait for connections")]
     Poll(#[source] nix::Error),
 }
@@ -170,12 +176,28 @@ impl Server {
 
 /// Runs the server until the idle timeout (forever without one).
 pub fn serve(config: ServeConfig) -> Result<(), ServeError> {
-    let listeners = open_listeners(&config.hosts, config.group.as_deref())?;
+    // The certificates are checked before anything listens: a bad file
+    // leaves no socket behind.
+    let tls = match &config.tls {
+        Some(files) => Some(Arc::new(TlsAcceptor::load(files)?)),
+        None => None,
+    };
+    let listeners = open_listeners(&config.hosts, config.group.as_deref(), tls)?;
     for listener in &listeners {
-        if let Some(path) = &listener.path {
-            tracing::info!(socket = %path.display(), "listening");
+        match &listener.socket {
+            Socket::Unix(socket) => {
+                if let Some(path) = &listener.path {
+                    tracing::info!(socket = %path.display(), "listening");
+                }
+                let _ = socket.set_nonblocking(true);
+            }
+            Socket::Tcp { listener, .. } => {
+                if let Ok(address) = listener.local_addr() {
+                    tracing::info!(%address, "listening (TLS, client certificates required)");
+                }
+                let _ = listener.set_nonblocking(true);
+            }
         }
-        let _ = listener.socket.set_nonblocking(true);
     }
     let server: &'static Server = Box::leak(Box::new(Server::new(config)));
     accept_loop(server, &listeners)
@@ -230,22 +252,45 @@ fn accept_loop(server: &'static Server, listeners: &[Listener]) -> Result<(), Se
             .collect();
         drop(fds);
         for (listener, ready) in listeners.iter().zip(ready) {
-            if !ready {
-                continue;
+            if ready {
+                accept(server, &listener.socket);
             }
-            while let Ok((stream, _)) = listener.socket.accept() {
+        }
+    }
+}
+
+/// Takes every waiting connection, each onto a thread of its own; TCP
+/// ones start with the TLS handshake (see [`crate::tls`]).
+fn accept(server: &'static Server, socket: &Socket) {
+    loop {
+        let spawned = match socket {
+            Socket::Unix(socket) => {
+                let Ok((stream, _)) = socket.accept() else {
+                    return;
+                };
                 let _ = stream.set_nonblocking(false);
                 // Counted from accept, so that the idle timer cannot fire
                 // between accept and the first request.
                 server.activity.touch();
-                let spawned = std::thread::Builder::new()
+                std::thread::Builder::new()
                     .name("berth-api-connection".to_owned())
                     .stack_size(1024 * 1024)
-                    .spawn(move || handle_connection(server, stream));
-                if let Err(error) = spawned {
-                    tracing::warn!(%error, "failed to start a connection thread");
-                }
+                    .spawn(move || handle_connection(server, stream))
             }
+            Socket::Tcp { listener, tls } => {
+                let Ok((stream, peer)) = listener.accept() else {
+                    return;
+                };
+                server.activity.touch();
+                let tls = Arc::clone(tls);
+                std::thread::Builder::new()
+                    .name("berth-api-tls".to_owned())
+                    .stack_size(1024 * 1024)
+                    .spawn(move || crate::tls::serve_connection(server, &tls, stream, peer))
+            }
+        };
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "failed to start a connection thread");
         }
     }
 }

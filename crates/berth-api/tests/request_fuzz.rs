@@ -415,6 +415,7 @@ fn a_connection_answers_mutated_requests() {
         hosts: Vec::new(),
         group: None,
         idle_timeout: None,
+        tls: None,
         // Nothing here starts a container; a start would fail, not fork.
         helper: "/bin/false".into(),
     })));

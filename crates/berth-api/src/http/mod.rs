@@ -5,6 +5,7 @@
 
 pub mod request;
 pub mod response;
+pub mod websocket;
 
 use std::io::{BufReader, Write};
 use std::os::unix::net::UnixStream;

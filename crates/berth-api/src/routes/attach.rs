@@ -1,23 +1,28 @@
-//! `start`, `restart`, `attach` and `resize`.
+//! `start`, `restart`, `attach` (hijacked, or over a websocket) and
+//! `resize`.
 //!
 //! `docker run` attaches before it starts: the attach request waits here
 //! (a [`PendingAttach`]) until the start, which then runs the helper with
 //! pipes whose other ends the attach relays to its client. Attaching to a
 //! running container joins its monitor's attach socket instead.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
-use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
 use berth_engine::containers::monitor::protocol::MonitorMessage;
 use berth_engine::containers::paths::ContainerPaths;
-use berth_engine::containers::{find_container, stop_container};
+use berth_engine::containers::{find_container, stop_container, Container};
 use berth_engine::logs::Stream;
+use berth_engine::{Engine, EngineConfig};
+use fs_err::os::unix::fs::OpenOptionsExt;
 
 use crate::error::ApiError;
 use crate::helper::{failure, Helper, StartRequest};
+use crate::http::websocket::{self, Opcode};
 use crate::http::{Exchange, Response};
 use crate::router::{reply, Handled};
 use crate::routes::relay::{output_pipe, relay, Framing, Streams};
@@ -41,78 +46,185 @@ pub fn stream_type(version: (u32, u32), tty: bool) -> &'static str {
     }
 }
 
-pub fn attach(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
-    let engine = server.engine()?;
-    let config = engine.config().clone();
-    let container = find_container(engine.store(), &config, id)?;
-    let wants = |name: &str| exchange.query_bool(name);
-    let (stdin, stdout, stderr, stream) = (
-        wants("stdin"),
-        wants("stdout"),
-        wants("stderr"),
-        wants("stream"),
-    );
+/// What one attach asked for.
+#[derive(Clone, Copy, Debug)]
+struct AttachOptions {
+    stdin: bool,
+    stdout: bool,
+    stderr: bool,
+    logs: bool,
+    stream: bool,
+    /// Docker's 8-byte frames around each write (a hijacked attach without
+    /// a tty); else the bytes as the container wrote them (a tty, or a
+    /// websocket, whose own frames carry them).
+    multiplexed: bool,
+}
+
+/// The streams the query asks for; `all`: all three, whatever it says.
+fn requested(exchange: &Exchange<'_>, all: bool) -> AttachOptions {
     if exchange
         .query("detachKeys")
         .is_some_and(|keys| !keys.is_empty())
     {
         tracing::debug!("detach keys are not supported; ignored");
     }
+    let wants = |name: &str| exchange.query_bool(name);
+    AttachOptions {
+        stdin: all || wants("stdin"),
+        stdout: all || wants("stdout"),
+        stderr: all || wants("stderr"),
+        logs: wants("logs"),
+        stream: wants("stream"),
+        multiplexed: false,
+    }
+}
+
+pub fn attach(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
+    let engine = server.engine()?;
+    let config = engine.config().clone();
+    let container = find_container(engine.store(), &config, id)?;
     let tty = container.record.run.tty;
-    let id = container.record.id.clone();
-    // Registered before the client hears back: it starts the container
-    // as soon as the attach is answered.
-    let receiver = if stream && !container.state.is_running() {
-        let (sender, receiver) = channel();
-        if let Ok(mut attaches) = server.attaches.lock() {
-            attaches.insert(
-                id.clone(),
-                PendingAttach {
-                    stdin,
-                    stdout,
-                    stderr,
-                    streams: sender,
-                },
-            );
-        }
-        Some(receiver)
-    } else {
-        None
+    let options = AttachOptions {
+        multiplexed: !tty,
+        ..requested(exchange, false)
     };
-    let forget = || {
-        if let Ok(mut attaches) = server.attaches.lock() {
-            attaches.remove(&id);
-        }
-    };
+    let waiting = wait_for_start(server, &container, options);
     let (client, leftover) = match exchange.hijack(stream_type(exchange.version, tty)) {
         Ok(hijacked) => hijacked,
         Err(error) => {
-            forget();
+            forget(server, &container.record.id);
             return Err(ApiError::internal(error.to_string()));
         }
     };
-    if exchange.query_bool("logs") {
-        replay_logs(&config, &id, &client, tty, stdout, stderr);
+    serve_attach(
+        server, &engine, &container, &client, &leftover, options, waiting,
+    );
+    Ok(Outcome::Streamed { keep_alive: false })
+}
+
+/// `GET /containers/{id}/attach/ws`: the same attach over a websocket
+/// (RFC 6455). As Docker: the output is not multiplexed, each read of it
+/// goes in a binary frame (text before API 1.28), the client's data frames
+/// go to stdin, and before API 1.42 all three streams are attached
+/// whatever the query says.
+pub fn attach_websocket(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
+    let engine = server.engine()?;
+    let config = engine.config().clone();
+    let container = find_container(engine.store(), &config, id)?;
+    let handshake = match websocket::check_handshake(&exchange.request) {
+        Ok(handshake) => handshake,
+        Err(error) => return reply(error.response()),
+    };
+    let options = requested(exchange, exchange.version < (1, 42));
+    let data = if exchange.version >= (1, 28) {
+        Opcode::Binary
+    } else {
+        Opcode::Text
+    };
+    // The attach streams on one end, as on a hijacked connection; a
+    // thread carries the other end over the websocket.
+    let (near, far) = UnixStream::pair()
+        .map_err(|error| ApiError::internal(format!("failed to create a socket pair: {error}")))?;
+    let waiting = wait_for_start(server, &container, options);
+    let (client, leftover) = match websocket::upgrade(exchange, &handshake) {
+        Ok(upgraded) => upgraded,
+        Err(error) => {
+            forget(server, &container.record.id);
+            return Err(ApiError::internal(error.to_string()));
+        }
+    };
+    std::thread::scope(|scope| {
+        let carrier = std::thread::Builder::new()
+            .name("berth-api-websocket".to_owned())
+            .stack_size(256 * 1024)
+            .spawn_scoped(scope, || {
+                websocket::serve_stream(&client, &leftover, far, data);
+            });
+        match carrier {
+            Ok(_) => serve_attach(server, &engine, &container, &near, &[], options, waiting),
+            Err(error) => {
+                tracing::warn!(%error, "failed to start a websocket thread");
+                forget(server, &container.record.id);
+            }
+        }
+        // Its end tells the carrier the stream is over.
+        drop(near);
+    });
+    Ok(Outcome::Streamed { keep_alive: false })
+}
+
+/// A stream for a container that is not running waits for its start,
+/// registered before the client hears back: `docker run` starts the
+/// container as soon as the attach is answered.
+fn wait_for_start(
+    server: &Server,
+    container: &Container,
+    options: AttachOptions,
+) -> Option<Receiver<Streams>> {
+    if !options.stream || container.state.is_running() {
+        return None;
     }
-    if !stream {
-        return Ok(Outcome::Streamed { keep_alive: false });
+    let (sender, receiver) = channel();
+    if let Ok(mut attaches) = server.attaches.lock() {
+        attaches.insert(
+            container.record.id.clone(),
+            PendingAttach {
+                stdin: options.stdin,
+                stdout: options.stdout,
+                stderr: options.stderr,
+                streams: sender,
+            },
+        );
+    }
+    Some(receiver)
+}
+
+fn forget(server: &Server, id: &str) {
+    if let Ok(mut attaches) = server.attaches.lock() {
+        attaches.remove(id);
+    }
+}
+
+/// Streams an attach to `client` (the hijacked connection, or a
+/// websocket's end of a socket pair): the log so far with `logs`, then the
+/// live streams with `stream`, until the container's streams end or the
+/// client leaves.
+fn serve_attach(
+    server: &Server,
+    engine: &Engine,
+    container: &Container,
+    client: &UnixStream,
+    leftover: &[u8],
+    options: AttachOptions,
+    waiting: Option<Receiver<Streams>>,
+) {
+    let config = engine.config();
+    let id = &container.record.id;
+    if options.logs {
+        replay_logs(config, id, client, options);
+    }
+    if !options.stream {
+        return;
     }
     let _open = server.activity.begin();
-    let Some(receiver) = receiver else {
-        attach_running(&config, &container, &client, &leftover, stdin);
-        return Ok(Outcome::Streamed { keep_alive: false });
+    let Some(receiver) = waiting else {
+        attach_running(config, container, client, leftover, options);
+        return;
     };
     let mut checks = 0u32;
     loop {
         match receiver.recv_timeout(Duration::from_millis(200)) {
-            Ok(streams) => {
-                relay(&client, &leftover, streams);
-                return Ok(Outcome::Streamed { keep_alive: false });
+            Ok(mut streams) => {
+                if !options.multiplexed && streams.framing == Framing::Multiplex {
+                    streams.framing = Framing::Raw;
+                }
+                relay(client, leftover, streams);
+                return;
             }
             Err(RecvTimeoutError::Timeout) => {
-                if client_gone(&client) {
-                    forget();
-                    return Ok(Outcome::Streamed { keep_alive: false });
+                if client_gone(client) {
+                    forget(server, id);
+                    return;
                 }
                 checks += 1;
                 if !checks.is_multiple_of(5) {
@@ -120,35 +232,32 @@ pub fn attach(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled
                 }
                 // Started by someone else (the CLI, another client), or
                 // removed: join the monitor, or end the stream.
-                match find_container(engine.store(), &config, &id) {
+                match find_container(engine.store(), config, id) {
                     Ok(current) if current.state.is_running() => {
-                        forget();
-                        attach_running(&config, &current, &client, &leftover, stdin);
-                        return Ok(Outcome::Streamed { keep_alive: false });
+                        forget(server, id);
+                        attach_running(config, &current, client, leftover, options);
+                        return;
                     }
                     Ok(_) => {}
                     Err(_) => {
-                        forget();
-                        return Ok(Outcome::Streamed { keep_alive: false });
+                        forget(server, id);
+                        return;
                     }
                 }
             }
-            Err(RecvTimeoutError::Disconnected) => {
-                return Ok(Outcome::Streamed { keep_alive: false })
-            }
+            Err(RecvTimeoutError::Disconnected) => return,
         }
     }
 }
 
 /// Joins a running container's monitor (its attach socket).
 fn attach_running(
-    config: &berth_engine::EngineConfig,
-    container: &berth_engine::containers::Container,
+    config: &EngineConfig,
+    container: &Container,
     client: &UnixStream,
     leftover: &[u8],
-    stdin: bool,
+    options: AttachOptions,
 ) {
-    let tty = container.record.run.tty;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
     let Ok(socket) = paths.with_short_attach_path(|path| UnixStream::connect(path)) else {
         crate::http::write_quietly(
@@ -158,7 +267,7 @@ fn attach_running(
         return;
     };
     let output = OwnedFd::from(socket);
-    let input = if stdin && container.record.run.open_stdin {
+    let input = if options.stdin && container.record.run.open_stdin {
         output.try_clone().ok()
     } else {
         None
@@ -169,38 +278,32 @@ fn attach_running(
         Streams {
             outputs: vec![(output, Stream::Stdout)],
             input,
-            framing: if tty {
-                Framing::Unframe
-            } else {
+            // The monitor sends frames; a raw stream takes their payloads.
+            framing: if options.multiplexed {
                 Framing::PassFrames
+            } else {
+                Framing::Unframe
             },
         },
     );
 }
 
 /// `logs=1`: what the container wrote so far, before the live stream.
-fn replay_logs(
-    config: &berth_engine::EngineConfig,
-    id: &str,
-    client: &UnixStream,
-    tty: bool,
-    stdout: bool,
-    stderr: bool,
-) {
+fn replay_logs(config: &EngineConfig, id: &str, client: &UnixStream, options: AttachOptions) {
     let path = ContainerPaths::new(&config.root, &config.run_root, id).log(id);
-    let options = berth_engine::logs::LogOptions {
-        stdout,
-        stderr,
+    let log_options = berth_engine::logs::LogOptions {
+        stdout: options.stdout,
+        stderr: options.stderr,
         ..Default::default()
     };
-    if !(stdout || stderr) || !path.exists() {
+    if !(options.stdout || options.stderr) || !path.exists() {
         return;
     }
-    let _ = berth_engine::logs::read_logs(&path, &options, |stream, bytes| {
-        let data = if tty {
-            bytes.to_vec()
-        } else {
+    let _ = berth_engine::logs::read_logs(&path, &log_options, |stream, bytes| {
+        let data = if options.multiplexed {
             berth_engine::containers::monitor::frame(stream, bytes)
+        } else {
+            bytes.to_vec()
         };
         crate::http::write_quietly(client, &data);
     });
@@ -353,14 +456,17 @@ pub fn restart(server: &'static Server, exchange: &mut Exchange<'_>, id: &str) -
         container.record.run.open_stdin,
         container.record.run.auto_remove,
     )?;
+    if let Ok(engine) = server.engine() {
+        berth_engine::containers::restarted(&engine, &container.record.id);
+    }
     reply(Response::empty(204))
 }
 
-/// Terminal size: checked, then applied to the container's terminal by its
-/// monitor, which reads it from the attached side (nothing to do for
-/// containers attached through pipes).
+/// Terminal size: checked, then set on a tty container's terminal. As
+/// Docker: 409 when the container is not running, 200 (and nothing to do)
+/// for one without a tty.
 pub fn resize(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
-    parse_size(exchange)?;
+    let (height, width) = parse_size(exchange)?;
     let engine = server.engine()?;
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, id)?;
@@ -370,7 +476,61 @@ pub fn resize(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled
             format!("Container {} is not running", container.record.id),
         ));
     }
+    if container.record.run.tty {
+        let size = libc::winsize {
+            ws_row: height,
+            ws_col: width,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        match container_terminal(container.state.pid) {
+            Some(terminal) => berth_runtime::console::set_window_size(&terminal, &size),
+            None => tracing::debug!(
+                container = %container.record.id,
+                "resize: the container's first process has no terminal open"
+            ),
+        }
+    }
     reply(Response::empty(200))
+}
+
+/// The container's terminal, opened anew through its first process's
+/// stdin, stdout or stderr. The pty's master is its monitor's, which the
+/// server cannot reach (the monitor copies a size only from the terminal
+/// of a CLI attached at start); TIOCSWINSZ on the slave resizes the same
+/// pty and signals its foreground process group (tty_ioctl(4)).
+fn container_terminal(pid: i32) -> Option<fs_err::File> {
+    for descriptor in 0..3 {
+        // O_PATH finds the file without opening it: whatever the process
+        // put there, no device is opened until it is known to be a pty.
+        let Ok(found) = fs_err::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH)
+            .open(format!("/proc/{pid}/fd/{descriptor}"))
+        else {
+            continue;
+        };
+        let Ok(metadata) = found.metadata() else {
+            continue;
+        };
+        if !(metadata.file_type().is_char_device() && is_pty_slave(metadata.rdev())) {
+            continue;
+        }
+        // Through our own descriptor: the very file checked above.
+        return fs_err::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+            .open(format!("/proc/self/fd/{}", found.as_raw_fd()))
+            .ok();
+    }
+    None
+}
+
+/// Unix98 pty slaves have majors 136 to 143 (the kernel's
+/// Documentation/admin-guide/devices.txt).
+fn is_pty_slave(device: u64) -> bool {
+    (136..=143).contains(&nix::sys::stat::major(device))
 }
 
 /// `h` and `w` (Docker requires both, as unsigned numbers).

@@ -1,5 +1,6 @@
-//! `/images/…`: pull (`create`, with Docker's JSON progress stream), list,
-//! inspect, history, tag, push, DELETE, get (save), load, prune.
+//! `/images/…`: pull (`create`, with Docker's JSON progress stream) and
+//! import (`create?fromSrc=-`), list, inspect, history, tag, push, DELETE,
+//! get (save), load, prune.
 
 use std::collections::BTreeMap;
 use std::os::unix::net::UnixStream;
@@ -10,9 +11,9 @@ use berth_engine::images::pull::{
     resolve_concurrency, CredentialSource, PullEvent, PullRequest, PushEvent, RegistrySettings,
 };
 use berth_engine::images::{
-    familiar, image_history, inspect_image, list_images, load_images, prune_images, pull_image,
-    push_image, remove_image, resolve_image, save_images, tag_image, ListOptions, PushRequest,
-    RemovalEvent,
+    familiar, image_history, import_image, inspect_image, list_images, load_images, prune_images,
+    pull_image, push_image, remove_image, resolve_image, save_images, tag_image, ImportRequest,
+    ListOptions, PushRequest, RemovalEvent,
 };
 use serde_json::{json, Value};
 
@@ -209,15 +210,14 @@ fn registry_error_status(message: &str, status: Option<u16>) -> u16 {
     }
 }
 
+/// `POST /images/create`: a pull (`fromImage`), or an import (`fromSrc`).
 pub fn pull(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
-    if exchange
+    if let Some(source) = exchange
         .query("fromSrc")
-        .is_some_and(|source| !source.is_empty())
+        .filter(|source| !source.is_empty())
     {
-        return Err(ApiError::new(
-            501,
-            "berth serve does not import images over the API yet",
-        ));
+        let source = source.to_owned();
+        return import(server, exchange, &source);
     }
     let from = exchange
         .query("fromImage")
@@ -271,6 +271,108 @@ pub fn pull(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
             Err(ApiError::new(status, message))
         }
     }
+}
+
+/// `fromSrc=-`: the body is a root filesystem tarball (what
+/// `docker import FILE` sends), made into a one-layer image by the
+/// engine's import, as `berth import` does; `repo`, `tag`, `message` and
+/// `changes` as Docker takes them. The answer is Docker's: one JSON status
+/// line with the new image's id, or an error status. Docker downloads any
+/// other `fromSrc` as a URL; berth does not (nor does `berth import`).
+fn import(server: &Server, exchange: &mut Exchange<'_>, source: &str) -> Handled {
+    if source != "-" {
+        return Err(ApiError::new(
+            501,
+            format!(
+                "berth does not import from a URL ({source}): download the tarball and send it as the body with fromSrc=-"
+            ),
+        ));
+    }
+    if let Some(platform) = exchange.query("platform").filter(|text| !text.is_empty()) {
+        let host = format!("linux/{}", berth_image::host_architecture());
+        if platform != "linux" && platform != host {
+            return Err(ApiError::bad_request(format!(
+                "platform {platform:?} is not supported (this host is {host})"
+            )));
+        }
+    }
+    let reference = import_reference(
+        exchange.query("repo").unwrap_or_default(),
+        exchange.query("tag").unwrap_or_default(),
+    )?;
+    let changes: Vec<String> = exchange
+        .request
+        .query_all("changes")
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    // The engine checks them too, but only once the body is being read:
+    // a bad one is answered here, before it.
+    for change in &changes {
+        berth_image::parse_change(change)
+            .map_err(|error| ApiError::bad_request(error.to_string()))?;
+    }
+    let request = ImportRequest {
+        reference,
+        changes,
+        message: exchange
+            .query("message")
+            .filter(|message| !message.is_empty())
+            .map(str::to_owned),
+        source_name: source.to_owned(),
+    };
+    let mut engine = server.engine()?;
+    let mut body = exchange.body();
+    let imported = import_image(
+        engine.store_mut(),
+        std::io::BufReader::with_capacity(1 << 20, &mut body),
+        &request,
+    );
+    let body_read = body.is_done();
+    match imported {
+        Ok(id) => {
+            let mut line =
+                serde_json::to_vec(&json!({ "status": id.to_string() })).unwrap_or_default();
+            line.extend_from_slice(b"\r\n");
+            reply(Response {
+                status: 200,
+                headers: vec![("Content-Type".to_owned(), "application/json".to_owned())],
+                body: line,
+            })
+        }
+        Err(error) if body_read => Err(ApiError::from(error)),
+        Err(error) => {
+            // The rest of the body cannot be told from a next request:
+            // answer, then close the connection.
+            let mut stream = exchange.connection.stream();
+            let _ = crate::http::write_response(
+                &mut stream,
+                &ApiError::from(error).response(),
+                false,
+                false,
+            );
+            Ok(Outcome::Streamed { keep_alive: false })
+        }
+    }
+}
+
+/// Docker's `repo` and `tag` of an import: `repo` may carry a tag, which
+/// `tag` replaces; a digest is refused (Docker's words).
+fn import_reference(repository: &str, tag: &str) -> Result<Option<String>, ApiError> {
+    if repository.is_empty() {
+        return Ok(None);
+    }
+    let invalid = |error: berth_types::ReferenceError| ApiError::bad_request(error.to_string());
+    let named = berth_types::Reference::parse_normalized(repository).map_err(invalid)?;
+    if named.digest().is_some() {
+        return Err(ApiError::bad_request("cannot import digest reference"));
+    }
+    let named = if tag.is_empty() {
+        named
+    } else {
+        named.with_tag(tag).map_err(invalid)?
+    };
+    Ok(Some(named.to_string()))
 }
 
 fn chain(error: &dyn std::error::Error) -> String {
