@@ -91,6 +91,37 @@ fn run_rm_exit_codes_follow_docker() {
         .ok();
 }
 
+/// A caller reading `run`'s output to EOF (`$(berth run …)`, a pipe) is
+/// done when the CLI exits: the monitor closed its copies of the CLI's
+/// streams before reporting the exit, not after its own cleanup.
+#[test]
+fn run_output_ends_when_the_cli_exits() {
+    let berth = busybox();
+    for _ in 0..5 {
+        let mut child = berth
+            .command()
+            .args(["run", "--rm", "busybox", "echo", "hi"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let status = child.wait().unwrap();
+        assert!(status.success());
+        // Non-blocking: whatever is in the pipe, then EOF, with no writer left.
+        let flags = nix::fcntl::fcntl(stdout.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL).unwrap();
+        let flags = nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK;
+        nix::fcntl::fcntl(stdout.as_raw_fd(), nix::fcntl::FcntlArg::F_SETFL(flags)).unwrap();
+        let mut output = Vec::new();
+        let read = std::io::Read::read_to_end(&mut stdout, &mut output);
+        assert!(
+            read.is_ok(),
+            "the output pipe still had a writer when the CLI exited: {read:?}"
+        );
+        assert_eq!(output, b"hi\n");
+    }
+}
+
 #[test]
 fn run_with_a_bad_flag_exits_125_and_creates_nothing() {
     let berth = busybox();

@@ -345,6 +345,10 @@ fn supervise(
         }
     };
 
+    // The attached CLI's streams end with the container's output: a caller
+    // reading them to EOF (`$(berth run …)`, a pipe) must not wait for the
+    // cleanup and checkpoint below.
+    drop(attachment);
     cleanup(cgroup.as_ref(), &paths);
     drop(attach_listener);
     let _ = std::fs::remove_file(&attach_path);
