@@ -174,7 +174,7 @@ impl Store {
     }
 
     /// Copies what the WAL holds into the database and, when no other
-    /// connection is using the WAL, cuts the WAL file to zero bytes. It
+    /// connection is using the WAL, cuts the WAL file to one frame. It
     /// waits for no one: a busy database is left for a later checkpoint.
     /// Monitors call it once nobody waits for them.
     ///
@@ -187,7 +187,23 @@ impl Store {
     pub fn checkpoint(&self) -> Result<(), StoreError> {
         let connection = self.connection()?;
         connection.busy_handler(None)?;
-        let result = connection.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        let result = connection
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .and_then(|busy| {
+                // A WAL begun anew has its header synced by its first
+                // writer (synchronous=NORMAL): write a one-page frame here
+                // so that the next command's write does not pay the fsync.
+                // The version written is the one read (a newer berth may
+                // have migrated the database since this process opened it).
+                if busy == 0 {
+                    let version: i64 =
+                        connection.pragma_query_value(None, "user_version", |row| row.get(0))?;
+                    connection.pragma_update(None, "user_version", version)?;
+                }
+                Ok(())
+            });
         connection.busy_handler(Some(db::wait_for_lock))?;
         match result {
             Err(error) if db::is_busy(&error) => Ok(()),
