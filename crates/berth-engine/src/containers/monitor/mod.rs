@@ -156,7 +156,9 @@ fn supervise(
         ),
         None => {
             let store = Store::open(&config.root)?;
+            tracing::debug!("store open");
             let (cgroups, cgroup) = container_cgroup(record)?;
+            tracing::debug!("cgroup layout read");
             (
                 store,
                 cgroups,
@@ -175,6 +177,7 @@ fn supervise(
         .and_then(|listener| listener.set_nonblocking(true).map(|()| listener))
         .map_err(|error| tracing::warn!(%error, "no attach socket"))
         .ok();
+    tracing::debug!("log and attach socket open");
     let monitor_pid = std::process::id() as i32;
     let mut restarts = read_state(&store, &record.id).map_or(0, |state| state.restart_count);
     let mut first = true;
@@ -385,6 +388,7 @@ fn start_once(
 ) -> Result<Started, (String, i32)> {
     let layers = super::start::container_layers(store, record, paths)
         .map_err(|error| (error.to_string(), 125))?;
+    tracing::debug!("image layers found");
     let mut spec = build_spec(
         record,
         paths,
