@@ -2,7 +2,9 @@
 
 use crate::error::ApiError;
 use crate::http::{request::percent_decode, Connection, Exchange, Request, Response};
-use crate::routes::{archive, attach, containers, exec, images, logs, networks, system, volumes};
+use crate::routes::{
+    archive, attach, commit, containers, exec, images, logs, networks, system, volumes,
+};
 use crate::server::{Outcome, Server};
 
 /// What a handler returns: a response, or `Streamed` when it wrote one.
@@ -82,6 +84,8 @@ fn dispatch(server: &'static Server, exchange: &mut Exchange<'_>, path: &[&str])
                 "berth serve does not build images yet (POST /build is not implemented)",
             ))
         }
+
+        ("POST", ["commit"]) => commit::commit(server, exchange),
 
         ("POST", ["containers", "create"]) => containers::create(server, exchange),
         ("GET", ["containers", "json"]) => containers::list(server, exchange),

@@ -802,6 +802,26 @@ fn stop_honours_sigterm() {
     berth.run(&["stop", &id]).ok();
 }
 
+/// `stop --signal` sends that signal instead of the stop signal (Docker's
+/// `-s`); a bad one is refused before anything is sent.
+#[test]
+fn stop_sends_the_signal_given() {
+    let berth = busybox();
+    let id = berth.run_detached(&[
+        "busybox",
+        "sh",
+        "-c",
+        "trap 'echo usr1; exit 4' USR1; trap '' TERM; echo ready; while :; do sleep 0.05; done",
+    ]);
+    berth.wait_logs(&id, "ready", 5.0);
+    let error = berth.run(&["stop", "--signal", "NOSUCH", &id]).fails(1);
+    assert!(error.contains("NOSUCH"), "{error}");
+    assert_eq!(berth.inspect(&id, "{{.State.Running}}"), "true");
+    berth.run(&["stop", "-s", "USR1", "-t", "5", &id]).ok();
+    assert_eq!(berth.inspect(&id, "{{.State.ExitCode}}"), "4");
+    assert!(berth.run(&["logs", &id]).ok().contains("usr1\n"));
+}
+
 #[test]
 fn stop_kills_after_the_timeout_when_sigterm_is_ignored() {
     let berth = busybox();

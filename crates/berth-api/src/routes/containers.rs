@@ -8,7 +8,8 @@ use berth_engine::containers::{
     container_diff, container_matches, container_stats, container_top, create_container,
     find_container, inspect_container, kill_container, list_containers, pause_container,
     prune_containers, published_ports, remove_container_with, rename_container, status_text,
-    stop_container, unpause_container, update_container, Container, CONTAINER_FILTERS,
+    stop_container_with, unpause_container, update_container, Container, StopOptions,
+    CONTAINER_FILTERS,
 };
 use berth_engine::{EngineConfig, EngineError};
 use berth_store::Store;
@@ -202,9 +203,16 @@ fn timeout_parameter(exchange: &Exchange<'_>) -> Result<Option<i64>, ApiError> {
         .transpose()
 }
 
+/// `signal` (API 1.42 on, as moby: earlier versions ignore it) is sent
+/// instead of the container's stop signal; a bad one is 400 before the
+/// container is looked up.
 pub fn stop(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
     let timeout = timeout_parameter(exchange)?;
-    if let Some(signal) = exchange.query("signal").filter(|text| !text.is_empty()) {
+    let signal = exchange
+        .query("signal")
+        .filter(|text| !text.is_empty() && exchange.version >= (1, 42))
+        .map(str::to_owned);
+    if let Some(signal) = &signal {
         berth_engine::containers::parse_signal(signal)?;
     }
     let mut engine = server.engine()?;
@@ -213,7 +221,7 @@ pub fn stop(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
     if !container.state.is_running() {
         return reply(Response::empty(304));
     }
-    stop_container(&mut engine, id, timeout)?;
+    stop_container_with(&mut engine, id, &StopOptions { timeout, signal })?;
     reply(Response::empty(204))
 }
 

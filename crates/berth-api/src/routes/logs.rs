@@ -10,7 +10,7 @@ use berth_engine::logs::{follow_logs, parse_docker_time, read_logs, LogOptions, 
 use crate::error::ApiError;
 use crate::http::Exchange;
 use crate::router::Handled;
-use crate::server::{Outcome, Server};
+use crate::server::{client_gone, Outcome, Server};
 
 /// `since`/`until`: what the CLI sends is Unix seconds (`1700000000.5`);
 /// `0` or empty is none.
@@ -60,9 +60,17 @@ pub fn logs(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
     let path = ContainerPaths::new(&config.root, &config.run_root, &container.record.id)
         .log(&container.record.id);
     let content_type = crate::routes::attach::stream_type(exchange.version, tty);
+    // Watched while following, as `wait` and `events` watch theirs: a silent
+    // container writes nothing that would find a client gone.
+    let socket = exchange
+        .connection
+        .stream()
+        .try_clone()
+        .map_err(|error| ApiError::internal(error.to_string()))?;
     let Ok(mut writer) = exchange.chunked(200, content_type, &[]) else {
         return Ok(Outcome::Streamed { keep_alive: false });
     };
+    // The client is gone (a write failed, or its end of the socket hung up).
     let broken = Cell::new(false);
     let sink = |stream: Stream, bytes: &[u8]| {
         if broken.get() {
@@ -80,6 +88,9 @@ pub fn logs(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
     let result = if follow && container.state.is_running() {
         let id = container.record.id.clone();
         let is_running = || {
+            if client_gone(&socket) {
+                broken.set(true);
+            }
             !broken.get()
                 && find_container(engine.store(), &config, &id)
                     .map(|container| container.state.is_running())

@@ -3,6 +3,7 @@
 
 pub mod archive;
 pub mod attach;
+pub mod commit;
 pub mod containers;
 pub mod exec;
 pub mod images;

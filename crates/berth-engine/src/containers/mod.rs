@@ -40,5 +40,7 @@ pub use monitor::Attachment;
 pub use remove::{remove_container, remove_container_with};
 pub use restart::{restart_container, restarted};
 pub use start::{start_container, StartFailure, StartedContainer};
-pub use stop::{kill_container, parse_signal, stop_container, wait_container};
+pub use stop::{
+    kill_container, parse_signal, stop_container, stop_container_with, wait_container, StopOptions,
+};
 pub use top::{container_top, ProcessTable};

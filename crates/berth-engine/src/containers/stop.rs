@@ -140,12 +140,39 @@ pub fn parse_signal(text: &str) -> Result<Signal, EngineError> {
     name.parse::<Signal>().map_err(|_| invalid())
 }
 
+/// How `stop` ends a container (Docker's `container.StopOptions`).
+#[derive(Clone, Debug, Default)]
+pub struct StopOptions {
+    /// Seconds between the signal and SIGKILL (negative: no SIGKILL); None:
+    /// the container's `StopTimeout`, else 10.
+    pub timeout: Option<i64>,
+    /// Sent instead of the container's `StopSignal` (`stop --signal`, API
+    /// 1.42); Docker's names and numbers, as [`parse_signal`] reads them.
+    pub signal: Option<String>,
+}
+
 /// `stop [-t N]`: the stop signal, then SIGKILL after the timeout.
 pub fn stop_container(
     engine: &mut Engine,
     text: &str,
     timeout: Option<i64>,
 ) -> Result<(), EngineError> {
+    let options = StopOptions {
+        timeout,
+        signal: None,
+    };
+    stop_container_with(engine, text, &options)
+}
+
+/// `stop [-t N] [-s SIGNAL]`: `options.signal` (else the container's stop
+/// signal, else SIGTERM), then SIGKILL after the timeout. A bad signal is
+/// refused before anything is looked up or sent, as moby's API does.
+pub fn stop_container_with(
+    engine: &mut Engine,
+    text: &str,
+    options: &StopOptions,
+) -> Result<(), EngineError> {
+    let requested = options.signal.as_deref().map(parse_signal).transpose()?;
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
     if !container.state.is_running() {
@@ -155,12 +182,15 @@ pub fn stop_container(
     if container.state.status == Status::Paused {
         thaw(engine, &container);
     }
-    let signal = if container.record.run.stop_signal.is_empty() {
-        Signal::SIGTERM
-    } else {
-        parse_signal(&container.record.run.stop_signal)?
+    let signal = match requested {
+        Some(signal) => signal,
+        None if container.record.run.stop_signal.is_empty() => Signal::SIGTERM,
+        None => parse_signal(&container.record.run.stop_signal)?,
     };
-    let seconds = timeout.or(container.record.run.stop_timeout).unwrap_or(10);
+    let seconds = options
+        .timeout
+        .or(container.record.run.stop_timeout)
+        .unwrap_or(10);
     signal_container(engine, &container, signal)?;
     let exited = container.state.pid <= 0
         || seconds >= 0

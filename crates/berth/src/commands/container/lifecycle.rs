@@ -3,8 +3,8 @@
 //! going over several containers, exiting 1 if any failed.
 
 use berth_engine::containers::{
-    kill_container, pause_container, prune_containers, rename_container, stop_container,
-    unpause_container, wait_container,
+    kill_container, pause_container, prune_containers, rename_container, stop_container_with,
+    unpause_container, wait_container, StopOptions,
 };
 use berth_engine::{Engine, EngineError};
 use clap::Args;
@@ -85,11 +85,12 @@ pub struct StopArgs {
 }
 
 pub fn stop(engine: &mut Engine, args: &StopArgs) -> anyhow::Result<i32> {
+    let options = StopOptions {
+        timeout: args.time,
+        signal: args.signal.clone(),
+    };
     for_each(&args.containers, |name| {
-        if let Some(signal) = &args.signal {
-            berth_engine::containers::parse_signal(signal)?;
-        }
-        stop_container(engine, name, args.time)
+        stop_container_with(engine, name, &options)
     })
 }
 
