@@ -59,7 +59,7 @@ pub fn commit(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
 
 /// moby's `httputils.RepoTagReference`: no `repo`, no reference; `repo` may
 /// carry a tag, which `tag` replaces; a digest is refused (Docker's words).
-/// (`images::import_reference` is the same rule for `docker import`.)
+/// (`docker import` through `POST /images/create?fromSrc=` uses it too.)
 pub(crate) fn repo_tag_reference(repository: &str, tag: &str) -> Result<Option<String>, ApiError> {
     if repository.is_empty() {
         return Ok(None);

@@ -296,7 +296,7 @@ fn import(server: &Server, exchange: &mut Exchange<'_>, source: &str) -> Handled
             )));
         }
     }
-    let reference = import_reference(
+    let reference = super::commit::repo_tag_reference(
         exchange.query("repo").unwrap_or_default(),
         exchange.query("tag").unwrap_or_default(),
     )?;
@@ -358,23 +358,6 @@ fn import(server: &Server, exchange: &mut Exchange<'_>, source: &str) -> Handled
 
 /// Docker's `repo` and `tag` of an import: `repo` may carry a tag, which
 /// `tag` replaces; a digest is refused (Docker's words).
-fn import_reference(repository: &str, tag: &str) -> Result<Option<String>, ApiError> {
-    if repository.is_empty() {
-        return Ok(None);
-    }
-    let invalid = |error: berth_types::ReferenceError| ApiError::bad_request(error.to_string());
-    let named = berth_types::Reference::parse_normalized(repository).map_err(invalid)?;
-    if named.digest().is_some() {
-        return Err(ApiError::bad_request("cannot import digest reference"));
-    }
-    let named = if tag.is_empty() {
-        named
-    } else {
-        named.with_tag(tag).map_err(invalid)?
-    };
-    Ok(Some(named.to_string()))
-}
-
 fn chain(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
     let mut source = error.source();
