@@ -7,15 +7,18 @@
 
 #![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
 
+#[path = "api/compare.rs"]
+mod compare;
 #[path = "api/harness.rs"]
 mod harness;
 mod support;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
+use compare::{each_engine, Cleanup};
 use harness::{docker_in_terminal, header, raw_request, Server};
 
 macro_rules! server_or_skip {
@@ -247,112 +250,18 @@ impl WebSocket {
     }
 }
 
-/// The docker CLI pointed at one engine.
-type DockerCli<'a> = Box<dyn Fn(&[&str]) -> support::Run + 'a>;
-
-/// An engine the same cases run against: berth's server, or Docker.
-struct Engine<'a> {
-    name: &'static str,
-    socket: PathBuf,
-    docker: DockerCli<'a>,
-    /// Container names are unique per test process on a shared Docker.
-    prefix: String,
-}
-
-impl Engine<'_> {
-    fn berth(server: &Server) -> Engine<'_> {
-        Engine {
-            name: "berth",
-            socket: server.socket.clone(),
-            docker: Box::new(|args| server.docker(args)),
-            prefix: "ws".to_owned(),
-        }
-    }
-
-    /// The Docker engine with busybox, or None (the reason printed).
-    fn reference() -> Option<Engine<'static>> {
-        let host = support::docker_host()?;
-        let socket = PathBuf::from(host.strip_prefix("unix://")?);
-        let present = support::docker(&host, &["image", "inspect", "busybox:latest"]);
-        if !present.status.success() {
-            let archive = support::fixture("busybox-docker.tar");
-            let loaded = support::docker(&host, &["load", "-q", "-i", archive.to_str().unwrap()]);
-            assert!(loaded.status.success(), "docker load: {loaded:?}");
-        }
-        Some(Engine {
-            name: "docker",
-            socket,
-            docker: Box::new(move |args| support::Run {
-                output: support::docker(&host, args),
-            }),
-            prefix: format!("berth-ws-{}", std::process::id()),
-        })
-    }
-
-    fn docker(&self, args: &[&str]) -> support::Run {
-        (self.docker)(args)
-    }
-
-    fn name(&self, suffix: &str) -> String {
-        format!("{}-{suffix}", self.prefix)
-    }
-
-    /// `docker run -d --network none busybox ARGS…` named `suffix`.
-    fn run(&self, suffix: &str, options: &[&str], command: &[&str]) -> String {
-        let name = self.name(suffix);
-        let mut args = vec!["run", "-d", "--network", "none", "--name", &name];
-        args.extend_from_slice(options);
-        args.push("busybox");
-        args.extend_from_slice(command);
-        self.docker(&args).ok();
-        name
-    }
-
-    /// Docker's containers go whatever the test's outcome (berth's go
-    /// with the server's root).
-    fn remove(&self, names: &[&str]) {
-        let mut args = vec!["rm", "-f"];
-        args.extend_from_slice(names);
-        let _ = self.docker(&args);
-    }
-
-    fn attach_target(&self, version: &str, container: &str, query: &str) -> String {
-        format!("/{version}/containers/{container}/attach/ws?{query}")
-    }
-}
-
-/// Removes the named containers when dropped.
-struct Cleanup<'e, 'a> {
-    engine: &'e Engine<'a>,
-    names: Vec<String>,
-}
-
-impl Drop for Cleanup<'_, '_> {
-    fn drop(&mut self) {
-        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
-        self.engine.remove(&names);
-    }
-}
-
-/// The engines to check: berth's, and Docker's when it is reachable.
-fn each_engine(server: &Server, case: impl Fn(&Engine<'_>)) {
-    let berth = Engine::berth(server);
-    case(&berth);
-    if let Some(docker) = Engine::reference() {
-        case(&docker);
-    }
+/// The websocket attach endpoint of `container`.
+fn attach_target(version: &str, container: &str, query: &str) -> String {
+    format!("/{version}/containers/{container}/attach/ws?{query}")
 }
 
 #[test]
 fn websocket_attach_echoes_stdin_and_closes_cleanly() {
     let server = server_or_skip!();
-    each_engine(&server, |engine| {
+    each_engine(&server, "ws", |engine| {
         let name = engine.run("cat", &["-i"], &["cat"]);
-        let _cleanup = Cleanup {
-            engine,
-            names: vec![name.clone()],
-        };
-        let target = engine.attach_target("v1.41", &name, "stream=1&stdin=1&stdout=1&stderr=1");
+        let _cleanup = Cleanup::new(engine, vec![name.clone()]);
+        let target = attach_target("v1.41", &name, "stream=1&stdin=1&stdout=1&stderr=1");
         let mut socket = WebSocket::open(&engine.socket, &target, Some(KEY)).upgraded();
         socket.send(true, TEXT, b"hello\n");
         let (data, kinds) = socket.data_until(&["hello\n"]);
@@ -385,7 +294,7 @@ fn websocket_attach_echoes_stdin_and_closes_cleanly() {
 #[test]
 fn websocket_attach_sends_output_unmultiplexed() {
     let server = server_or_skip!();
-    each_engine(&server, |engine| {
+    each_engine(&server, "ws", |engine| {
         let name = engine.run(
             "print",
             &[],
@@ -395,11 +304,8 @@ fn websocket_attach_sends_output_unmultiplexed() {
                 "while true; do echo out; echo err >&2; sleep 0.2; done",
             ],
         );
-        let _cleanup = Cleanup {
-            engine,
-            names: vec![name.clone()],
-        };
-        let target = engine.attach_target("v1.41", &name, "stream=1&stdout=1&stderr=1");
+        let _cleanup = Cleanup::new(engine, vec![name.clone()]);
+        let target = attach_target("v1.41", &name, "stream=1&stdout=1&stderr=1");
         let mut socket = WebSocket::open(&engine.socket, &target, Some(KEY)).upgraded();
         let (data, kinds) = socket.data_until(&["out\n", "err\n"]);
         // The raw bytes of both streams, no 8-byte stream headers.
@@ -412,7 +318,7 @@ fn websocket_attach_sends_output_unmultiplexed() {
         drop(socket);
 
         // Before API 1.28 Docker sent text frames.
-        let target = engine.attach_target("v1.27", &name, "stream=1&stdout=1&stderr=1");
+        let target = attach_target("v1.27", &name, "stream=1&stdout=1&stderr=1");
         let mut socket = WebSocket::open(&engine.socket, &target, Some(KEY)).upgraded();
         let (_, kinds) = socket.data_until(&["out\n"]);
         assert!(kinds.iter().all(|kind| *kind == last(TEXT)), "{kinds:?}");
@@ -422,7 +328,7 @@ fn websocket_attach_sends_output_unmultiplexed() {
 #[test]
 fn websocket_attach_before_start_follows_the_container_to_its_end() {
     let server = server_or_skip!();
-    each_engine(&server, |engine| {
+    each_engine(&server, "ws", |engine| {
         let name = engine.name("later");
         engine
             .docker(&[
@@ -437,11 +343,8 @@ fn websocket_attach_before_start_follows_the_container_to_its_end() {
                 "echo started; sleep 0.3; echo done",
             ])
             .ok();
-        let _cleanup = Cleanup {
-            engine,
-            names: vec![name.clone()],
-        };
-        let target = engine.attach_target("v1.41", &name, "stream=1&stdout=1&stderr=1");
+        let _cleanup = Cleanup::new(engine, vec![name.clone()]);
+        let target = attach_target("v1.41", &name, "stream=1&stdout=1&stderr=1");
         let mut socket = WebSocket::open(&engine.socket, &target, Some(KEY)).upgraded();
         engine.docker(&["start", &name]).ok();
         let (data, _) = socket.data_until(&["started\n", "done\n"]);
@@ -463,13 +366,10 @@ fn websocket_attach_before_start_follows_the_container_to_its_end() {
 #[test]
 fn websocket_attach_refuses_a_bad_handshake() {
     let server = server_or_skip!();
-    each_engine(&server, |engine| {
+    each_engine(&server, "ws", |engine| {
         let name = engine.run("idle", &["-i"], &["cat"]);
-        let _cleanup = Cleanup {
-            engine,
-            names: vec![name.clone()],
-        };
-        let target = engine.attach_target("v1.41", &name, "stream=1&stdin=1&stdout=1");
+        let _cleanup = Cleanup::new(engine, vec![name.clone()]);
+        let target = attach_target("v1.41", &name, "stream=1&stdin=1&stdout=1");
         let (status, body) = WebSocket::open(&engine.socket, &target, None).refused();
         assert_eq!(status, 400, "{}: {body}", engine.name);
         assert!(
@@ -477,7 +377,7 @@ fn websocket_attach_refuses_a_bad_handshake() {
             "{}: {body}",
             engine.name
         );
-        let target = engine.attach_target("v1.41", "no-such-container", "stream=1");
+        let target = attach_target("v1.41", "no-such-container", "stream=1");
         let (status, body) = WebSocket::open(&engine.socket, &target, Some(KEY)).refused();
         assert_eq!(status, 404, "{}: {body}", engine.name);
         assert!(
@@ -488,7 +388,7 @@ fn websocket_attach_refuses_a_bad_handshake() {
         // The container is as it was: its stdin still open.
         let socket = WebSocket::open(
             &engine.socket,
-            &engine.attach_target("v1.41", &name, "stream=1&stdin=1&stdout=1"),
+            &attach_target("v1.41", &name, "stream=1&stdin=1&stdout=1"),
             Some(KEY),
         );
         let mut socket = socket.upgraded();
@@ -508,17 +408,17 @@ fn resize(socket: &Path, container: &str, height: u16, width: u16) -> u16 {
 #[test]
 fn resize_sets_the_size_of_the_container_terminal() {
     let server = server_or_skip!();
-    each_engine(&server, |engine| {
+    each_engine(&server, "ws", |engine| {
         let terminal = engine.run("term", &["-t"], &["sh"]);
         let plain = engine.run("plain", &[], &["sleep", "1000"]);
         let created = engine.name("created");
         engine
             .docker(&["create", "--name", &created, "busybox", "true"])
             .ok();
-        let _cleanup = Cleanup {
+        let _cleanup = Cleanup::new(
             engine,
-            names: vec![terminal.clone(), plain.clone(), created.clone()],
-        };
+            vec![terminal.clone(), plain.clone(), created.clone()],
+        );
         assert_eq!(resize(&engine.socket, &terminal, 33, 77), 200);
         // The terminal of the container's first process, seen from inside.
         let size = engine

@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
 
+#[path = "api/compare.rs"]
+mod compare;
 #[path = "api/harness.rs"]
 mod harness;
 mod support;
@@ -13,7 +15,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use harness::{raw_request, Server};
+use compare::{each_engine, Cleanup, Engine};
+use harness::{resources, settle, Server};
 use serde_json::Value;
 use support::containers::wait_until;
 
@@ -42,122 +45,6 @@ fn message(body: &[u8]) -> String {
     value["message"].as_str().unwrap_or_default().to_owned()
 }
 
-/// The docker CLI pointed at one engine.
-type DockerCli<'a> = Box<dyn Fn(&[&str]) -> support::Run + 'a>;
-
-/// An engine to run a case against: berth's server, or Docker's.
-struct Engine<'a> {
-    name: &'static str,
-    socket: PathBuf,
-    docker: DockerCli<'a>,
-    /// Names are unique per test process on a shared Docker.
-    prefix: String,
-}
-
-impl Engine<'_> {
-    fn berth(server: &Server) -> Engine<'_> {
-        Engine {
-            name: "berth",
-            socket: server.socket.clone(),
-            docker: Box::new(|args| server.docker(args)),
-            prefix: "commit".to_owned(),
-        }
-    }
-
-    /// The Docker engine with busybox, or None (the reason printed).
-    fn reference() -> Option<Engine<'static>> {
-        let host = support::docker_host()?;
-        let socket = PathBuf::from(host.strip_prefix("unix://")?);
-        let present = support::docker(&host, &["image", "inspect", "busybox:latest"]);
-        if !present.status.success() {
-            let archive = support::fixture("busybox-docker.tar");
-            let loaded = support::docker(&host, &["load", "-q", "-i", archive.to_str().unwrap()]);
-            assert!(loaded.status.success(), "docker load: {loaded:?}");
-        }
-        Some(Engine {
-            name: "docker",
-            socket,
-            docker: Box::new(move |args| support::Run {
-                output: support::docker(&host, args),
-            }),
-            prefix: format!("berth-commit-{}", std::process::id()),
-        })
-    }
-
-    fn docker(&self, args: &[&str]) -> support::Run {
-        (self.docker)(args)
-    }
-
-    fn name(&self, suffix: &str) -> String {
-        format!("{}-{suffix}", self.prefix)
-    }
-
-    fn raw(&self, request: &[u8]) -> (u16, String, Vec<u8>) {
-        raw_request(&self.socket, request)
-    }
-
-    /// `docker run -d --network none busybox ARGS…` named `suffix`.
-    fn run(&self, suffix: &str, command: &[&str]) -> String {
-        let name = self.name(suffix);
-        let mut args = vec!["run", "-d", "--network", "none", "--name", &name, "busybox"];
-        args.extend_from_slice(command);
-        self.docker(&args).ok();
-        name
-    }
-
-    #[track_caller]
-    fn wait_logs(&self, container: &str, text: &str) -> String {
-        let mut logs = String::new();
-        wait_until(
-            20.0,
-            &format!("{text:?} in the logs of {container}"),
-            || {
-                logs = self.docker(&["logs", container]).all_output();
-                logs.contains(text)
-            },
-        );
-        logs
-    }
-
-    fn inspect(&self, what: &str, format: &str) -> String {
-        self.docker(&["inspect", "--format", format, what])
-            .ok()
-            .trim()
-            .to_owned()
-    }
-}
-
-/// Removes the named containers and images when dropped (Docker's; berth's
-/// go with the server's root anyway).
-struct Cleanup<'e, 'a> {
-    engine: &'e Engine<'a>,
-    containers: Vec<String>,
-    images: Vec<String>,
-}
-
-impl Drop for Cleanup<'_, '_> {
-    fn drop(&mut self) {
-        if !self.containers.is_empty() {
-            let mut args = vec!["rm", "-f"];
-            args.extend(self.containers.iter().map(String::as_str));
-            let _ = self.engine.docker(&args);
-        }
-        if !self.images.is_empty() {
-            let mut args = vec!["rmi", "-f"];
-            args.extend(self.images.iter().map(String::as_str));
-            let _ = self.engine.docker(&args);
-        }
-    }
-}
-
-/// Berth's engine, then Docker's when it is reachable.
-fn each_engine(server: &Server, case: impl Fn(&Engine<'_>)) {
-    case(&Engine::berth(server));
-    if let Some(docker) = Engine::reference() {
-        case(&docker);
-    }
-}
-
 #[test]
 fn docker_commit_makes_an_image_that_runs() {
     let server = server_or_skip!();
@@ -175,7 +62,7 @@ fn docker_commit_makes_an_image_that_runs() {
             "echo before > /file-written-before-commit; echo ready; sleep 300",
         ])
         .ok();
-    let engine = Engine::berth(&server);
+    let engine = Engine::berth(&server, "commit");
     engine.wait_logs("source", "ready");
 
     let commit = server.docker(&[
@@ -255,13 +142,9 @@ fn docker_commit_makes_an_image_that_runs() {
 #[test]
 fn commit_answers_as_docker_does() {
     let server = server_or_skip!();
-    each_engine(&server, |engine| {
-        let source = engine.run("api", &["sh", "-c", "echo ready; sleep 300"]);
-        let mut cleanup = Cleanup {
-            engine,
-            containers: vec![source.clone()],
-            images: Vec::new(),
-        };
+    each_engine(&server, "commit", |engine| {
+        let source = engine.run("api", &[], &["sh", "-c", "echo ready; sleep 300"]);
+        let mut cleanup = Cleanup::new(engine, vec![source.clone()]);
         engine.wait_logs(&source, "ready");
         let who = engine.name;
 
@@ -350,8 +233,8 @@ fn commit_answers_as_docker_does() {
 #[test]
 fn commit_refuses_bad_references_and_bodies() {
     let server = server_or_skip!();
-    let engine = Engine::berth(&server);
-    let source = engine.run("refs", &["true"]);
+    let engine = Engine::berth(&server, "commit");
+    let source = engine.run("refs", &[], &["true"]);
     // Docker 20.10 answers 500 for these after committing an untagged
     // image; moby since 23.0 checks the reference first and answers 400.
     for (query, expected) in [
@@ -398,7 +281,7 @@ fn commit_refuses_bad_references_and_bodies() {
 #[test]
 fn stop_sends_the_signal_asked_for() {
     let server = server_or_skip!();
-    let engine = Engine::berth(&server);
+    let engine = Engine::berth(&server, "commit");
     let trap = [
         "sh",
         "-c",
@@ -406,7 +289,7 @@ fn stop_sends_the_signal_asked_for() {
     ];
 
     // API 1.42 and later: the signal replaces the stop signal.
-    let name = engine.run("usr1", &trap);
+    let name = engine.run("usr1", &[], &trap);
     engine.wait_logs(&name, "ready");
     let started = Instant::now();
     let (status, _, body) = engine.raw(&post(
@@ -440,7 +323,7 @@ fn stop_sends_the_signal_asked_for() {
     // The docker CLI's `stop --signal` (23.0 and later) when one is here.
     match signal_capable_cli(&server) {
         Some(cli) => {
-            let name = engine.run("cli", &trap);
+            let name = engine.run("cli", &[], &trap);
             engine.wait_logs(&name, "ready");
             let output = Command::new(&cli)
                 .env("DOCKER_HOST", server.host())
@@ -477,21 +360,18 @@ fn signal_capable_cli(server: &Server) -> Option<PathBuf> {
 #[test]
 fn stop_before_api_1_42_ignores_the_signal_as_docker_does() {
     let server = server_or_skip!();
-    each_engine(&server, |engine| {
+    each_engine(&server, "commit", |engine| {
         // PID 1 without a handler ignores SIGTERM: only the SIGKILL ends it.
         let name = engine.run(
             "v141",
+            &[],
             &[
                 "sh",
                 "-c",
                 "trap 'echo got; exit 3' USR1; echo ready; while true; do sleep 0.1; done",
             ],
         );
-        let _cleanup = Cleanup {
-            engine,
-            containers: vec![name.clone()],
-            images: Vec::new(),
-        };
+        let _cleanup = Cleanup::new(engine, vec![name.clone()]);
         engine.wait_logs(&name, "ready");
         let (status, _, body) = engine.raw(&post(
             &format!("/v1.41/containers/{name}/stop?signal=SIGUSR1&t=1"),
@@ -513,17 +393,6 @@ fn stop_before_api_1_42_ignores_the_signal_as_docker_does() {
         let logs = engine.docker(&["logs", &name]).all_output();
         assert!(!logs.contains("got"), "{}: {logs}", engine.name);
     });
-}
-
-/// (open descriptors, threads) of `pid` (as api_load.rs and api_tls.rs
-/// read them).
-fn resources(pid: u32) -> (usize, usize) {
-    let count = |what: &str| {
-        std::fs::read_dir(format!("/proc/{pid}/{what}"))
-            .unwrap()
-            .count()
-    };
-    (count("fd"), count("task"))
 }
 
 #[test]
@@ -570,12 +439,7 @@ fn logs_follow_of_a_silent_container_ends_when_its_client_leaves() {
         child.kill().unwrap();
         child.wait().unwrap();
 
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut now = resources(pid);
-        while now != idle && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-            now = resources(pid);
-        }
+        let now = settle(pid, idle, 10);
         assert_eq!(
             now, idle,
             "round {round}: (descriptors, threads) after the client left"
@@ -583,7 +447,7 @@ fn logs_follow_of_a_silent_container_ends_when_its_client_leaves() {
     }
     // The container wrote nothing and still runs; the server still answers.
     assert_eq!(
-        Engine::berth(&server).inspect("quiet", "{{.State.Status}}"),
+        Engine::berth(&server, "commit").inspect("quiet", "{{.State.Status}}"),
         "running"
     );
     server.docker(&["rm", "-f", "quiet"]).ok();

@@ -10,32 +10,10 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use harness::{raw_request, Server};
+use harness::{raw_request, resources, settle, Server};
 
 const CLIENTS: usize = 50;
 const REQUESTS_PER_CLIENT: usize = 20;
-
-/// (open descriptors, threads) of `pid`.
-fn resources(pid: u32) -> (usize, usize) {
-    let count = |what: &str| {
-        std::fs::read_dir(format!("/proc/{pid}/{what}"))
-            .unwrap()
-            .count()
-    };
-    (count("fd"), count("task"))
-}
-
-/// Polls until the server is back at `idle`; returns the last reading.
-fn settle(pid: u32, idle: (usize, usize), seconds: u64) -> (usize, usize) {
-    let deadline = Instant::now() + Duration::from_secs(seconds);
-    loop {
-        let now = resources(pid);
-        if now == idle || Instant::now() >= deadline {
-            return now;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 fn request(path: &str, keep_alive: bool) -> Vec<u8> {
     let connection = if keep_alive {

@@ -14,9 +14,9 @@ mod support;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use harness::Server;
+use harness::{resources, settle, Server};
 use support::containers::wait_until;
 use support::{output_with_stdin, Run};
 
@@ -580,16 +580,6 @@ fn bad_certificate_files_are_refused_naming_the_file() {
     );
 }
 
-/// (open descriptors, threads) of `pid`.
-fn resources(pid: u32) -> (usize, usize) {
-    let count = |what: &str| {
-        std::fs::read_dir(format!("/proc/{pid}/{what}"))
-            .unwrap()
-            .count()
-    };
-    (count("fd"), count("task"))
-}
-
 #[test]
 fn threads_and_descriptors_end_when_clients_leave() {
     let Some(mut tls) = TlsServer::start() else {
@@ -607,12 +597,13 @@ fn threads_and_descriptors_end_when_clients_leave() {
 
     // Long waits and hijacked streams whose client is killed (its TCP
     // connection closes without a word): the server notices, and the
-    // connection's pump and handler threads end. (Not `logs -f` of a
-    // silent container: its handler notices a client gone only when it
-    // writes, on a unix socket too.)
-    let streams: [&[&str]; 3] = [
+    // connection's pump and handler threads end. `logs -f` of the silent
+    // container writes nothing that would find its client gone: its
+    // handler watches the connection, as `wait` and `events` do.
+    let streams: [&[&str]; 4] = [
         &["wait", &id],
         &["events"],
+        &["logs", "-f", &id],
         &["run", "-i", "--rm", "busybox", "cat"],
     ];
     for args in streams {
@@ -632,12 +623,7 @@ fn threads_and_descriptors_end_when_clients_leave() {
         child.kill().unwrap();
         child.wait().unwrap();
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut now = resources(pid);
-    while now != idle && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-        now = resources(pid);
-    }
+    let now = settle(pid, idle, 30);
     assert_eq!(now, idle, "(descriptors, threads) after the clients left");
     // The server still answers.
     tls.docker("client", &["rm", "-f", &id], None).ok();

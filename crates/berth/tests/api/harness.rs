@@ -239,3 +239,27 @@ pub fn docker_in_terminal(server: &Server, args: &[&str], input: &[u8]) -> (Stri
         status.code().unwrap_or(-1),
     )
 }
+
+/// (open descriptors, threads) of process `pid`, from /proc: what a server
+/// must give back once its clients are gone.
+pub fn resources(pid: u32) -> (usize, usize) {
+    let count = |what: &str| {
+        std::fs::read_dir(format!("/proc/{pid}/{what}"))
+            .unwrap()
+            .count()
+    };
+    (count("fd"), count("task"))
+}
+
+/// Polls [`resources`] until process `pid` is back at `idle` or `seconds`
+/// have passed; returns the last reading.
+pub fn settle(pid: u32, idle: (usize, usize), seconds: u64) -> (usize, usize) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    loop {
+        let now = resources(pid);
+        if now == idle || Instant::now() >= deadline {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
