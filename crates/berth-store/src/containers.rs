@@ -299,6 +299,23 @@ mod tests {
         assert!(store.container("late").unwrap().is_none());
     }
 
+    /// A deferred store touches nothing until its first query, then reads
+    /// what its parent wrote.
+    #[test]
+    fn a_deferred_store_opens_at_its_first_query() {
+        let (root, mut store, image) = store_with_image();
+        store
+            .insert_container(&container("c1", "n1", &image))
+            .unwrap();
+        store.suspend().unwrap();
+        let missing = root.path().join("not-yet");
+        let nowhere = Store::open_deferred(&missing);
+        assert!(!missing.exists());
+        assert!(nowhere.container("c1").is_err());
+        let deferred = Store::open_deferred(root.path());
+        assert_eq!(deferred.container("c1").unwrap().unwrap().name, "n1");
+    }
+
     #[test]
     fn a_container_needs_its_image() {
         let (_root, mut store, _image) = store_with_image();

@@ -59,6 +59,17 @@ impl Store {
         Ok(store)
     }
 
+    /// The store at `root`, its database opened by the first query rather
+    /// than now. For a process forked right after its parent opened the same
+    /// root (a container's monitor): the directories exist, and the monitor
+    /// can launch its container before it needs the database.
+    pub fn open_deferred(root: &Path) -> Self {
+        Self {
+            root: root.to_owned(),
+            connection: std::cell::OnceCell::new(),
+        }
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }

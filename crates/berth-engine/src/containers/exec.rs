@@ -83,9 +83,11 @@ impl PreparedExec {
         let cgroup = self.cgroup.as_ref();
         let launched =
             berth_runtime::exec::exec_in(self.container_pid, &self.process, stdio, cgroup);
+        // Docker's exec answers 126 to any process that could not start,
+        // a command not found included (`run` says 127 for that).
         let pid = launched.map_err(|error| {
             EngineError::StartFailed(super::StartFailure {
-                status: error.exit_status().max(126),
+                status: 126,
                 message: error.to_string(),
             })
         })?;

@@ -95,10 +95,13 @@ pub fn start_container(
         });
     }
     prepare(engine, &container)?;
+    let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
     // A new start clears an earlier stop request.
-    let _ = std::fs::remove_file(
-        ContainerPaths::new(&config.root, &config.run_root, &container.record.id).stop_marker(),
-    );
+    let _ = std::fs::remove_file(paths.stop_marker());
+    let known = monitor::Known {
+        layers: container_layers(engine.store(), &container.record, &paths).ok(),
+        restart_count: container.state.restart_count,
+    };
     tracing::debug!(container = %container.record.id, "prepared");
 
     let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
@@ -115,7 +118,7 @@ pub fn start_container(
     {
         ForkResult::Child => {
             drop(status_read);
-            monitor::run(config, container.record, attachment, status_write)
+            monitor::run(config, container.record, known, attachment, status_write)
         }
         ForkResult::Parent { child } => {
             drop(status_write);

@@ -298,7 +298,7 @@ impl Member<'_> {
             &claimed,
             attachment,
             &mut sender,
-            Some(self.prepared),
+            super::Begin::Warm(Box::new(self.prepared)),
         ) {
             sender.send(&MonitorMessage::Failed {
                 message: error.to_string(),

@@ -31,12 +31,30 @@ use crate::{EngineConfig, EngineError};
 pub(crate) fn run(
     config: EngineConfig,
     record: ContainerRecord,
+    known: Known,
     attachment: Attachment,
     status: OwnedFd,
 ) -> ! {
     run_monitor(status, &record.id, |sender| {
-        supervise(&config, &record, attachment, sender, None)
+        supervise(&config, &record, attachment, sender, Begin::Cold(known))
     })
+}
+
+/// What the forking CLI already read from the store for a cold start, so
+/// that the monitor reaches the launch without opening the database: its
+/// first query then overlaps the container's start (≈ 1 ms here).
+pub(crate) struct Known {
+    /// The container's lower layers, bottom first, its init layer last
+    /// (None: the monitor looks them up, and reports a failure as a run's).
+    pub layers: Option<Vec<std::path::PathBuf>>,
+    pub restart_count: u32,
+}
+
+/// How a monitor's first run begins.
+pub(super) enum Begin {
+    Cold(Known),
+    /// A warm pool member's sandbox, built before the claim.
+    Warm(Box<Prepared>),
 }
 
 /// Becomes a monitor, does `work`, reports its failure over `status`, and
@@ -142,21 +160,21 @@ fn supervise(
     record: &ContainerRecord,
     mut attachment: Attachment,
     sender: &mut MonitorSender,
-    prepared: Option<Prepared>,
+    begin: Begin,
 ) -> Result<(), EngineError> {
     tracing::debug!(container = %record.id, "monitor started");
     let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
-    let (mut store, cgroups, cgroup, network, mut sandbox) = match prepared {
-        Some(prepared) => (
+    let (mut store, cgroups, cgroup, network, mut sandbox, mut known) = match begin {
+        Begin::Warm(prepared) => (
             prepared.store,
             prepared.cgroups,
             prepared.cgroup,
             Ok(prepared.network),
             Some(prepared.sandbox),
+            None,
         ),
-        None => {
-            let store = Store::open(&config.root)?;
-            tracing::debug!("store open");
+        Begin::Cold(known) => {
+            let store = Store::open_deferred(&config.root);
             let (cgroups, cgroup) = container_cgroup(record)?;
             tracing::debug!("cgroup layout read");
             (
@@ -165,6 +183,7 @@ fn supervise(
                 cgroup,
                 network::MonitorNetwork::new(record),
                 None,
+                Some(known),
             )
         }
     };
@@ -179,7 +198,10 @@ fn supervise(
         .ok();
     tracing::debug!("log and attach socket open");
     let monitor_pid = std::process::id() as i32;
-    let mut restarts = read_state(&store, &record.id).map_or(0, |state| state.restart_count);
+    let mut restarts = match &known {
+        Some(known) => known.restart_count,
+        None => read_state(&store, &record.id).map_or(0, |state| state.restart_count),
+    };
     let mut first = true;
     let mut network = match network {
         Ok(network) => network,
@@ -208,7 +230,13 @@ fn supervise(
         drop(root_pin.take());
         // Each run takes the record as it is now: `network connect` and
         // `disconnect` change it between runs.
-        let current = current_record(&store, record);
+        // (The first run's record is the one the CLI just read.)
+        let known_now = known.take();
+        let current = match known_now {
+            Some(_) => record.clone(),
+            None => current_record(&store, record),
+        };
+        let first_layers = known_now.and_then(|known| known.layers);
         let record = &current;
         if first && attachment.is_attached() {
             // `run` and `start -a` attach before the start, as Docker's CLI.
@@ -229,6 +257,7 @@ fn supervise(
                 &mut store,
                 &mut network,
                 record,
+                first_layers,
                 &paths,
                 &cgroups,
                 cgroup.as_ref(),
@@ -381,13 +410,17 @@ fn start_once(
     store: &mut Store,
     network: &mut network::MonitorNetwork,
     record: &ContainerRecord,
+    layers: Option<Vec<std::path::PathBuf>>,
     paths: &ContainerPaths,
     cgroups: &CgroupVersion,
     cgroup: &dyn CgroupManager,
     attachment: &mut Attachment,
 ) -> Result<Started, (String, i32)> {
-    let layers = super::start::container_layers(store, record, paths)
-        .map_err(|error| (error.to_string(), 125))?;
+    let layers = match layers {
+        Some(layers) => layers,
+        None => super::start::container_layers(store, record, paths)
+            .map_err(|error| (error.to_string(), 125))?,
+    };
     tracing::debug!("image layers found");
     let mut spec = build_spec(
         record,
