@@ -320,6 +320,27 @@ fn stop_sends_the_signal_asked_for() {
     ));
     assert_eq!(status, 304);
 
+    // restart takes the same signal for its stop, then starts it again.
+    engine.raw(&post(&format!("/v1.43/containers/{name}/start"), ""));
+    engine.wait_logs(&name, "got\nready\n");
+    let (status, _, body) = engine.raw(&post(
+        &format!("/v1.43/containers/{name}/restart?signal=SIGUSR1&t=30"),
+        "",
+    ));
+    assert_eq!(status, 204, "{}", String::from_utf8_lossy(&body));
+    let logs = engine.wait_logs(&name, "got\nready\ngot\nready\n");
+    assert!(logs.ends_with("got\nready\n"), "{logs:?}");
+    assert_eq!(engine.inspect(&name, "{{.State.Running}}"), "true");
+    let (status, _, body) = engine.raw(&post(
+        &format!("/v1.43/containers/{name}/restart?signal=SIGNOPE"),
+        "",
+    ));
+    assert_eq!(
+        (status, message(&body).as_str()),
+        (400, "Invalid signal: SIGNOPE")
+    );
+    engine.docker(&["rm", "-f", &name]);
+
     // The docker CLI's `stop --signal` (23.0 and later) when one is here.
     match signal_capable_cli(&server) {
         Some(cli) => {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use berth_engine::containers::monitor::protocol::MonitorMessage;
 use berth_engine::containers::paths::ContainerPaths;
-use berth_engine::containers::{find_container, stop_container, Container};
+use berth_engine::containers::{find_container, stop_container_with, Container};
 use berth_engine::logs::Stream;
 use berth_engine::{Engine, EngineConfig};
 use fs_err::os::unix::fs::OpenOptionsExt;
@@ -436,18 +436,11 @@ fn start_found(
 }
 
 pub fn restart(server: &'static Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
-    let timeout = exchange
-        .query("t")
-        .filter(|text| !text.is_empty())
-        .map(|text| {
-            text.parse::<i64>()
-                .map_err(|_| ApiError::bad_request(format!("invalid value for t: {text:?}")))
-        })
-        .transpose()?;
+    let options = super::containers::stop_options(exchange)?;
     let mut engine = server.engine()?;
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, id)?;
-    stop_container(&mut engine, id, timeout)?;
+    stop_container_with(&mut engine, id, &options)?;
     drop(engine);
     start_found(
         server,

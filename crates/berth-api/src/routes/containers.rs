@@ -203,10 +203,10 @@ fn timeout_parameter(exchange: &Exchange<'_>) -> Result<Option<i64>, ApiError> {
         .transpose()
 }
 
-/// `signal` (API 1.42 on, as moby: earlier versions ignore it) is sent
-/// instead of the container's stop signal; a bad one is 400 before the
-/// container is looked up.
-pub fn stop(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
+/// `t` and `signal` of `stop` and `restart`. The signal (API 1.42 on, as
+/// moby: earlier versions ignore it) is sent instead of the container's
+/// stop signal; a bad one is 400 before the container is looked up.
+pub(crate) fn stop_options(exchange: &Exchange<'_>) -> Result<StopOptions, ApiError> {
     let timeout = timeout_parameter(exchange)?;
     let signal = exchange
         .query("signal")
@@ -215,13 +215,18 @@ pub fn stop(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
     if let Some(signal) = &signal {
         berth_engine::containers::parse_signal(signal)?;
     }
+    Ok(StopOptions { timeout, signal })
+}
+
+pub fn stop(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
+    let options = stop_options(exchange)?;
     let mut engine = server.engine()?;
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, id)?;
     if !container.state.is_running() {
         return reply(Response::empty(304));
     }
-    stop_container_with(&mut engine, id, &StopOptions { timeout, signal })?;
+    stop_container_with(&mut engine, id, &options)?;
     reply(Response::empty(204))
 }
 
