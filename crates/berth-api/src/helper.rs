@@ -322,6 +322,8 @@ fn exec(config: EngineConfig, request: &ExecHelperRequest, status: &mut UnixStre
         working_dir: request.working_dir.clone(),
         user: request.user.clone(),
         tty: request.tty,
+        // The client sets the size after the start (exec resize).
+        console_size: None,
         privileged: request.privileged,
     };
     let mut console = None;

@@ -104,7 +104,7 @@ fn child(
     }
     match &stdio.console {
         Some(console) => {
-            let slave = init::terminal(console, false)?;
+            let slave = init::terminal(console, false, process.console_size)?;
             init::set_stdio(&slave, &slave, &slave, true)?;
         }
         None => {

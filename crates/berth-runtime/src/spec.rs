@@ -67,6 +67,11 @@ pub struct ProcessSpec {
     /// Compiled seccomp filter, or None for `seccomp=unconfined`.
     pub seccomp: Option<crate::seccomp::Filter>,
     pub tty: bool,
+    /// With `tty`: the terminal's size (rows, columns) from its first
+    /// moment, as OCI's `consoleSize`. Set later, a program that reads it
+    /// at start (`stty size`, an editor) could see 0×0.
+    #[serde(default)]
+    pub console_size: Option<(u16, u16)>,
 }
 
 /// Docker's `--ulimit` names and the `RLIMIT_*` resource each sets.

@@ -77,6 +77,7 @@ fn container(args: &[&str]) -> Container {
             capabilities: capabilities::resolve(&[], &[], false).unwrap(),
             no_new_privileges: false,
             rlimits: vec![],
+            console_size: None,
             seccomp: Some(
                 berth_runtime::seccomp::compile(
                     &berth_runtime::seccomp::Profile::docker_default(),

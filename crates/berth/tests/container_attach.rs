@@ -63,6 +63,63 @@ fn attach_to_a_stopped_container_is_refused() {
 
 /// `-it` on a terminal: the container's pty starts with the user's window
 /// size and follows a resize (SIGWINCH to the CLI).
+/// Runs `berth ARGS` with its stdio on a new terminal of `rows`×`cols`;
+/// returns what it wrote there (without carriage returns).
+fn run_in_terminal(berth: &Berth, args: &[&str], rows: u16, cols: u16) -> String {
+    use std::io::Read;
+    let size = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = nix::pty::openpty(Some(&size), None).unwrap();
+    let slave = || -> std::process::Stdio { pty.slave.try_clone().unwrap().into() };
+    let mut child = berth
+        .command()
+        .args(args)
+        .stdin(slave())
+        .stdout(slave())
+        .stderr(slave())
+        .spawn()
+        .unwrap();
+    drop(pty.slave);
+    let mut output = Vec::new();
+    let mut master = std::fs::File::from(pty.master);
+    let mut buffer = [0u8; 1024];
+    // EIO once the last slave end is closed (the CLI exited).
+    while let Ok(read) = master.read(&mut buffer) {
+        if read == 0 {
+            break;
+        }
+        output.extend_from_slice(&buffer[..read]);
+    }
+    assert!(child.wait().unwrap().success());
+    String::from_utf8_lossy(&output).replace('\r', "")
+}
+
+/// The container's terminal has the user's size before its program starts
+/// (OCI's consoleSize): a program reading it at once never sees 0×0.
+#[test]
+fn terminal_size_is_set_before_the_program_starts() {
+    let berth = busybox();
+    for _ in 0..10 {
+        let output = run_in_terminal(
+            &berth,
+            &["run", "-t", "--rm", "busybox", "stty", "size"],
+            33,
+            77,
+        );
+        assert_eq!(output, "33 77\n");
+    }
+    // exec -t too.
+    let id = berth.run_detached(&["busybox", "sleep", "100"]);
+    for _ in 0..5 {
+        let output = run_in_terminal(&berth, &["exec", "-t", &id, "stty", "size"], 41, 93);
+        assert_eq!(output, "41 93\n");
+    }
+}
+
 #[test]
 fn terminal_size_follows_the_users_terminal() {
     use std::io::Read;

@@ -30,6 +30,9 @@ pub struct ExecRequest {
     pub working_dir: Option<String>,
     pub user: Option<String>,
     pub tty: bool,
+    /// With `tty`: the terminal's first size (rows, columns), set before
+    /// the process starts.
+    pub console_size: Option<(u16, u16)>,
     pub privileged: bool,
 }
 
@@ -278,6 +281,7 @@ fn prepare(
     if let Some(directory) = &request.working_dir {
         process.cwd = directory.clone();
     }
+    process.console_size = request.console_size.filter(|_| request.tty);
     let cgroup_path = CgroupDriver::default()
         .container_path(None, &record.id)
         .map_err(|error| EngineError::Start(error.to_string()))?;

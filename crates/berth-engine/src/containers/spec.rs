@@ -172,6 +172,7 @@ pub fn build_spec(
             rlimits,
             seccomp,
             tty: run.tty,
+            console_size: None,
         },
         mounts,
         etc_files: vec![

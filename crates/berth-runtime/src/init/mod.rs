@@ -240,7 +240,7 @@ fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<N
 
     match &streams.console {
         Some(console) => {
-            let slave = terminal(console, true)?;
+            let slave = terminal(console, true, spec.process.console_size)?;
             set_stdio(&slave, &slave, &slave, true)?;
         }
         None => set_stdio(
@@ -338,12 +338,26 @@ fn same_sandbox(prepared: &ContainerSpec, claimed: &ContainerSpec) -> InitResult
     }
 }
 
-/// Makes a pty in this mount namespace's devpts, sends its master over
-/// `console`, and returns the slave. With `console_device`, the slave also
-/// appears as /dev/console (runc does the same).
-pub(crate) fn terminal(console: &OwnedFd, console_device: bool) -> InitResult<OwnedFd> {
+/// Makes a pty in this mount namespace's devpts, of `size` (rows,
+/// columns) when given, sends its master over `console`, and returns the
+/// slave. With `console_device`, the slave also appears as /dev/console
+/// (runc does the same).
+pub(crate) fn terminal(
+    console: &OwnedFd,
+    console_device: bool,
+    size: Option<(u16, u16)>,
+) -> InitResult<OwnedFd> {
     let (master, slave) =
         crate::console::open_pty().map_err(|error| InitFailure::io("open a terminal", error))?;
+    if let Some((rows, columns)) = size {
+        let size = libc::winsize {
+            ws_row: rows,
+            ws_col: columns,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        crate::console::set_window_size(&slave, &size);
+    }
     if console_device {
         let path = std::fs::read_link(format!("/proc/self/fd/{}", slave.as_raw_fd()))
             .map_err(|error| InitFailure::io("find the terminal's name", error))?;

@@ -402,6 +402,20 @@ fn supervise(
 
 type Started = (berth_runtime::Launched, ContainerIo);
 
+/// A `-t` container's first terminal size: the attached CLI's terminal's
+/// (rows, columns), set before its program starts. Later changes reach it
+/// through SIGWINCH (see `io::copy_until_exit`).
+fn console_size(record: &ContainerRecord, attachment: &Attachment) -> Option<(u16, u16)> {
+    if !record.run.tty {
+        return None;
+    }
+    let size = attachment
+        .stdout
+        .as_ref()
+        .and_then(berth_runtime::console::window_size)?;
+    Some((size.ws_row, size.ws_col))
+}
+
 /// Builds the spec and launches one run of the container. Errors carry the
 /// message and Docker's exit status for it.
 #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
@@ -431,6 +445,7 @@ fn start_once(
         cgroups,
     )
     .map_err(|error| (error.to_string(), 125))?;
+    spec.process.console_size = console_size(record, attachment);
     if let Some(joined) =
         network::joined_network(store, config, record).map_err(|message| (message, 125))?
     {
@@ -484,7 +499,7 @@ fn start_in_sandbox(
 ) -> Result<Started, (String, i32)> {
     let layers = super::start::container_layers(store, record, paths)
         .map_err(|error| (error.to_string(), 125))?;
-    let spec = build_spec(
+    let mut spec = build_spec(
         record,
         paths,
         &layers,
@@ -493,6 +508,7 @@ fn start_in_sandbox(
         cgroups,
     )
     .map_err(|error| (error.to_string(), 125))?;
+    spec.process.console_size = console_size(record, attachment);
     let (stdio, container_io) = make_stdio(record).map_err(|error| {
         (
             format!("failed to set up the container's stdio: {error}"),

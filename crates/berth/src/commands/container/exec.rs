@@ -63,6 +63,8 @@ pub fn run(engine: &mut Engine, args: &ExecArgs) -> anyhow::Result<i32> {
         working_dir: args.workdir.clone(),
         user: args.user.clone(),
         tty: args.tty,
+        console_size: berth_runtime::console::window_size(std::io::stdout())
+            .map(|size| (size.ws_row, size.ws_col)),
         privileged: args.privileged,
     };
     let null = || -> anyhow::Result<OwnedFd> {
