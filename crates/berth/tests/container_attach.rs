@@ -61,41 +61,66 @@ fn attach_to_a_stopped_container_is_refused() {
     berth.run(&["rm", id.trim()]).ok();
 }
 
-/// `-it` on a terminal: the container's pty starts with the user's window
-/// size and follows a resize (SIGWINCH to the CLI).
-/// Runs `berth ARGS` with its stdio on a new terminal of `rows`×`cols`;
-/// returns what it wrote there (without carriage returns).
-fn run_in_terminal(berth: &Berth, args: &[&str], rows: u16, cols: u16) -> String {
-    use std::io::Read;
-    let size = libc::winsize {
+fn window(rows: u16, cols: u16) -> libc::winsize {
+    libc::winsize {
         ws_row: rows,
         ws_col: cols,
         ws_xpixel: 0,
         ws_ypixel: 0,
-    };
-    let pty = nix::pty::openpty(Some(&size), None).unwrap();
-    let slave = || -> std::process::Stdio { pty.slave.try_clone().unwrap().into() };
-    let mut child = berth
-        .command()
-        .args(args)
-        .stdin(slave())
-        .stdout(slave())
-        .stderr(slave())
-        .spawn()
-        .unwrap();
-    drop(pty.slave);
-    let mut output = Vec::new();
-    let mut master = std::fs::File::from(pty.master);
-    let mut buffer = [0u8; 1024];
-    // EIO once the last slave end is closed (the CLI exited).
-    while let Ok(read) = master.read(&mut buffer) {
-        if read == 0 {
-            break;
-        }
-        output.extend_from_slice(&buffer[..read]);
     }
-    assert!(child.wait().unwrap().success());
-    String::from_utf8_lossy(&output).replace('\r', "")
+}
+
+/// `berth ARGS` running with its stdio on a terminal of its own.
+struct TerminalRun {
+    child: std::process::Child,
+    master: std::os::fd::OwnedFd,
+}
+
+impl TerminalRun {
+    fn start(berth: &Berth, args: &[&str], size: libc::winsize) -> Self {
+        let pty = nix::pty::openpty(Some(&size), None).unwrap();
+        let slave = || -> std::process::Stdio { pty.slave.try_clone().unwrap().into() };
+        let child = berth
+            .command()
+            .args(args)
+            .stdin(slave())
+            .stdout(slave())
+            .stderr(slave())
+            .spawn()
+            .unwrap();
+        Self {
+            child,
+            master: pty.master,
+        }
+    }
+
+    /// The user resizes the terminal: its new size, and SIGWINCH to the CLI.
+    fn resize(&self, size: libc::winsize) {
+        berth_runtime::console::set_window_size(&self.master, &size);
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGWINCH,
+        )
+        .unwrap();
+    }
+
+    /// What the run wrote on the terminal (without carriage returns), once
+    /// the CLI has exited successfully.
+    fn output(mut self) -> String {
+        use std::io::Read;
+        let mut output = Vec::new();
+        let mut master = std::fs::File::from(self.master);
+        let mut buffer = [0u8; 1024];
+        // EIO once the last slave end is closed (the CLI exited).
+        while let Ok(read) = master.read(&mut buffer) {
+            if read == 0 {
+                break;
+            }
+            output.extend_from_slice(&buffer[..read]);
+        }
+        assert!(self.child.wait().unwrap().success());
+        String::from_utf8_lossy(&output).replace('\r', "")
+    }
 }
 
 /// The container's terminal has the user's size before its program starts
@@ -104,40 +129,29 @@ fn run_in_terminal(berth: &Berth, args: &[&str], rows: u16, cols: u16) -> String
 fn terminal_size_is_set_before_the_program_starts() {
     let berth = busybox();
     for _ in 0..10 {
-        let output = run_in_terminal(
+        let run = TerminalRun::start(
             &berth,
             &["run", "-t", "--rm", "busybox", "stty", "size"],
-            33,
-            77,
+            window(33, 77),
         );
-        assert_eq!(output, "33 77\n");
+        assert_eq!(run.output(), "33 77\n");
     }
     // exec -t too.
     let id = berth.run_detached(&["busybox", "sleep", "100"]);
     for _ in 0..5 {
-        let output = run_in_terminal(&berth, &["exec", "-t", &id, "stty", "size"], 41, 93);
-        assert_eq!(output, "41 93\n");
+        let run = TerminalRun::start(&berth, &["exec", "-t", &id, "stty", "size"], window(41, 93));
+        assert_eq!(run.output(), "41 93\n");
     }
 }
 
+/// `-it` on a terminal: the container's pty starts with the user's window
+/// size and follows a resize (SIGWINCH to the CLI).
 #[test]
 fn terminal_size_follows_the_users_terminal() {
-    use std::io::Read;
-
     let berth = busybox();
-    let size = |rows, cols| libc::winsize {
-        ws_row: rows,
-        ws_col: cols,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    let pty = nix::pty::openpty(Some(&size(30, 100)), None).unwrap();
-    let slave = |pty: &nix::pty::OpenptyResult| -> std::process::Stdio {
-        pty.slave.try_clone().unwrap().into()
-    };
-    let mut child = berth
-        .command()
-        .args([
+    let run = TerminalRun::start(
+        &berth,
+        &[
             "run",
             "-it",
             "--rm",
@@ -145,31 +159,10 @@ fn terminal_size_follows_the_users_terminal() {
             "sh",
             "-c",
             "stty size; sleep 1; stty size",
-        ])
-        .stdin(slave(&pty))
-        .stdout(slave(&pty))
-        .stderr(slave(&pty))
-        .spawn()
-        .unwrap();
-    drop(pty.slave);
+        ],
+        window(30, 100),
+    );
     std::thread::sleep(std::time::Duration::from_millis(600));
-    berth_runtime::console::set_window_size(&pty.master, &size(40, 120));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGWINCH,
-    )
-    .unwrap();
-    let mut output = Vec::new();
-    let mut master = std::fs::File::from(pty.master);
-    let mut buffer = [0u8; 1024];
-    // EIO once the last slave end is closed (the CLI exited).
-    while let Ok(read) = master.read(&mut buffer) {
-        if read == 0 {
-            break;
-        }
-        output.extend_from_slice(&buffer[..read]);
-    }
-    assert!(child.wait().unwrap().success());
-    let text = String::from_utf8_lossy(&output).replace('\r', "");
-    assert_eq!(text, "30 100\n40 120\n");
+    run.resize(window(40, 120));
+    assert_eq!(run.output(), "30 100\n40 120\n");
 }
