@@ -20,33 +20,6 @@ use harness::{resources, settle, Server};
 use support::containers::wait_until;
 use support::{output_with_stdin, Run};
 
-/// OpenSSL extensions: a CA, a server certificate for 127.0.0.1, a
-/// client certificate.
-const OPENSSL_CONFIG: &str = "\
-[req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = berth test
-[ca]
-basicConstraints = critical,CA:TRUE
-keyUsage = critical,keyCertSign,cRLSign
-subjectKeyIdentifier = hash
-[server]
-basicConstraints = critical,CA:FALSE
-keyUsage = critical,digitalSignature,keyEncipherment
-extendedKeyUsage = serverAuth
-subjectAltName = IP:127.0.0.1
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-[client]
-basicConstraints = critical,CA:FALSE
-keyUsage = critical,digitalSignature
-extendedKeyUsage = clientAuth
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-";
-
 /// Two CAs, the server's certificate from the first, a client
 /// certificate from each. Client files are laid out as the docker CLI
 /// expects them: `ca.pem`, `cert.pem`, `key.pem` in one directory.
@@ -67,7 +40,11 @@ impl Certificates {
                 .unwrap(),
         };
         let root = certificates.directory.path();
-        std::fs::write(root.join("openssl.cnf"), OPENSSL_CONFIG).unwrap();
+        std::fs::write(
+            root.join("openssl.cnf"),
+            berth_registry::testing::OPENSSL_CONFIG,
+        )
+        .unwrap();
         for directory in ["server", "client", "other", "empty"] {
             std::fs::create_dir(root.join(directory)).unwrap();
         }

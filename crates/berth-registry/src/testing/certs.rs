@@ -7,8 +7,10 @@ use std::process::Command;
 
 use super::TestRegistryError;
 
-/// OpenSSL extensions for the CA and the server certificate.
-const OPENSSL_CONFIG: &str = "\
+/// OpenSSL extensions for a CA, a server certificate (127.0.0.1 and
+/// localhost) and a client certificate: the test registries' and `berth
+/// serve`'s TLS tests.
+pub const OPENSSL_CONFIG: &str = "\
 [req]
 distinguished_name = dn
 prompt = no
@@ -23,6 +25,12 @@ basicConstraints = critical,CA:FALSE
 keyUsage = critical,digitalSignature,keyEncipherment
 extendedKeyUsage = serverAuth
 subjectAltName = IP:127.0.0.1,DNS:localhost
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+[client]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature
+extendedKeyUsage = clientAuth
 subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid
 ";

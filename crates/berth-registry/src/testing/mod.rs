@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use berth_types::Digest;
 use tempfile::TempDir;
 
+pub use certs::OPENSSL_CONFIG;
 pub use token_server::TokenRequest;
 
 use crate::client::{ClientConfig, ClientError, RegistryClient, RetryPolicy};
