@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use berth_runtime::capabilities;
 use berth_runtime::cgroups::CgroupVersion;
-use berth_runtime::seccomp::{compile_cached, Profile};
+use berth_runtime::seccomp::{compile_cached, Profile, ProfileSource};
 use berth_runtime::spec::{DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS};
 use berth_runtime::{ContainerSpec, MountKind, MountSpec, NetworkMode, ProcessSpec, Rlimit};
 
@@ -37,27 +37,30 @@ pub fn build_spec(
         .iter()
         .map(|capability| capabilities::name(*capability).to_owned())
         .collect();
-    let seccomp = match &run.seccomp {
-        SeccompChoice::Unconfined => None,
-        // Docker: --privileged runs without the default filter.
-        SeccompChoice::Default if run.privileged => None,
-        SeccompChoice::Default => Some(Profile::docker_default()),
+    let custom = match &run.seccomp {
         SeccompChoice::Custom(json) => {
             Some(Profile::from_json(json.as_bytes()).map_err(|error| {
                 EngineError::InvalidArgument(format!("invalid seccomp profile: {error}"))
             })?)
         }
-    };
-    let seccomp = match seccomp {
-        Some(profile) if !profile.is_unconfined() => Some(
-            compile_cached(&profile, &capability_names, &root.join("cache/seccomp")).map_err(
-                |error| {
-                    EngineError::Start(format!("failed to compile the seccomp profile: {error}"))
-                },
-            )?,
-        ),
         _ => None,
     };
+    let source = match (&run.seccomp, &custom) {
+        (SeccompChoice::Unconfined, _) => None,
+        // Docker: --privileged runs without the default filter.
+        (SeccompChoice::Default, _) if run.privileged => None,
+        (SeccompChoice::Default, _) => Some(ProfileSource::Default),
+        (SeccompChoice::Custom(_), Some(profile)) if !profile.is_unconfined() => {
+            Some(ProfileSource::Parsed(profile))
+        }
+        (SeccompChoice::Custom(_), _) => None,
+    };
+    let seccomp = source
+        .map(|source| compile_cached(source, &capability_names, &root.join("cache/seccomp")))
+        .transpose()
+        .map_err(|error| {
+            EngineError::Start(format!("failed to compile the seccomp profile: {error}"))
+        })?;
 
     let mut env = run.env.clone();
     if !env.iter().any(|entry| entry.starts_with("HOME=")) {

@@ -12,12 +12,45 @@ use tracing::{debug, warn};
 
 use super::arch::Host;
 use super::filter::Filter;
-use super::profile::Profile;
+use super::profile::{Profile, DEFAULT_PROFILE_JSON};
 use super::resolve::normalize_cap;
 use super::{compile_for, SeccompError};
 
 /// Bump when the generated code changes for the same inputs, so old files are not used.
 const COMPILER_VERSION: u32 = 1;
+
+/// What a filter is compiled from.
+#[derive(Clone, Copy, Debug)]
+pub enum ProfileSource<'a> {
+    /// berth's default profile: known by its embedded text, and parsed only
+    /// when no cached filter exists (the parse and the key of a parsed
+    /// profile cost ≈ 0.4 ms, on every container start).
+    Default,
+    /// A profile given by the user (`--security-opt seccomp=FILE`).
+    Parsed(&'a Profile),
+}
+
+impl ProfileSource<'_> {
+    /// The bytes that identify the profile in the cache key.
+    fn identity(&self) -> Result<Vec<u8>, SeccompError> {
+        match self {
+            ProfileSource::Default => {
+                Ok([b"default:".as_slice(), DEFAULT_PROFILE_JSON.as_bytes()].concat())
+            }
+            // Serialized from its typed form, so field order and whitespace of
+            // the source do not matter.
+            ProfileSource::Parsed(profile) => serde_json::to_vec(profile)
+                .map_err(|source| SeccompError::SerializeProfile { source }),
+        }
+    }
+
+    fn profile(&self) -> Profile {
+        match self {
+            ProfileSource::Default => Profile::docker_default(),
+            ProfileSource::Parsed(profile) => (*profile).clone(),
+        }
+    }
+}
 
 /// [`super::compile`] with an on-disk cache under `cache_dir`: one `<sha256>.bpf` file per
 /// key (see [`cache_key`]), read instead of compiling when present and intact.
@@ -25,21 +58,22 @@ const COMPILER_VERSION: u32 = 1;
 /// Whoever can write `cache_dir` can replace a container's filter (the checksum only
 /// catches damage), so it must be writable by root only, like the rest of berth's root.
 pub fn compile_cached(
-    profile: &Profile,
+    source: ProfileSource<'_>,
     capabilities: &[String],
     cache_dir: &Path,
 ) -> Result<Filter, SeccompError> {
-    compile_cached_for(profile, capabilities, &Host::current()?, cache_dir)
+    compile_cached_for(source, capabilities, &Host::current()?, cache_dir)
 }
 
 /// [`compile_cached`] for an explicit host.
 pub fn compile_cached_for(
-    profile: &Profile,
+    source: ProfileSource<'_>,
     capabilities: &[String],
     host: &Host,
     cache_dir: &Path,
 ) -> Result<Filter, SeccompError> {
-    let path = cache_dir.join(format!("{}.bpf", cache_key(profile, capabilities, host)?));
+    let key = key_for(&source.identity()?, capabilities, host);
+    let path = cache_dir.join(format!("{key}.bpf"));
     match fs_err::read(&path) {
         Ok(bytes) => match Filter::from_bytes(&bytes) {
             Ok(filter) => {
@@ -53,7 +87,7 @@ pub fn compile_cached_for(
         Err(error) if error.kind() == io::ErrorKind::NotFound => {}
         Err(error) => warn!(%error, "failed to read seccomp cache file; compiling"),
     }
-    let filter = compile_for(profile, capabilities, host)?;
+    let filter = compile_for(&source.profile(), capabilities, host)?;
     if let Err(error) = store(cache_dir, &path, &filter) {
         warn!(%error, "failed to write seccomp cache file");
     }
@@ -69,11 +103,17 @@ pub fn cache_key(
     capabilities: &[String],
     host: &Host,
 ) -> Result<String, SeccompError> {
+    Ok(key_for(
+        &ProfileSource::Parsed(profile).identity()?,
+        capabilities,
+        host,
+    ))
+}
+
+fn key_for(profile_identity: &[u8], capabilities: &[String], host: &Host) -> String {
     let mut capabilities: Vec<String> = capabilities.iter().map(|cap| normalize_cap(cap)).collect();
     capabilities.sort();
     capabilities.dedup();
-    let profile_bytes =
-        serde_json::to_vec(profile).map_err(|source| SeccompError::SerializeProfile { source })?;
 
     let mut hasher = Sha256::new();
     let mut field = |bytes: &[u8]| {
@@ -84,15 +124,15 @@ pub fn cache_key(
     field(b"berth-seccomp");
     field(env!("CARGO_PKG_VERSION").as_bytes());
     field(&COMPILER_VERSION.to_le_bytes());
-    field(&profile_bytes);
+    field(profile_identity);
     field(capabilities.join(",").as_bytes());
     field(host.arch.scmp_name().as_bytes());
     field(host.kernel.to_string().as_bytes());
-    Ok(hasher
+    hasher
         .finalize()
         .iter()
         .map(|byte| format!("{byte:02x}"))
-        .collect())
+        .collect()
 }
 
 /// Writes to a unique temporary name in the same directory, then renames, so readers
@@ -144,7 +184,8 @@ mod tests {
         let directory = tempfile::tempdir().unwrap();
         let cache_dir = directory.path().join("seccomp");
         let profile = Profile::docker_default();
-        let first = compile_cached_for(&profile, &[], &host(), &cache_dir).unwrap();
+        let first =
+            compile_cached_for(ProfileSource::Parsed(&profile), &[], &host(), &cache_dir).unwrap();
         let files = cache_files(&cache_dir);
         assert_eq!(files.len(), 1, "one file, no temporary left: {files:?}");
         assert_eq!(
@@ -159,7 +200,7 @@ mod tests {
         assert_ne!(other, first);
         fs_err::write(&files[0], other.to_bytes()).unwrap();
         assert_eq!(
-            compile_cached_for(&profile, &[], &host(), &cache_dir).unwrap(),
+            compile_cached_for(ProfileSource::Parsed(&profile), &[], &host(), &cache_dir).unwrap(),
             other
         );
     }
@@ -168,7 +209,13 @@ mod tests {
     fn damaged_file_is_recompiled_and_replaced() {
         let directory = tempfile::tempdir().unwrap();
         let profile = Profile::docker_default();
-        let expected = compile_cached_for(&profile, &[], &host(), directory.path()).unwrap();
+        let expected = compile_cached_for(
+            ProfileSource::Parsed(&profile),
+            &[],
+            &host(),
+            directory.path(),
+        )
+        .unwrap();
         let path = cache_files(directory.path()).remove(0);
         for damage in [b"garbage".to_vec(), Vec::new(), {
             let mut bytes = expected.to_bytes();
@@ -177,7 +224,13 @@ mod tests {
         }] {
             fs_err::write(&path, damage).unwrap();
             assert_eq!(
-                compile_cached_for(&profile, &[], &host(), directory.path()).unwrap(),
+                compile_cached_for(
+                    ProfileSource::Parsed(&profile),
+                    &[],
+                    &host(),
+                    directory.path()
+                )
+                .unwrap(),
                 expected
             );
             assert_eq!(
@@ -220,11 +273,43 @@ mod tests {
     }
 
     #[test]
+    fn the_default_profile_is_known_by_its_text_and_compiles_the_same() {
+        let directory = tempfile::tempdir().unwrap();
+        let compiled =
+            compile_cached_for(ProfileSource::Default, &[], &host(), directory.path()).unwrap();
+        let parsed = Profile::docker_default();
+        assert_eq!(
+            compiled,
+            crate::seccomp::compile_for(&parsed, &[], &host()).unwrap()
+        );
+        assert_eq!(
+            compile_cached_for(ProfileSource::Default, &[], &host(), directory.path()).unwrap(),
+            compiled
+        );
+        assert_eq!(cache_files(directory.path()).len(), 1);
+        // The same profile given as a file has a key of its own.
+        compile_cached_for(
+            ProfileSource::Parsed(&parsed),
+            &[],
+            &host(),
+            directory.path(),
+        )
+        .unwrap();
+        assert_eq!(cache_files(directory.path()).len(), 2);
+    }
+
+    #[test]
     fn unwritable_cache_dir_still_compiles() {
         let directory = tempfile::tempdir().unwrap();
         let not_a_directory = directory.path().join("file");
         fs_err::write(&not_a_directory, b"x").unwrap();
         let profile = Profile::docker_default();
-        assert!(compile_cached_for(&profile, &[], &host(), &not_a_directory).is_ok());
+        assert!(compile_cached_for(
+            ProfileSource::Parsed(&profile),
+            &[],
+            &host(),
+            &not_a_directory
+        )
+        .is_ok());
     }
 }

@@ -30,7 +30,7 @@ mod interpreter;
 mod kernel_tests;
 
 pub use arch::{Arch, Host, KernelVersion, AUDIT_ARCH_I386, AUDIT_ARCH_X86_64, X32_SYSCALL_BIT};
-pub use cache::{cache_key, compile_cached, compile_cached_for};
+pub use cache::{cache_key, compile_cached, compile_cached_for, ProfileSource};
 pub use filter::Filter;
 pub use profile::{
     Action, ArchMapEntry, ArgCondition, CompareOp, FilterFlag, Profile, RuleFilter, SyscallRule,

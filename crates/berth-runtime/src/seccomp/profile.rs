@@ -10,7 +10,7 @@ use super::SeccompError;
 
 /// Our default profile: the same policy as Docker's default, grouped by purpose with a
 /// comment per group saying why it is allowed or gated.
-const DEFAULT_PROFILE_JSON: &str = include_str!("default.json");
+pub(super) const DEFAULT_PROFILE_JSON: &str = include_str!("default.json");
 
 /// A seccomp profile in Docker's format.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
