@@ -15,7 +15,7 @@ pub fn container_diff(engine: &Engine, text: &str) -> Result<Vec<Change>, Engine
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
-    let lowers = super::start::container_layers(engine.store(), &container.record, &paths)?;
+    let lowers = super::start::container_layers(engine.store(), &container.record)?;
     let upper = paths.rootfs().upper;
     if !upper.exists() {
         return Ok(Vec::new());
@@ -43,7 +43,7 @@ pub fn with_container_root<T>(
     let rootfs = paths.rootfs();
     let mounted_here = !is_mounted(&rootfs.merged);
     if mounted_here {
-        let layers = super::start::container_layers(engine.store(), &container.record, &paths)?;
+        let layers = super::start::container_layers(engine.store(), &container.record)?;
         mount_rootfs(&layers, &rootfs).map_err(|error| EngineError::Start(error.to_string()))?;
     }
     let result = action(&rootfs.merged);

@@ -250,7 +250,7 @@ fn prepare(
     record.run.tty = request.tty;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
     let version = CgroupVersion::detect().map_err(|error| EngineError::Start(error.to_string()))?;
-    let layers = super::start::container_layers(engine.store(), &record, &paths)?;
+    let layers = super::start::container_layers(engine.store(), &record)?;
     let spec = build_spec(
         &record,
         &paths,

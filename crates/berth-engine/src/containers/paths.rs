@@ -24,29 +24,6 @@ impl ContainerPaths {
         RootfsPaths::under(&self.directory)
     }
 
-    /// Docker's "init layer": the mount points berth itself needs (the /etc
-    /// files, /dev, /proc, /sys), as a read-only layer between the image and
-    /// the container's own changes, so `diff` and `commit` never show them.
-    pub fn init_layer(&self) -> Result<PathBuf, crate::EngineError> {
-        let init = self.directory.join("init");
-        let create = |result: std::io::Result<()>, path: &Path| {
-            result.map_err(|error| {
-                crate::EngineError::Start(format!("failed to create {path:?}: {error}"))
-            })
-        };
-        for directory in ["etc", "dev", "proc", "sys"] {
-            let path = init.join(directory);
-            create(std::fs::create_dir_all(&path), &path)?;
-        }
-        for file in ["etc/hostname", "etc/hosts", "etc/resolv.conf"] {
-            let path = init.join(file);
-            if !path.exists() {
-                create(std::fs::write(&path, b""), &path)?;
-            }
-        }
-        Ok(init)
-    }
-
     /// Exists while a stop, kill or rm asked the container to stay down:
     /// the monitor checks it before any restart. A file rather than a field
     /// of the stored state, so no read-modify-write of the state can lose it.
@@ -88,5 +65,95 @@ impl ContainerPaths {
 
     pub fn resolv_conf(&self) -> PathBuf {
         self.directory.join("resolv.conf")
+    }
+}
+
+/// Docker's "init layer": the mount points berth itself needs (the /etc
+/// files, /dev, /proc, /sys), as a read-only layer between the image and
+/// the container's own changes, so `diff` and `commit` never show them.
+/// Its content is the same for every container, so one copy under the root
+/// serves them all (`<root>/init-layer`): a start pays one `statx` rather
+/// than making and later removing eight entries of its own.
+pub fn init_layer(root: &Path) -> Result<PathBuf, crate::EngineError> {
+    let init = root.join("init-layer");
+    // Made last: when it exists, so does everything before it.
+    let complete = init.join(INIT_LAYER_FILES[INIT_LAYER_FILES.len() - 1]);
+    if complete.exists() {
+        return Ok(init);
+    }
+    let create = |result: std::io::Result<()>, path: &Path| {
+        result.map_err(|error| {
+            crate::EngineError::Start(format!("failed to create {path:?}: {error}"))
+        })
+    };
+    // Each step is idempotent: concurrent first starts may both build it.
+    for directory in ["etc", "dev", "proc", "sys"] {
+        let path = init.join(directory);
+        create(std::fs::create_dir_all(&path), &path)?;
+    }
+    for file in INIT_LAYER_FILES {
+        let path = init.join(file);
+        let made = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map(drop);
+        create(made, &path)?;
+    }
+    Ok(init)
+}
+
+/// The init layer's files, in the order they are made.
+const INIT_LAYER_FILES: [&str; 3] = ["etc/hostname", "etc/hosts", "etc/resolv.conf"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(layer: &Path) -> Vec<String> {
+        let mut found = Vec::new();
+        for directory in ["", "etc"] {
+            for entry in std::fs::read_dir(layer.join(directory)).unwrap() {
+                let name = entry.unwrap().file_name().into_string().unwrap();
+                found.push(Path::new(directory).join(name).display().to_string());
+            }
+        }
+        found.sort();
+        found
+    }
+
+    #[test]
+    fn init_layer_holds_the_mount_points_and_is_shared() {
+        let root = tempfile::tempdir().unwrap();
+        let layer = init_layer(root.path()).unwrap();
+        assert_eq!(layer, root.path().join("init-layer"));
+        let expected = [
+            "dev",
+            "etc",
+            "etc/hostname",
+            "etc/hosts",
+            "etc/resolv.conf",
+            "proc",
+            "sys",
+        ];
+        assert_eq!(entries(&layer), expected);
+        assert!(layer.join("etc/hosts").is_file());
+        assert_eq!(std::fs::metadata(layer.join("etc/hosts")).unwrap().len(), 0);
+        // A second start reuses it as it is.
+        assert_eq!(init_layer(root.path()).unwrap(), layer);
+        assert_eq!(entries(&layer), expected);
+    }
+
+    #[test]
+    fn a_partly_made_init_layer_is_completed() {
+        // As a start killed while making it would leave it.
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("init-layer/etc")).unwrap();
+        std::fs::write(root.path().join("init-layer/etc/hostname"), b"").unwrap();
+        let layer = init_layer(root.path()).unwrap();
+        for path in ["dev", "proc", "sys", "etc/hosts", "etc/resolv.conf"] {
+            assert!(layer.join(path).exists(), "{path} missing");
+        }
     }
 }

@@ -99,7 +99,7 @@ pub fn start_container(
     // A new start clears an earlier stop request.
     let _ = std::fs::remove_file(paths.stop_marker());
     let known = monitor::Known {
-        layers: container_layers(engine.store(), &container.record, &paths).ok(),
+        layers: container_layers(engine.store(), &container.record).ok(),
         restart_count: container.state.restart_count,
     };
     tracing::debug!(container = %container.record.id, "prepared");
@@ -147,7 +147,6 @@ fn closed_pipe() -> Result<OwnedFd, EngineError> {
 pub(crate) fn container_layers(
     store: &berth_store::Store,
     container: &super::record::ContainerRecord,
-    paths: &ContainerPaths,
 ) -> Result<Vec<std::path::PathBuf>, EngineError> {
     let image_id = berth_types::Digest::parse(&container.image_id)
         .map_err(|error| EngineError::Start(error.to_string()))?;
@@ -159,7 +158,7 @@ pub(crate) fn container_layers(
         .iter()
         .map(|chain_id| store.layers().path(chain_id))
         .collect();
-    layers.push(paths.init_layer()?);
+    layers.push(super::paths::init_layer(store.root())?);
     Ok(layers)
 }
 
@@ -176,7 +175,7 @@ pub(crate) fn prepare_record(
 ) -> Result<(), EngineError> {
     let config = engine.config();
     let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
-    let layers = container_layers(engine.store(), record, &paths)?;
+    let layers = container_layers(engine.store(), record)?;
     populate_new_volumes(&config.root, record, &paths, &layers)?;
     std::fs::create_dir_all(&paths.runtime).map_err(|error| {
         EngineError::Start(format!("failed to create {:?}: {error}", paths.runtime))

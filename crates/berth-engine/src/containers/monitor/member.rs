@@ -136,7 +136,7 @@ fn build_sandbox(
     cgroups: &berth_runtime::cgroups::CgroupVersion,
     cgroup: &dyn berth_runtime::cgroups::CgroupManager,
 ) -> Result<berth_runtime::Sandbox, EngineError> {
-    let layers = crate::containers::start::container_layers(store, record, paths)?;
+    let layers = crate::containers::start::container_layers(store, record)?;
     let spec = build_spec(
         record,
         paths,
