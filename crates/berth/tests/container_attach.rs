@@ -61,6 +61,36 @@ fn attach_to_a_stopped_container_is_refused() {
     berth.run(&["rm", id.trim()]).ok();
 }
 
+/// `--sig-proxy` (on by default without `-t`): a signal sent to the
+/// attached CLI reaches the container's first process, and the CLI exits
+/// with the container's status.
+#[test]
+fn signals_sent_to_the_attached_cli_reach_the_container() {
+    use std::io::BufRead;
+    let berth = busybox();
+    let script = "trap 'echo got TERM; exit 3' TERM; echo ready; while true; do sleep 0.1; done";
+    let mut cli = berth.spawn(&["run", "--rm", "busybox", "sh", "-c", script]);
+    let mut output = std::io::BufReader::new(cli.stdout.take().unwrap());
+    let mut line = String::new();
+    output.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    for _ in 0..2 {
+        // The second reaches a CLI that must still be there.
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(cli.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+    }
+    let status = support::containers::wait_child(&mut cli, 20.0, "the proxied run");
+    // (A CLI killed by the signal would leave the container running and
+    // its output open: checked first.)
+    assert_eq!(status.code(), Some(3), "{status:?}");
+    line.clear();
+    output.read_line(&mut line).unwrap();
+    assert_eq!(line, "got TERM\n");
+}
+
 fn window(rows: u16, cols: u16) -> libc::winsize {
     libc::winsize {
         ws_row: rows,

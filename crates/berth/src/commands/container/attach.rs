@@ -3,11 +3,12 @@
 //! container's status.
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use anyhow::Context;
 use berth_engine::containers::{start_container, Attachment};
 use berth_engine::Engine;
-use nix::sys::signal::Signal;
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::termios::{self, SetArg, Termios};
 
 use crate::exit::StatusError;
@@ -77,6 +78,9 @@ pub fn start_attached(
     };
     let terminal =
         tty && streams.stdin && nix::unistd::isatty(std::io::stdin().as_raw_fd()).unwrap_or(false);
+    if sig_proxy && !tty {
+        catch_proxied_signals();
+    }
     let started = match claimed {
         Some(claimed) => claimed.start(Some(attachment)),
         None => start_container(engine, id, Some(attachment)),
@@ -108,45 +112,82 @@ pub fn start_attached(
     }
 }
 
+/// The signals `--sig-proxy` forwards.
+const PROXIED: [Signal; 6] = [
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+];
+
+/// Starts catching the signals `--sig-proxy` forwards, before the container
+/// (and so its pid) exists: one that arrives meanwhile waits for
+/// [`proxy_signals`] instead of killing the CLI, as Docker's CLI catches them
+/// before it starts the container.
+pub(super) fn catch_proxied_signals() {
+    forward_signals(&PROXIED);
+}
+
 /// Forwards the signals a user sends the CLI to the container's first
-/// process (Docker's `--sig-proxy`).
+/// process (Docker's `--sig-proxy`), those caught so far first.
 pub(super) fn proxy_signals(pid: i32) {
-    forward_signals(
-        &[
-            Signal::SIGINT,
-            Signal::SIGTERM,
-            Signal::SIGHUP,
-            Signal::SIGQUIT,
-            Signal::SIGUSR1,
-            Signal::SIGUSR2,
-        ],
-        pid,
-    );
+    PROXY_TARGET.store(pid, Ordering::SeqCst);
+    catch_proxied_signals();
+    loop {
+        let pending = PENDING.swap(0, Ordering::SeqCst);
+        if pending == 0 {
+            break;
+        }
+        for signal in PROXIED {
+            if pending & (1 << signal as u64) != 0 {
+                // SAFETY: kill has no memory effects in this process.
+                unsafe { libc::kill(pid, signal as libc::c_int) };
+            }
+        }
+    }
 }
 
 /// `-t`: terminal size changes reach the container through its monitor,
 /// which reads the new size from this terminal (Docker's resize).
 pub(super) fn forward_window_changes(monitor_pid: i32) {
-    forward_signals(&[Signal::SIGWINCH], monitor_pid);
+    WINDOW_TARGET.store(monitor_pid, Ordering::SeqCst);
+    forward_signals(&[Signal::SIGWINCH]);
 }
 
-/// Blocks `signals` in this thread (and so in threads created after) and
-/// passes each one that arrives on to `pid`, from a thread that waits for
-/// them with sigwait.
-fn forward_signals(signals: &[Signal], pid: i32) {
-    let mut set = nix::sys::signal::SigSet::empty();
+/// Where [`pass_on`] sends SIGWINCH, and every other signal it handles.
+static WINDOW_TARGET: AtomicI32 = AtomicI32::new(0);
+static PROXY_TARGET: AtomicI32 = AtomicI32::new(0);
+/// Proxied signals caught before the container's pid was known, by number.
+static PENDING: AtomicU64 = AtomicU64::new(0);
+
+/// The handler of the forwarded signals: kill(2) is async-signal-safe, so
+/// no thread has to wait for them.
+extern "C" fn pass_on(signal: libc::c_int) {
+    let target = if signal == libc::SIGWINCH {
+        &WINDOW_TARGET
+    } else {
+        &PROXY_TARGET
+    };
+    let pid = target.load(Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill has no memory effects in this process.
+        unsafe { libc::kill(pid, signal) };
+    } else if signal != libc::SIGWINCH {
+        PENDING.fetch_or(1 << signal, Ordering::SeqCst);
+    }
+}
+
+/// Installs [`pass_on`] for `signals`; interrupted reads and writes restart.
+fn forward_signals(signals: &[Signal]) {
+    let action = SigAction::new(
+        SigHandler::Handler(pass_on),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
     for signal in signals {
-        set.add(*signal);
+        // SAFETY: the handler only reads an atomic and calls kill(2).
+        let _ = unsafe { nix::sys::signal::sigaction(*signal, &action) };
     }
-    if set.thread_block().is_err() {
-        return;
-    }
-    std::thread::spawn(move || loop {
-        match set.wait() {
-            Ok(signal) => {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal);
-            }
-            Err(_) => return,
-        }
-    });
 }
