@@ -184,6 +184,17 @@ impl Store {
         }
     }
 
+    /// Gives back the heap SQLite holds for this connection (its page
+    /// cache), if one is open: for a process that now sleeps a long time
+    /// (a monitor) and opens nothing.
+    pub fn release_memory(&self) {
+        if let Some(connection) = self.connection.get() {
+            if let Err(error) = connection.execute_batch("PRAGMA shrink_memory") {
+                tracing::debug!(%error, "no memory released");
+            }
+        }
+    }
+
     /// Copies what the WAL holds into the database and, when no other
     /// connection is using the WAL, cuts the WAL file to one frame. It
     /// waits for no one: a busy database is left for a later checkpoint.

@@ -1115,6 +1115,47 @@ fn killed_monitor_is_reconciled_and_leaves_nothing() {
     berth.run(&["rm", &id]).ok();
 }
 
+/// `run --rm`: the monitor deletes the row and reports the exit, and only
+/// then removes the container's directories and cgroup. A monitor killed in
+/// between leaves them; the next listing (`ps`, `container prune`) removes
+/// them. The window is a few milliseconds, so the state is made directly:
+/// an exited container's row deleted under it, with a cgroup left.
+#[test]
+fn files_a_removed_container_left_are_removed_by_the_next_listing() {
+    let berth = busybox();
+    let id = berth.run_detached(&["busybox", "true"]);
+    berth.wait_status(&id, "exited", 10.0);
+    let hierarchy = ["/sys/fs/cgroup/pids/berth", "/sys/fs/cgroup/berth"]
+        .iter()
+        .map(std::path::Path::new)
+        .find(|path| path.is_dir())
+        .expect("a berth cgroup parent exists after a run");
+    std::fs::create_dir(hierarchy.join(&id)).unwrap();
+    let directories = [
+        berth.root().join("containers").join(&id),
+        berth.run_root.path().join("containers").join(&id),
+    ];
+    assert!(directories.iter().all(|path| path.is_dir()));
+    berth_store::Store::open(berth.root())
+        .unwrap()
+        .delete_container(&id)
+        .unwrap();
+    // A container with a row keeps its files.
+    let kept = berth.run_detached(&["busybox", "true"]);
+    berth.wait_status(&kept, "exited", 10.0);
+
+    assert_eq!(
+        berth.run(&["ps", "-aq", "--no-trunc"]).ok(),
+        format!("{kept}\n")
+    );
+    for path in &directories {
+        assert!(!path.exists(), "{path:?} left");
+    }
+    assert!(cgroup_dirs(&id).is_empty(), "{:?}", cgroup_dirs(&id));
+    assert!(berth.root().join("containers").join(&kept).is_dir());
+    berth.run(&["start", "-a", &kept]).ok();
+}
+
 #[test]
 fn killed_container_init_records_137() {
     let berth = busybox();

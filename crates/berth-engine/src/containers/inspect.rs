@@ -219,11 +219,13 @@ pub fn published_ports(
     ports
 }
 
-/// Every container, newest first, each reconciled.
+/// Every container, newest first, each reconciled (and what removed
+/// containers left behind, removed).
 pub fn list_containers(
     store: &Store,
     config: &EngineConfig,
 ) -> Result<Vec<Container>, EngineError> {
+    super::orphans::remove_orphans(store, config);
     store
         .containers()?
         .iter()

@@ -12,6 +12,7 @@ pub(crate) mod manage;
 pub mod merge;
 pub mod monitor;
 pub mod names;
+mod orphans;
 pub mod paths;
 mod reconcile;
 pub mod record;

@@ -33,6 +33,13 @@ pub(crate) fn remove_anonymous_volumes(
 /// Removes the container's directories and its row. Idempotent: another
 /// process may have removed it already.
 pub(crate) fn remove_files_and_row(store: &Store, paths: &ContainerPaths, id: &str) {
+    remove_files(store, paths, id);
+    remove_row(store, id);
+}
+
+/// Removes the container's directories (and network endpoints left by a
+/// crash); idempotent.
+pub(crate) fn remove_files(store: &Store, paths: &ContainerPaths, id: &str) {
     // Normally done when the container stopped; after a crash, here.
     if !store
         .endpoints(None, Some(id))
@@ -54,6 +61,12 @@ pub(crate) fn remove_files_and_row(store: &Store, paths: &ContainerPaths, id: &s
             }
         }
     }
+}
+
+/// Removes the container's row, with Docker's `destroy` event: from then
+/// on no command sees the container. Its files, if any remain, are an
+/// orphan's (see [`super::orphans`]).
+pub(crate) fn remove_row(store: &Store, id: &str) {
     // Warm pool members have no row: only containers users see make events.
     let removed = store.container(id).ok().flatten();
     if let Err(error) = store.delete_container(id) {

@@ -49,22 +49,22 @@ const BUFFER: usize = 64 * 1024;
 /// The monitor's memory trim reads its own smaps (about a millisecond of
 /// CPU): done at once, it sat between a short container's exit and the
 /// monitor noticing it.
-pub struct Deferred {
+pub struct Deferred<'a> {
     due: std::time::Instant,
-    task: Option<fn()>,
+    task: Option<Box<dyn FnOnce() + 'a>>,
 }
 
-impl Deferred {
-    pub fn after(delay: std::time::Duration, task: fn()) -> Self {
+impl<'a> Deferred<'a> {
+    pub fn after(delay: std::time::Duration, task: impl FnOnce() + 'a) -> Self {
         Self {
             due: std::time::Instant::now() + delay,
-            task: Some(task),
+            task: Some(Box::new(task)),
         }
     }
 
     /// How long poll may sleep before the task is due (none once it ran).
     fn wait(&self) -> Option<std::time::Duration> {
-        self.task.map(|_| {
+        self.task.as_ref().map(|_| {
             self.due
                 .saturating_duration_since(std::time::Instant::now())
         })
@@ -95,7 +95,7 @@ pub fn copy_until_exit(
     tty: bool,
     attach: Option<AttachSocket<'_>>,
     mut dns: Option<(&mut berth_net::dns::DnsServer, &dyn berth_net::dns::Names)>,
-    mut deferred: Deferred,
+    mut deferred: Deferred<'_>,
 ) {
     let mut clients: Vec<AttachClient> = Vec::new();
     let mut buffer = vec![0u8; BUFFER];

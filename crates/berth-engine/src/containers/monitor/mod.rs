@@ -327,9 +327,15 @@ fn supervise(
             dns.as_mut()
                 .map(|server| (server, &names as &dyn berth_net::dns::Names)),
             // Once the container has run a while the monitor mostly sleeps
-            // in poll(): then drop the code it will not run again from its
+            // in poll(): then give back SQLite's page cache and the free
+            // heap, and drop the code it will not run again from its
             // resident set (see `release_read_only_pages`).
-            io::Deferred::after(TRIM_DELAY, release_read_only_pages),
+            io::Deferred::after(TRIM_DELAY, || {
+                store.release_memory();
+                // SAFETY: malloc_trim only returns free heap pages to the kernel.
+                unsafe { libc::malloc_trim(0) };
+                release_read_only_pages();
+            }),
         );
         drop(dns);
         tracing::debug!(container = %record.id, "container process exited");
@@ -381,17 +387,30 @@ fn supervise(
     // reading them to EOF (`$(berth run …)`, a pipe) must not wait for the
     // cleanup and checkpoint below.
     drop(attachment);
+    let report = |sender: &mut MonitorSender| {
+        sender.send(&MonitorMessage::Exited { code: exit_code });
+        sender.close();
+    };
+    if record.run.auto_remove {
+        // `--rm`: what a user sees of the removal (the row, so the name is
+        // free, the `destroy` event, the anonymous volumes) happens before
+        // the report; the container's own directories and cgroup, which no
+        // command shows, go after it. Were this monitor killed in between,
+        // the next `ps` or `prune` removes them (`orphans`).
+        super::remove::remove_row(&store, &record.id);
+        super::remove::remove_anonymous_volumes(&store, &config.root, record);
+        tracing::debug!(container = %record.id, "removed");
+        report(sender);
+    }
     cleanup(cgroup.as_ref(), &paths);
     drop(attach_listener);
     let _ = std::fs::remove_file(&attach_path);
     tracing::debug!(container = %record.id, "cleaned up");
     if record.run.auto_remove {
-        super::remove::remove_files_and_row(&store, &paths, &record.id);
-        super::remove::remove_anonymous_volumes(&store, &config.root, record);
-        tracing::debug!(container = %record.id, "removed");
+        super::remove::remove_files(&store, &paths, &record.id);
+    } else {
+        report(sender);
     }
-    sender.send(&MonitorMessage::Exited { code: exit_code });
-    sender.close();
     drop(root_pin);
     // Nobody waits for this monitor any more: a good moment to checkpoint.
     if let Err(error) = store.checkpoint() {
@@ -432,7 +451,7 @@ fn start_once(
 ) -> Result<Started, (String, i32)> {
     let layers = match layers {
         Some(layers) => layers,
-        None => super::start::container_layers(store, record, paths)
+        None => super::start::container_layers(store, record)
             .map_err(|error| (error.to_string(), 125))?,
     };
     tracing::debug!("image layers found");
@@ -497,8 +516,8 @@ fn start_in_sandbox(
     sandbox: berth_runtime::Sandbox,
     attachment: &mut Attachment,
 ) -> Result<Started, (String, i32)> {
-    let layers = super::start::container_layers(store, record, paths)
-        .map_err(|error| (error.to_string(), 125))?;
+    let layers =
+        super::start::container_layers(store, record).map_err(|error| (error.to_string(), 125))?;
     let mut spec = build_spec(
         record,
         paths,
