@@ -74,6 +74,12 @@ impl Store {
         &self.root
     }
 
+    /// Opens the database now if [`Store::open_deferred`] has not yet: for
+    /// a process that has a moment to spare before its first query.
+    pub fn open_now(&self) -> Result<(), StoreError> {
+        self.connection().map(drop)
+    }
+
     pub fn blobs(&self) -> BlobStore {
         BlobStore::new(self.root.join("blobs/sha256"), self.root.join("tmp"))
     }

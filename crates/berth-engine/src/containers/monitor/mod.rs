@@ -486,6 +486,12 @@ fn start_once(
         )
     })?;
     let launched = launch(&spec, stdio, cgroup, &mut |pid| {
+        // This runs while the container builds its root and the monitor
+        // would only wait: open the store (deferred since the fork) now, so
+        // that recording the start does not wait for it.
+        if let Err(error) = store.open_now() {
+            tracing::debug!(%error, "store not opened yet");
+        }
         network.connect(store, record, paths, pid.as_raw())
     });
     if launched.is_err() {
