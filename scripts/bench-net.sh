@@ -6,7 +6,7 @@
 #   docker  the private bridge engine of scripts/docker-bridge-engine.sh (Docker's defaults:
 #           bridge bdocker0, iptables DNAT, docker-proxy); started here and stopped again
 #           unless it was already running
-#   berth   target/release/berth (built here; BERTH=path uses that binary instead), with
+#   berth   target/x86_64-unknown-linux-gnu/release/berth (built here; BERTH=path uses that binary instead), with
 #           throw-away BERTH_ROOT/BERTH_RUN_ROOT
 # Paths measured per engine (one iperf3 server container, published on 127.0.0.1:PORT):
 #   container→container      client container → server container's IP (default network)
@@ -59,7 +59,7 @@ WORK=$(mktemp -d /tmp/berth-bench-net.XXXXXX)
 RESULTS=$WORK/results.tsv # engine \t path \t bits/s or n/a \t note
 : >"$RESULTS"
 TAG=bench-net-$$
-E=()           # the current engine's CLI, e.g. (docker -H unix://...) or (target/release/berth)
+E=()           # the current engine's CLI, e.g. (docker -H unix://...) or (target/x86_64-unknown-linux-gnu/release/berth)
 ENGINE=""
 HOST_IPERF_PID=""
 STOP_DOCKER=false
@@ -264,7 +264,7 @@ for ENGINE in "${ENGINES[@]}"; do
             BERTH_RUN_ROOT=$(mktemp -d /tmp/berth-bench-run.XXXXXX)
             BERTH_TMP+=("$BERTH_ROOT" "$BERTH_RUN_ROOT")
             export BERTH_ROOT BERTH_RUN_ROOT
-            E=("${BERTH:-$ROOT/target/release/berth}")
+            E=("${BERTH:-$ROOT/target/x86_64-unknown-linux-gnu/release/berth}")
             VERSIONS+=("berth $( ("${E[@]}" version 2>/dev/null || true) | awk '$1 == "Version:" { print $2; exit }')")
             ;;
     esac

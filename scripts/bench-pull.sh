@@ -3,7 +3,7 @@
 # and Docker side by side, and berth at several download concurrencies.
 #
 # Usage: scripts/bench-pull.sh [ENGINE...]     ENGINE: docker | berth   (default: berth docker)
-#   berth   target/release/berth (built here; BERTH=path uses that binary instead). Every
+#   berth   target/x86_64-unknown-linux-gnu/release/berth (built here; BERTH=path uses that binary instead). Every
 #           timed pull gets a fresh, empty throw-away BERTH_ROOT/BERTH_RUN_ROOT, with
 #           BERTH_PULL_CONCURRENCY=C for each C in CONCURRENCY.
 #   docker  the private conformance engine of scripts/docker-engine.sh (its own data root and
@@ -261,7 +261,7 @@ IMAGE_TAG=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ta
 
 if [[ -z ${BERTH:-} ]]; then
     cargo build --release -p berth >&2
-    BERTH=$ROOT/target/release/berth
+    BERTH=$ROOT/target/x86_64-unknown-linux-gnu/release/berth
 fi
 [[ -x $BERTH ]] || { log "no berth binary at $BERTH"; exit 1; }
 BERTH_VERSION=$( ("$BERTH" version 2>/dev/null || true) | awk '$1 == "Version:" { print $2; exit }')

@@ -13,7 +13,7 @@ RUNS=${1:-30}
 command -v hyperfine >/dev/null || apt-get install -y -q hyperfine >/dev/null
 cargo build --release -p berth >&2
 scripts/make-fixtures.sh target/fixtures >/dev/null
-BERTH=$PWD/target/release/berth
+BERTH=$PWD/target/x86_64-unknown-linux-gnu/release/berth
 BERTH_ROOT=$(mktemp -d /tmp/berth-bench-root.XXXXXX)
 BERTH_RUN_ROOT=$(mktemp -d /tmp/berth-bench-run.XXXXXX)
 export BERTH_ROOT BERTH_RUN_ROOT
