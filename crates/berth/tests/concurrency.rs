@@ -89,3 +89,76 @@ fn twenty_concurrent_loads_leave_a_consistent_store() {
     berth.run(&["image", "prune", "-a", "-f"]).ok();
     assert!(berth.content().is_empty(), "{:?}", berth.content());
 }
+
+/// Listing containers removes the files of removed ones (`orphans.rs`); it
+/// must never take those of a container being created, started or removed
+/// at the same moment. Runs, `--rm` runs and listings all at once: every
+/// created container keeps its files and runs, and the `--rm` ones leave
+/// nothing.
+#[test]
+fn listings_during_runs_and_removals_leave_live_containers_alone() {
+    let berth = Berth::new();
+    berth.load("busybox-docker.tar");
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let ids = std::thread::scope(|scope| {
+        let lister = scope.spawn(|| {
+            let mut listings = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                berth.run(&["ps", "-aq"]).ok();
+                listings += 1;
+            }
+            listings
+        });
+        let removed: Vec<_> = (0..10)
+            .map(|_| berth.spawn(&["run", "--rm", "busybox", "true"]))
+            .collect();
+        let detached: Vec<_> = (0..10)
+            .map(|_| berth.spawn(&["run", "-d", "busybox", "sleep", "100"]))
+            .collect();
+        for child in removed {
+            let output = child.wait_with_output().unwrap();
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let ids: Vec<String> = detached
+            .into_iter()
+            .map(|child| {
+                let output = child.wait_with_output().unwrap();
+                assert!(
+                    output.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+                String::from_utf8_lossy(&output.stdout).trim().to_owned()
+            })
+            .collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(lister.join().unwrap() > 0);
+        ids
+    });
+    let running = berth.run(&["ps", "-q", "--no-trunc"]).ok();
+    let mut running: Vec<&str> = running.lines().collect();
+    running.sort();
+    let mut expected: Vec<&str> = ids.iter().map(String::as_str).collect();
+    expected.sort();
+    assert_eq!(running, expected, "only the detached containers remain");
+    for id in &ids {
+        assert!(berth.root().join("containers").join(id).is_dir());
+        // Their files are whole: exec works in each.
+        assert_eq!(berth.run(&["exec", id, "echo", "ok"]).ok(), "ok\n");
+    }
+    for id in &ids {
+        berth.run(&["rm", "-f", id]).ok();
+    }
+    // A listing now leaves no file of any of them.
+    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "");
+    let left: Vec<_> = std::fs::read_dir(berth.root().join("containers"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
