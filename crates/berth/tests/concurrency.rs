@@ -4,6 +4,7 @@
 
 mod support;
 
+use support::containers::succeeded;
 use support::{fixture, fixture_id, Berth};
 
 #[test]
@@ -116,25 +117,9 @@ fn listings_during_runs_and_removals_leave_live_containers_alone() {
             .map(|_| berth.spawn(&["run", "-d", "busybox", "sleep", "100"]))
             .collect();
         for child in removed {
-            let output = child.wait_with_output().unwrap();
-            assert!(
-                output.status.success(),
-                "{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
+            succeeded(child);
         }
-        let ids: Vec<String> = detached
-            .into_iter()
-            .map(|child| {
-                let output = child.wait_with_output().unwrap();
-                assert!(
-                    output.status.success(),
-                    "{}",
-                    String::from_utf8_lossy(&output.stderr)
-                );
-                String::from_utf8_lossy(&output.stdout).trim().to_owned()
-            })
-            .collect();
+        let ids: Vec<String> = detached.into_iter().map(succeeded).collect();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         assert!(lister.join().unwrap() > 0);
         ids

@@ -12,7 +12,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use support::containers::{
-    cgroup_dirs, mounts_under, parent_pid, pid_alive, wait_child, wait_until,
+    cgroup_dirs, mounts_under, parent_pid, pid_alive, succeeded, wait_child, wait_until,
 };
 use support::{docker, docker_host, fixture, Berth};
 
@@ -1208,16 +1208,7 @@ fn fifty_concurrent_runs_and_removals() {
     let children: Vec<_> = (0..50)
         .map(|_| berth.spawn(&["run", "-d", "busybox", "sleep", "100"]))
         .collect();
-    let mut ids = Vec::new();
-    for child in children {
-        let output = child.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "a concurrent run -d failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        ids.push(String::from_utf8_lossy(&output.stdout).trim().to_owned());
-    }
+    let ids: Vec<String> = children.into_iter().map(succeeded).collect();
     assert!(ids.iter().all(|id| id.len() == 64), "{ids:?}");
     let running = berth.run(&["ps", "-q"]).ok();
     assert_eq!(running.lines().count(), 50, "{running}");

@@ -244,13 +244,7 @@ fn concurrent_runs_never_share_a_sandbox() {
         .collect();
     let mut hostnames = BTreeSet::new();
     for run in runs {
-        let output = run.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        hostnames.insert(String::from_utf8_lossy(&output.stdout).trim().to_owned());
+        hostnames.insert(support::containers::succeeded(run));
     }
     assert_eq!(
         hostnames.len(),

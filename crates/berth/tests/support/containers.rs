@@ -42,6 +42,20 @@ pub fn wait_child(child: &mut Child, seconds: f64, what: &str) -> std::process::
     }
 }
 
+/// Waits for a spawned `berth` (stdout and stderr piped) that must succeed;
+/// returns its stdout, trimmed.
+#[track_caller]
+pub fn succeeded(child: Child) -> String {
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{:?} failed: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
 pub fn pid_alive(pid: i32) -> bool {
     // A zombie still answers kill(0); count it as gone.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
