@@ -56,7 +56,8 @@ impl V1Manager {
 
     /// A new cpuset cgroup starts with empty `cpuset.cpus`/`cpuset.mems`, and no task may join
     /// it until both are set; fill each empty one from its parent, top down (runc does the
-    /// same; `cgroup.clone_children` would too, but it is a hierarchy-wide switch).
+    /// same; setting the parent's `cgroup.clone_children` would too, but the parent may be
+    /// the user's `--cgroup-parent`, whose flags berth leaves alone).
     fn inherit_cpuset(&self, mount_point: &Path) -> Result<(), CgroupError> {
         let mut parent = mount_point.to_owned();
         for component in self.path.components() {
