@@ -14,18 +14,11 @@ use harness::{docker_in_terminal, header, raw_request, Server};
 use serde_json::Value;
 use support::containers::wait_until;
 
-macro_rules! server_or_skip {
-    () => {
-        match Server::start() {
-            Some(server) => server,
-            None => return,
-        }
-    };
-}
-
 #[test]
 fn version_and_info_through_the_docker_cli() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     let version = server
         .docker(&[
             "version",
@@ -61,7 +54,9 @@ fn version_and_info_through_the_docker_cli() {
 
 #[test]
 fn images_tag_inspect_history_and_remove() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     let id = support::fixture_id("busybox-docker.tar", "busybox:latest");
     let images = server
         .docker(&["images", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}"])
@@ -159,7 +154,9 @@ fn pull_progress_and_run_pulls_a_missing_image() {
 
 #[test]
 fn run_rm_prints_output_and_exits_with_the_status() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     let run = server.docker(&["run", "--rm", "--network", "none", "busybox", "echo", "hi"]);
     assert_eq!(run.ok(), "hi\n");
     let run = server.docker(&[
@@ -207,7 +204,9 @@ fn run_rm_prints_output_and_exits_with_the_status() {
 
 #[test]
 fn detached_container_ps_logs_follow_stop_and_rm() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     let id = server
         .docker(&[
             "run",
@@ -303,7 +302,9 @@ fn detached_container_ps_logs_follow_stop_and_rm() {
 
 #[test]
 fn rm_force_removes_a_running_container() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     server
         .docker(&[
             "run",
@@ -331,7 +332,9 @@ fn rm_force_removes_a_running_container() {
 
 #[test]
 fn exec_plain_interactive_and_with_a_terminal() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     server
         .docker(&[
             "run",
@@ -379,7 +382,9 @@ fn exec_plain_interactive_and_with_a_terminal() {
 
 #[test]
 fn cp_both_ways() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     server
         .docker(&[
             "run",
@@ -454,7 +459,9 @@ fn cp_both_ways() {
 
 #[test]
 fn networks_and_volumes() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     let networks = server
         .docker(&["network", "ls", "--format", "{{.Name}} {{.Driver}}"])
         .ok();
@@ -537,7 +544,9 @@ fn networks_and_volumes() {
 
 #[test]
 fn raw_http_errors_versions_and_ping() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     let (status, head, body) =
         server.raw(b"GET /_ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert_eq!(status, 200);

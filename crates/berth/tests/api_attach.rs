@@ -21,15 +21,6 @@ use std::time::Duration;
 use compare::{each_engine, Cleanup};
 use harness::{docker_in_terminal, header, raw_request, Server};
 
-macro_rules! server_or_skip {
-    () => {
-        match Server::start() {
-            Some(server) => server,
-            None => return,
-        }
-    };
-}
-
 /// RFC 6455's sample key (section 1.3) and the accept value it gives.
 const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
 const ACCEPT: &str = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";
@@ -257,7 +248,9 @@ fn attach_target(version: &str, container: &str, query: &str) -> String {
 
 #[test]
 fn websocket_attach_echoes_stdin_and_closes_cleanly() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     each_engine(&server, "ws", |engine| {
         let name = engine.run("cat", &["-i"], &["cat"]);
         let _cleanup = Cleanup::new(engine, vec![name.clone()]);
@@ -293,7 +286,9 @@ fn websocket_attach_echoes_stdin_and_closes_cleanly() {
 
 #[test]
 fn websocket_attach_sends_output_unmultiplexed() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     each_engine(&server, "ws", |engine| {
         let name = engine.run(
             "print",
@@ -327,7 +322,9 @@ fn websocket_attach_sends_output_unmultiplexed() {
 
 #[test]
 fn websocket_attach_before_start_follows_the_container_to_its_end() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     each_engine(&server, "ws", |engine| {
         let name = engine.name("later");
         engine
@@ -365,7 +362,9 @@ fn websocket_attach_before_start_follows_the_container_to_its_end() {
 
 #[test]
 fn websocket_attach_refuses_a_bad_handshake() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     each_engine(&server, "ws", |engine| {
         let name = engine.run("idle", &["-i"], &["cat"]);
         let _cleanup = Cleanup::new(engine, vec![name.clone()]);
@@ -407,7 +406,9 @@ fn resize(socket: &Path, container: &str, height: u16, width: u16) -> u16 {
 
 #[test]
 fn resize_sets_the_size_of_the_container_terminal() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     each_engine(&server, "ws", |engine| {
         let terminal = engine.run("term", &["-t"], &["sh"]);
         let plain = engine.run("plain", &[], &["sleep", "1000"]);
@@ -455,7 +456,9 @@ fn resize_sets_the_size_of_the_container_terminal() {
 
 #[test]
 fn run_with_a_terminal_takes_the_size_of_the_cli_terminal() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     // docker run -it resizes the container to its terminal (24x80 here)
     // once it started; the shell waits for that.
     let script = "i=0; while [ \"$(stty size)\" != '24 80' ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; echo \"size: $(stty size)\"";
@@ -537,7 +540,9 @@ fn make_rootfs(path: &Path) {
 
 #[test]
 fn import_through_the_docker_cli() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     let directory = tempfile::tempdir().unwrap();
     let rootfs = directory.path().join("rootfs.tar");
     make_rootfs(&rootfs);
@@ -634,7 +639,9 @@ fn import_through_the_docker_cli() {
 
 #[test]
 fn import_answers_docker_errors_before_reading_the_body() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     let request = |query: &str| {
         raw_request(
             &server.socket,

@@ -20,15 +20,6 @@ use harness::{resources, settle, Server};
 use serde_json::Value;
 use support::containers::wait_until;
 
-macro_rules! server_or_skip {
-    () => {
-        match Server::start() {
-            Some(server) => server,
-            None => return,
-        }
-    };
-}
-
 /// A request with `Connection: close` and `body` (none when empty).
 fn post(target: &str, body: &str) -> Vec<u8> {
     format!(
@@ -47,7 +38,9 @@ fn message(body: &[u8]) -> String {
 
 #[test]
 fn docker_commit_makes_an_image_that_runs() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     server
         .docker(&[
             "run",
@@ -141,7 +134,9 @@ fn docker_commit_makes_an_image_that_runs() {
 
 #[test]
 fn commit_answers_as_docker_does() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     each_engine(&server, "commit", |engine| {
         let source = engine.run("api", &[], &["sh", "-c", "echo ready; sleep 300"]);
         let mut cleanup = Cleanup::new(engine, vec![source.clone()]);
@@ -232,7 +227,9 @@ fn commit_answers_as_docker_does() {
 
 #[test]
 fn commit_refuses_bad_references_and_bodies() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     let engine = Engine::berth(&server, "commit");
     let source = engine.run("refs", &[], &["true"]);
     // Docker 20.10 answers 500 for these after committing an untagged
@@ -280,7 +277,9 @@ fn commit_refuses_bad_references_and_bodies() {
 
 #[test]
 fn stop_sends_the_signal_asked_for() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     let engine = Engine::berth(&server, "commit");
     let trap = [
         "sh",
@@ -303,15 +302,16 @@ fn stop_sends_the_signal_asked_for() {
     assert!(engine.wait_logs(&name, "got").contains("ready\ngot\n"));
 
     // A bad signal is refused before the container is looked at.
-    for container in [name.as_str(), "nosuch"] {
-        let (status, _, body) = engine.raw(&post(
-            &format!("/v1.43/containers/{container}/stop?signal=SIGNOPE"),
-            "",
-        ));
+    let refuses_a_bad_signal = |path: String| {
+        let (status, _, body) = engine.raw(&post(&path, ""));
         assert_eq!(
             (status, message(&body).as_str()),
-            (400, "Invalid signal: SIGNOPE")
+            (400, "Invalid signal: SIGNOPE"),
+            "{path}"
         );
+    };
+    for container in [name.as_str(), "nosuch"] {
+        refuses_a_bad_signal(format!("/v1.43/containers/{container}/stop?signal=SIGNOPE"));
     }
     // Stopped already: 304, and before 1.42 the signal is not read.
     let (status, _, _) = engine.raw(&post(
@@ -331,14 +331,7 @@ fn stop_sends_the_signal_asked_for() {
     let logs = engine.wait_logs(&name, "got\nready\ngot\nready\n");
     assert!(logs.ends_with("got\nready\n"), "{logs:?}");
     assert_eq!(engine.inspect(&name, "{{.State.Running}}"), "true");
-    let (status, _, body) = engine.raw(&post(
-        &format!("/v1.43/containers/{name}/restart?signal=SIGNOPE"),
-        "",
-    ));
-    assert_eq!(
-        (status, message(&body).as_str()),
-        (400, "Invalid signal: SIGNOPE")
-    );
+    refuses_a_bad_signal(format!("/v1.43/containers/{name}/restart?signal=SIGNOPE"));
     engine.docker(&["rm", "-f", &name]);
 
     // The docker CLI's `stop --signal` (23.0 and later) when one is here.
@@ -380,7 +373,9 @@ fn signal_capable_cli(server: &Server) -> Option<PathBuf> {
 
 #[test]
 fn stop_before_api_1_42_ignores_the_signal_as_docker_does() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     each_engine(&server, "commit", |engine| {
         // PID 1 without a handler ignores SIGTERM: only the SIGKILL ends it.
         let name = engine.run(
@@ -418,7 +413,9 @@ fn stop_before_api_1_42_ignores_the_signal_as_docker_does() {
 
 #[test]
 fn logs_follow_of_a_silent_container_ends_when_its_client_leaves() {
-    let server = server_or_skip!();
+    let Some(server) = Server::start() else {
+        return;
+    };
     let pid = server.pid();
     server
         .docker(&[
