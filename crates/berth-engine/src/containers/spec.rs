@@ -37,23 +37,18 @@ pub fn build_spec(
         .iter()
         .map(|capability| capabilities::name(*capability).to_owned())
         .collect();
-    let custom = match &run.seccomp {
-        SeccompChoice::Custom(json) => {
-            Some(Profile::from_json(json.as_bytes()).map_err(|error| {
-                EngineError::InvalidArgument(format!("invalid seccomp profile: {error}"))
-            })?)
-        }
-        _ => None,
-    };
-    let source = match (&run.seccomp, &custom) {
-        (SeccompChoice::Unconfined, _) => None,
+    let custom;
+    let source = match &run.seccomp {
+        SeccompChoice::Unconfined => None,
         // Docker: --privileged runs without the default filter.
-        (SeccompChoice::Default, _) if run.privileged => None,
-        (SeccompChoice::Default, _) => Some(ProfileSource::Default),
-        (SeccompChoice::Custom(_), Some(profile)) if !profile.is_unconfined() => {
-            Some(ProfileSource::Parsed(profile))
+        SeccompChoice::Default if run.privileged => None,
+        SeccompChoice::Default => Some(ProfileSource::Default),
+        SeccompChoice::Custom(json) => {
+            custom = Profile::from_json(json.as_bytes()).map_err(|error| {
+                EngineError::InvalidArgument(format!("invalid seccomp profile: {error}"))
+            })?;
+            (!custom.is_unconfined()).then_some(ProfileSource::Parsed(&custom))
         }
-        (SeccompChoice::Custom(_), _) => None,
     };
     let seccomp = source
         .map(|source| compile_cached(source, &capability_names, &root.join("cache/seccomp")))

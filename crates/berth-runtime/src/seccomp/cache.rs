@@ -72,8 +72,7 @@ pub fn compile_cached_for(
     host: &Host,
     cache_dir: &Path,
 ) -> Result<Filter, SeccompError> {
-    let key = key_for(&source.identity()?, capabilities, host);
-    let path = cache_dir.join(format!("{key}.bpf"));
+    let path = cache_dir.join(format!("{}.bpf", cache_key(source, capabilities, host)?));
     match fs_err::read(&path) {
         Ok(bytes) => match Filter::from_bytes(&bytes) {
             Ok(filter) => {
@@ -94,23 +93,17 @@ pub fn compile_cached_for(
     Ok(filter)
 }
 
-/// sha256 over everything the filter depends on: the profile (serialized from its typed
-/// form, so field order and whitespace of the source do not matter), the sorted
-/// capabilities, the host's architecture and kernel "version.major" (Docker's
-/// `minKernel` rules depend on it), berth's version and the compiler version.
+/// sha256 over everything the filter depends on: the profile (the default's embedded
+/// text, or a parsed profile serialized from its typed form, so field order and whitespace
+/// of the source do not matter), the sorted capabilities, the host's architecture and
+/// kernel "version.major" (Docker's `minKernel` rules depend on it), berth's version and
+/// the compiler version.
 pub fn cache_key(
-    profile: &Profile,
+    source: ProfileSource<'_>,
     capabilities: &[String],
     host: &Host,
 ) -> Result<String, SeccompError> {
-    Ok(key_for(
-        &ProfileSource::Parsed(profile).identity()?,
-        capabilities,
-        host,
-    ))
-}
-
-fn key_for(profile_identity: &[u8], capabilities: &[String], host: &Host) -> String {
+    let profile_identity = source.identity()?;
     let mut capabilities: Vec<String> = capabilities.iter().map(|cap| normalize_cap(cap)).collect();
     capabilities.sort();
     capabilities.dedup();
@@ -124,15 +117,15 @@ fn key_for(profile_identity: &[u8], capabilities: &[String], host: &Host) -> Str
     field(b"berth-seccomp");
     field(env!("CARGO_PKG_VERSION").as_bytes());
     field(&COMPILER_VERSION.to_le_bytes());
-    field(profile_identity);
+    field(&profile_identity);
     field(capabilities.join(",").as_bytes());
     field(host.arch.scmp_name().as_bytes());
     field(host.kernel.to_string().as_bytes());
-    hasher
+    Ok(hasher
         .finalize()
         .iter()
         .map(|byte| format!("{byte:02x}"))
-        .collect()
+        .collect())
 }
 
 /// Writes to a unique temporary name in the same directory, then renames, so readers
@@ -242,34 +235,27 @@ mod tests {
 
     #[test]
     fn key_depends_on_what_changes_the_filter() {
+        let key = |profile: &Profile, capabilities: &[&str], host: &Host| {
+            let capabilities: Vec<String> = capabilities.iter().map(|&cap| cap.into()).collect();
+            cache_key(ProfileSource::Parsed(profile), &capabilities, host).unwrap()
+        };
         let profile = Profile::docker_default();
-        let base = cache_key(&profile, &["CAP_CHOWN".into(), "CAP_KILL".into()], &host()).unwrap();
-        let reordered = cache_key(&profile, &["kill".into(), "CAP_CHOWN".into()], &host()).unwrap();
+        let base = key(&profile, &["CAP_CHOWN", "CAP_KILL"], &host());
+        let reordered = key(&profile, &["kill", "CAP_CHOWN"], &host());
         assert_eq!(
             base, reordered,
             "capability order and spelling do not matter"
         );
-        let more = cache_key(&profile, &["CAP_CHOWN".into()], &host()).unwrap();
+        let more = key(&profile, &["CAP_CHOWN"], &host());
         assert_ne!(base, more);
         let old_kernel = Host {
             kernel: KernelVersion::new(4, 4),
             ..host()
         };
-        assert_ne!(
-            base,
-            cache_key(
-                &profile,
-                &["CAP_CHOWN".into(), "CAP_KILL".into()],
-                &old_kernel
-            )
-            .unwrap()
-        );
+        assert_ne!(base, key(&profile, &["CAP_CHOWN", "CAP_KILL"], &old_kernel));
         let mut changed = profile.clone();
         changed.default_errno_ret = Some(38);
-        assert_ne!(
-            base,
-            cache_key(&changed, &["CAP_CHOWN".into(), "CAP_KILL".into()], &host()).unwrap()
-        );
+        assert_ne!(base, key(&changed, &["CAP_CHOWN", "CAP_KILL"], &host()));
     }
 
     #[test]
