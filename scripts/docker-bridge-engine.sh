@@ -21,6 +21,10 @@
 #     if nothing else is left in those chains (else it leaves them and says so), restores the
 #     FORWARD policy, and deletes `table ip filter` / `table ip nat` if they did not exist
 #     before `start` and are empty again. No other table or family is touched.
+# It never touches the host's docker0 (a real Docker's bridge): the name is never this
+# engine's, `stop` never counts docker0 among its interfaces, and `start` refuses to run
+# while iptables holds rules naming docker0, because dockerd's start-up flushes the
+# DOCKER chains it would share with that Docker (its port mappings would go).
 # While it runs, Docker's FORWARD policy DROP applies to every bridge on the host (with
 # br_netfilter, bridged packets traverse it too), so another engine's container traffic
 # (e.g. berth's network tests) may be dropped: don't run both at once.
@@ -65,6 +69,19 @@ answers() {
 }
 
 table_exists() { nft list table ip "$1" >/dev/null 2>&1; }
+
+# Another Docker (the host's, on docker0) keeps its rules in the chains this engine's dockerd
+# flushes at start-up and `stop` cleans: refuse instead of touching them.
+check_no_host_docker() {
+    [[ $BRIDGE != docker0 ]] || { log "refusing to use docker0 as this engine's bridge"; return 1; }
+    local theirs
+    theirs=$( { iptables -w -S; iptables -w -t nat -S; } 2>/dev/null | grep -E -- '-[io] docker0( |$)' || true)
+    if [[ -n $theirs ]]; then
+        log "another Docker's iptables rules name docker0; refusing to start (its DOCKER chains would be flushed):"
+        echo "$theirs" >&2
+        return 1
+    fi
+}
 
 # Refuse address space that is already routed somewhere else (other than our own bridges).
 check_routes() {
@@ -112,6 +129,7 @@ start() {
     [[ -x $DOCKERD ]] || { log "dockerd not found (apt-get install docker.io)"; return 1; }
     command -v iptables >/dev/null || { log "iptables not found (apt-get install iptables)"; return 1; }
     if ! pid_alive; then
+        check_no_host_docker
         check_routes
         record_state
         make_bridge
@@ -158,12 +176,13 @@ start() {
 
 # Interfaces of this engine: bdocker0 and any interface carrying a 10.231.x address (the
 # br-* bridges of user networks that a dockerd which died did not remove). Only bdocker0 and
-# br-<12 hex> ones are deleted; any of them names the iptables rules to delete.
+# br-<12 hex> ones are deleted; any of them names the iptables rules to delete. docker0 is
+# never one of them, whatever address it has.
 our_ifaces() {
     {
         ip link show "$BRIDGE" >/dev/null 2>&1 && echo "$BRIDGE"
         ip -o -4 addr show | awk -v re="^$OURS_RE" '$4 ~ re { print $2 }'
-    } | sort -u
+    } | grep -vx docker0 | sort -u
 }
 
 # iptables -S prints rules in a form that can be fed back with -A replaced by -D.

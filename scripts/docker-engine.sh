@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # docker-engine.sh start|stop|status — a private, throw-away Docker engine for conformance
-# tests (compare berth with the real thing). It never touches host networking (no bridge,
-# no iptables, no ip_forward) and never shares state with a system dockerd:
+# tests (compare berth with the real thing). It never shares state with a system dockerd and
+# leaves the host's networking alone (no iptables, no masquerading, no ip_forward):
 #   data root  /var/lib/berth-test-docker      exec root  /run/berth-test-docker
 #   socket     unix:///run/berth-test-docker.sock   log   /tmp/berth-test-dockerd.log
+#   bridge     bertd0, 10.232.0.1/24, made by `start` and deleted by `stop` (only if `start`
+#              made it; recorded in $EXEC_ROOT.bridge)
+# Why a bridge of its own: with `--bridge=none` dockerd DELETES the host's `docker0` at
+# start-up (moby daemon_unix.go removeDefaultBridgeInterface), which breaks the machine's
+# real Docker ("could not find bridge docker0"). With `--bridge=NAME` it uses NAME and never
+# looks at docker0. The name may never be docker0 or none (refused).
 # `start` is idempotent and prints the DOCKER_HOST value on stdout; `status` exits 0 only
 # when the engine answers; `stop` is idempotent too.
 # Overrides: BERTH_TEST_DOCKER_ROOT, BERTH_TEST_DOCKER_EXEC_ROOT, BERTH_TEST_DOCKER_SOCK,
-# BERTH_TEST_DOCKER_LOG, BERTH_TEST_DOCKER_TIMEOUT (seconds, default 60), DOCKERD, DOCKER.
+# BERTH_TEST_DOCKER_LOG, BERTH_TEST_DOCKER_BRIDGE, BERTH_TEST_DOCKER_BRIDGE_ADDR (CIDR of the
+# bridge's address), BERTH_TEST_DOCKER_TIMEOUT (seconds, default 60), DOCKERD, DOCKER.
+# A second engine beside the first needs all of the root, exec root, socket and bridge
+# overrides (two engines on one bridge would hand out the same addresses).
 set -euo pipefail
 
 DATA_ROOT=${BERTH_TEST_DOCKER_ROOT:-/var/lib/berth-test-docker}
@@ -18,6 +27,9 @@ CONFIG=${EXEC_ROOT}.daemon.json
 LOG=${BERTH_TEST_DOCKER_LOG:-/tmp/berth-test-dockerd.log}
 TIMEOUT=${BERTH_TEST_DOCKER_TIMEOUT:-60}
 HOST=unix://$SOCK
+BRIDGE=${BERTH_TEST_DOCKER_BRIDGE:-bertd0}
+BRIDGE_ADDR=${BERTH_TEST_DOCKER_BRIDGE_ADDR:-10.232.0.1/24}
+BRIDGE_MADE=${EXEC_ROOT}.bridge # holds "$BRIDGE" when `start` created it
 DOCKERD=${DOCKERD:-$(command -v dockerd || echo /usr/sbin/dockerd)}
 # Prefer the CLI that came with the daemon (Debian's docker.io); any CLI >= 20.10 works.
 if [[ -z ${DOCKER:-} ]]; then
@@ -37,11 +49,59 @@ answers() {
     [[ -S $SOCK ]] && timeout 10 "$DOCKER" -H "$HOST" version >/dev/null 2>&1
 }
 
+check_bridge_name() {
+    case $BRIDGE in
+        docker0 | none | "") log "refusing bridge name '$BRIDGE': the engine needs a bridge of its own"; return 1 ;;
+    esac
+    if ((${#BRIDGE} > 15)); then log "bridge name '$BRIDGE' is longer than 15 characters"; return 1; fi
+}
+
+# The bridge's subnet must not be routed anywhere else on this host.
+check_subnet() {
+    local clash
+    clash=$( {
+        ip -4 route show root "$BRIDGE_ADDR"
+        ip -4 route show match "$BRIDGE_ADDR" | grep -v '^default '
+    } | grep -v " dev $BRIDGE\b" || true)
+    if [[ -n $clash ]]; then
+        log "$BRIDGE_ADDR is already routed on this host, refusing to add $BRIDGE:"
+        echo "$clash" >&2
+        return 1
+    fi
+}
+
+make_bridge() {
+    check_bridge_name || return 1
+    if ip link show "$BRIDGE" >/dev/null 2>&1; then
+        [[ -d /sys/class/net/$BRIDGE/bridge ]] || { log "$BRIDGE exists and is not a bridge"; return 1; }
+    else
+        check_subnet || return 1
+        ip link add name "$BRIDGE" type bridge || return 1
+        echo "$BRIDGE" >"$BRIDGE_MADE"
+        log "created bridge $BRIDGE ($BRIDGE_ADDR)"
+    fi
+    ip -4 addr show dev "$BRIDGE" | grep -q "inet $BRIDGE_ADDR " ||
+        ip addr add "$BRIDGE_ADDR" dev "$BRIDGE" || return 1
+    ip link set "$BRIDGE" up || return 1
+}
+
+# Deletes the bridge only when `start` made it (never docker0, whatever the record says).
+remove_bridge() {
+    [[ -s $BRIDGE_MADE ]] || return 0
+    local made
+    made=$(<"$BRIDGE_MADE")
+    if [[ $made == "$BRIDGE" && $made != docker0 ]] && ip link show "$made" >/dev/null 2>&1; then
+        ip link delete "$made" type bridge && log "deleted bridge $made"
+    fi
+    rm -f "$BRIDGE_MADE"
+}
+
 start() {
     if answers; then echo "$HOST"; return 0; fi
     [[ $(id -u) -eq 0 ]] || { log "must run as root"; return 1; }
     [[ -x $DOCKERD ]] || { log "dockerd not found (apt-get install docker.io)"; return 1; }
     if ! pid_alive; then
+        make_bridge || { remove_bridge; return 1; }
         rm -f "$PIDFILE" "$SOCK"
         mkdir -p "$DATA_ROOT" "$(dirname "$LOG")"
         # Our own daemon.json so /etc/docker/daemon.json (if any) can't change the setup.
@@ -61,7 +121,7 @@ start() {
             --pidfile "$PIDFILE" \
             --host "$HOST" \
             --iptables=false --ip6tables=false --ip-masq=false --ip-forward=false \
-            --bridge=none \
+            --bridge="$BRIDGE" \
             --exec-opt native.cgroupdriver=cgroupfs \
             --userland-proxy=false \
             </dev/null >>"$LOG" 2>&1 9>&- &
@@ -79,6 +139,7 @@ start() {
             log "dockerd exited during startup; last log lines:"
             tail -n 20 "$LOG" >&2 || true
             rm -f "$PIDFILE"
+            remove_bridge
             return 1
         fi
         sleep 0.5
@@ -92,6 +153,7 @@ stop() {
     local pid
     if ! pid_alive; then
         rm -f "$PIDFILE"
+        remove_bridge # left by a dockerd that died
         log "not running"
         return 0
     fi
@@ -115,6 +177,8 @@ stop() {
         fi
     fi
     rm -f "$PIDFILE" "$SOCK"
+    # dockerd has removed its containers' veths by now; the bridge itself is ours.
+    remove_bridge
     log "stopped"
 }
 

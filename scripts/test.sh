@@ -6,7 +6,8 @@
 #      containers, exports BERTH_TEST_DOCKER_HOST and checks the fixtures against it;
 #      without a usable Docker the conformance tests skip themselves — not an error
 #   3. cargo fmt --check, cargo clippy -D warnings, cargo build, cargo nextest run
-#   4. stops the Docker engine it started (trap)
+#   4. stops the Docker engine it started, then checks that a host `docker0` present at the
+#      start is still there with the same addresses (no test engine may delete it)
 # Every step runs even when an earlier one fails; the exit status is non-zero if any failed.
 #
 # Environment: BERTH_FIXTURES (output dir, default target/fixtures), BERTH_TEST_DOCKER=0 to
@@ -26,6 +27,26 @@ step() {
     else
         echo "=== $name: FAILED (exit $?)"
         failed+=("$name")
+    fi
+}
+
+# The host's docker0 (a real Docker's bridge), if any, as it was before anything ran.
+docker0_addresses() { ip -o -4 addr show dev docker0 2>/dev/null | awk '{ print $4 }' | sort | tr '\n' ' '; }
+docker0_before=false
+if ip link show docker0 >/dev/null 2>&1; then
+    docker0_before=true
+    docker0_was=$(docker0_addresses)
+fi
+check_docker0() {
+    if ! ip link show docker0 >/dev/null 2>&1; then
+        echo "the host's docker0 is gone (it had: ${docker0_was:-no IPv4 address})"
+        return 1
+    fi
+    local now
+    now=$(docker0_addresses)
+    if [[ $now != "$docker0_was" ]]; then
+        echo "the host's docker0 changed addresses: was '${docker0_was}', now '${now}'"
+        return 1
     fi
 }
 
@@ -81,6 +102,17 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
     echo "=== cargo-nextest missing (cargo install cargo-nextest --locked); using cargo test"
     step test cargo test --workspace --no-fail-fast
+fi
+
+# ---- 4. stop our Docker engine now (not only in the trap), then check the host's docker0
+if $stop_docker; then
+    scripts/docker-engine.sh stop || true
+    stop_docker=false
+fi
+if $docker0_before; then
+    step host-docker0 check_docker0
+else
+    echo "=== host-docker0: the host had no docker0 before the run; nothing to check"
 fi
 
 echo
