@@ -3,7 +3,7 @@
 //! process.
 
 use std::io::Read;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use nix::sched::{setns, CloneFlags};
 use nix::unistd::{fork, ForkResult, Pid};
@@ -47,16 +47,22 @@ pub fn exec_in(
         .iter()
         .map(|(name, flags)| open(name).map(|file| (file, *flags)))
         .collect::<Result<Vec<_>, _>>()?;
+    // The child is inside the container's pid namespace from its first instruction: it must be
+    // undumpable from birth (it inherits this), so that no container process ever reads its
+    // environment or memory, opens its executable or ptraces it (init/conceal.rs).
+    init::conceal::forbid_inspection().map_err(LaunchError::Conceal)?;
     setns(&pid_namespace, CloneFlags::CLONE_NEWPID).map_err(LaunchError::Clone)?;
 
     let (report_read, report_write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(LaunchError::Pipe)?;
+    let hidden = init::conceal::InheritedStrings::hide();
     // SAFETY: the exec CLI is single-threaded, so the child cannot inherit
     // a lock held by another thread.
     match unsafe { fork() }.map_err(LaunchError::Clone)? {
         ForkResult::Child => {
+            hidden.discard();
             drop(report_read);
-            let failure = match child(process, others, stdio, cgroup) {
+            let failure = match child(process, others, stdio, cgroup, report_write.as_raw_fd()) {
                 Ok(never) => match never {},
                 Err(failure) => failure,
             };
@@ -66,6 +72,7 @@ pub fn exec_in(
             unsafe { libc::_exit(126) }
         }
         ForkResult::Parent { child } => {
+            drop(hidden);
             drop(report_write);
             drop(stdio);
             let mut bytes = Vec::new();
@@ -91,7 +98,9 @@ fn child(
     namespaces: Vec<(std::fs::File, CloneFlags)>,
     stdio: Stdio,
     cgroup: &dyn CgroupManager,
+    report_fd: RawFd,
 ) -> Result<init::Never, InitFailure> {
+    init::set_container_umask();
     init::reset_signals();
     let join = cgroup
         .open_self_join()
@@ -113,7 +122,8 @@ fn child(
         }
     }
     drop(stdio);
-    init::close_other_descriptors(-1);
+    // Whatever the calling berth had open (its store, its sockets) closes now, not at execve.
+    init::conceal::close_descriptors_except(&[report_fd]);
     let cwd = if process.cwd.is_empty() {
         "/"
     } else {

@@ -28,6 +28,8 @@ pub enum LaunchError {
     Cgroup(#[source] crate::cgroups::CgroupError),
     #[error("failed to read the container's start report")]
     Report(#[source] std::io::Error),
+    #[error("failed to make berth's process undumpable before it enters the container")]
+    Conceal(#[source] std::io::Error),
     /// The caller's setup between clone and start (its network) failed.
     #[error("{0}")]
     Prepare(String),

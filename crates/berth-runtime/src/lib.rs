@@ -12,6 +12,7 @@ pub mod in_root;
 pub mod init;
 pub mod launch;
 pub mod rootfs;
+pub mod sealed_exe;
 pub mod seccomp;
 pub mod spec;
 pub mod user;

@@ -331,10 +331,9 @@ fn retire(dir: &MemberDir) -> bool {
 /// Starts `berth warm REFERENCE --depth N` in the background (its own
 /// session, no terminal, output discarded): the refill after a claim.
 pub fn spawn_refill(config: &crate::EngineConfig, reference: &str, depth: u32, ttl: Duration) {
-    let Ok(program) = std::env::current_exe() else {
-        return;
-    };
-    let mut command = std::process::Command::new(program);
+    // The running binary through its magic link: a berth that enters containers runs from a
+    // sealed copy of itself with no path of its own (berth_runtime::sealed_exe).
+    let mut command = std::process::Command::new(berth_runtime::sealed_exe::SELF_EXE);
     command
         .arg("--root")
         .arg(&config.root)

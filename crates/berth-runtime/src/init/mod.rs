@@ -3,6 +3,7 @@
 //! why to the parent over a pipe, then exits; success is the pipe closing
 //! on `execve` (it is close-on-exec).
 
+pub(crate) mod conceal;
 mod devices;
 pub(crate) mod exec;
 mod mounts;
@@ -181,6 +182,13 @@ pub(crate) fn reset_signals() {
 }
 
 fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<Never> {
+    // Before anything else: this process is a clone of a berth command that holds the host
+    // user's environment, and it stays berth until execve (for good, as --init's reaper), so
+    // nothing in the container may inspect it (init/conceal.rs).
+    // It is the first process of a new pid namespace, so nothing sees it before this runs.
+    conceal::forbid_inspection().map_err(|error| InitFailure::io("set PR_SET_DUMPABLE", error))?;
+    conceal::InheritedStrings::hide().discard();
+    set_container_umask();
     reset_signals();
     // First, so that everything below is charged to the container.
     crate::cgroups::join_self(&channels.cgroup_join)
@@ -251,13 +259,22 @@ fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<N
         )?,
     }
     drop(streams);
-    close_other_descriptors(channels.report_fd);
+    // Nothing berth opened may reach the container (its program or, with --init, the
+    // reaper that stays): only the standard streams and the report pipe (close-on-exec) stay.
+    conceal::close_descriptors_except(&[channels.report_fd]);
 
     if spec.init {
         // berth's init stays pid 1; the command runs as its child.
         reaper::fork_and_reap(channels.report_fd)?;
     }
     exec::finish_and_exec(&spec.process)
+}
+
+/// A container's processes start with umask 0022, whatever berth's own (0077 while it writes
+/// its private state) or the caller's shell had: runc's default, so files a container creates
+/// are as under Docker.
+pub(crate) fn set_container_umask() {
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
 }
 
 /// A pooled sandbox: says it is ready, then waits for the spec of the run
@@ -377,37 +394,6 @@ pub(crate) fn terminal(
     crate::console::send_fd(console.as_raw_fd(), master.as_raw_fd())
         .map_err(|error| InitFailure::nix("send the terminal to berth", error))?;
     Ok(slave)
-}
-
-/// Nothing berth opened may reach the container's program: every
-/// descriptor above stderr becomes close-on-exec (the report pipe already
-/// is, and must stay open until exec).
-pub(crate) fn close_other_descriptors(_report_fd: RawFd) {
-    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags on this
-    // process's descriptors 3..=MAX.
-    let result = unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            3u32,
-            u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    };
-    if result != 0 {
-        // Kernels before 5.11: walk /proc/self/fd instead.
-        if let Ok(entries) = std::fs::read_dir("/proc/self/fd") {
-            let fds: Vec<RawFd> = entries
-                .flatten()
-                .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
-                .collect();
-            for fd in fds.into_iter().filter(|fd| *fd > 2) {
-                let _ = nix::fcntl::fcntl(
-                    fd,
-                    nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-                );
-            }
-        }
-    }
 }
 
 pub(crate) fn set_stdio(

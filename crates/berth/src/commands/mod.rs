@@ -18,6 +18,11 @@ use container::inspect::Kind;
 
 /// Runs a parsed command line; returns the exit status.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    if enters_containers(&cli.command) && nix::unistd::geteuid().is_root() {
+        // First, while nothing has been done that a re-execution would repeat.
+        berth_runtime::sealed_exe::ensure_sealed()
+            .context("refusing to start a process in a container from a writable berth binary")?;
+    }
     let global = cli.global;
     match cli.command {
         Command::Version => system::version::run(),
@@ -167,4 +172,28 @@ pub fn confirm(warning: &str) -> anyhow::Result<bool> {
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
+}
+
+/// The commands whose processes enter containers (as the container's first process, an exec, a
+/// pooled sandbox, or a server or monitor that starts them), which must run from a binary no
+/// container can write (berth_runtime::sealed_exe). Non-root callers cannot start containers
+/// and are not re-executed.
+fn enters_containers(command: &Command) -> bool {
+    match command {
+        Command::Run(_)
+        | Command::Start(_)
+        | Command::Restart(_)
+        | Command::Exec(_)
+        | Command::Warm(_)
+        | Command::Serve(_)
+        | Command::ApiHelper(_) => true,
+        Command::Container(Lazy(command)) => matches!(
+            command,
+            ContainerCommand::Run(_)
+                | ContainerCommand::Start(_)
+                | ContainerCommand::Restart(_)
+                | ContainerCommand::Exec(_)
+        ),
+        _ => false,
+    }
 }

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use berth_api::listen::Host;
 use berth_api::tls::TlsFiles;
 use clap::builder::BoolishValueParser;
@@ -59,8 +58,10 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> anyhow::Result<i32> {
         .transpose()
         .map_err(anyhow::Error::msg)?
         .filter(|timeout| !timeout.is_zero());
-    let helper: PathBuf =
-        std::env::current_exe().context("failed to find the berth binary for its helpers")?;
+    // The running binary through its magic link, not its path: berth serve runs from a sealed,
+    // read-only copy of itself (berth_runtime::sealed_exe) that has no path, and its helpers
+    // enter containers too.
+    let helper = PathBuf::from(berth_runtime::sealed_exe::SELF_EXE);
     let config = berth_api::ServeConfig {
         engine: berth_engine::EngineConfig {
             root: global.root.clone(),
