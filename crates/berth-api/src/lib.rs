@@ -21,6 +21,7 @@ pub mod filters;
 pub mod fuzzing;
 pub mod helper;
 pub mod http;
+pub mod limits;
 pub mod listen;
 mod router;
 pub mod routes;
@@ -29,6 +30,7 @@ pub mod tls;
 pub mod version;
 
 pub use error::ApiError;
+pub use limits::ConnectionLimits;
 pub use server::{serve, ServeConfig, ServeError};
 
 /// `30s`, `5m`, `1h30m`, `500ms`, or plain seconds; `0` means never.

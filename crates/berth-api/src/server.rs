@@ -1,4 +1,5 @@
-//! The accept loop, one thread per connection, the idle timer, and the
+//! The accept loop, one thread per connection (at most
+//! `--max-connections`, see [`crate::limits`]), the idle timer, and the
 //! state the server keeps between requests (attaches waiting for a start,
 //! exec instances, exit codes of containers it started).
 
@@ -14,7 +15,11 @@ use berth_engine::{Engine, EngineConfig};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use crate::error::ApiError;
-use crate::http::{read_head, write_response, Connection, HeadError, Response};
+use crate::http::request::read_head_with;
+use crate::http::{write_response, Connection, HeadError, Response};
+use crate::limits::{
+    before_head_read, wait_for_request, ConnectionLimits, ConnectionSlots, NextRequest,
+};
 use crate::listen::{open_listeners, ListenError, Listener, Socket};
 use crate::routes::attach::PendingAttach;
 use crate::routes::exec::ExecInstance;
@@ -37,6 +42,8 @@ pub struct ServeConfig {
     /// (starting a container, exec): a multi-threaded process must not
     /// fork and go on running Rust code in the child.
     pub helper: PathBuf,
+    /// Header and keep-alive timeouts, and the connection bound.
+    pub limits: ConnectionLimits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -155,11 +162,14 @@ pub struct Server {
     pub attaches: Mutex<HashMap<String, PendingAttach>>,
     pub execs: Mutex<HashMap<String, Arc<ExecInstance>>>,
     pub exits: ExitBoard,
+    /// Connections being served, against `--max-connections`.
+    pub connections: ConnectionSlots,
 }
 
 impl Server {
     pub fn new(config: ServeConfig) -> Self {
         Self {
+            connections: ConnectionSlots::new(config.limits.max_connections),
             config,
             activity: Activity::new(),
             attaches: Mutex::new(HashMap::new()),
@@ -237,6 +247,12 @@ fn accept_loop(server: &'static Server, listeners: &[Listener]) -> Result<(), Se
                     .unwrap_or(PollTimeout::MAX)
             }
         };
+        // At the bound, connections wait in the listen backlog until one
+        // being served ends.
+        if !server.connections.has_room() {
+            server.connections.wait_for_room(wait_duration(wait));
+            continue;
+        }
         let mut fds: Vec<PollFd<'_>> = listeners
             .iter()
             .map(|listener| PollFd::new(listener.socket.as_fd(), PollFlags::POLLIN))
@@ -259,10 +275,21 @@ fn accept_loop(server: &'static Server, listeners: &[Listener]) -> Result<(), Se
     }
 }
 
-/// Takes every waiting connection, each onto a thread of its own; TCP
-/// ones start with the TLS handshake (see [`crate::tls`]).
+/// A poll timeout as a duration (at most a second here).
+fn wait_duration(wait: PollTimeout) -> Duration {
+    let millis = wait.as_millis().map_or(1000, u64::from);
+    Duration::from_millis(millis)
+}
+
+/// Takes every waiting connection while there is room, each onto a
+/// thread of its own; TCP ones start with the TLS handshake (see
+/// [`crate::tls`]).
 fn accept(server: &'static Server, socket: &Socket) {
     loop {
+        // Given back if nothing was accepted (or no thread started).
+        let Some(slot) = server.connections.try_take() else {
+            return;
+        };
         let spawned = match socket {
             Socket::Unix(socket) => {
                 let Ok((stream, _)) = socket.accept() else {
@@ -275,7 +302,10 @@ fn accept(server: &'static Server, socket: &Socket) {
                 std::thread::Builder::new()
                     .name("berth-api-connection".to_owned())
                     .stack_size(1024 * 1024)
-                    .spawn(move || handle_connection(server, stream))
+                    .spawn(move || {
+                        let _slot = slot;
+                        handle_connection(server, stream);
+                    })
             }
             Socket::Tcp { listener, tls } => {
                 let Ok((stream, peer)) = listener.accept() else {
@@ -286,7 +316,9 @@ fn accept(server: &'static Server, socket: &Socket) {
                 std::thread::Builder::new()
                     .name("berth-api-tls".to_owned())
                     .stack_size(1024 * 1024)
-                    .spawn(move || crate::tls::serve_connection(server, &tls, stream, peer))
+                    .spawn(move || {
+                        crate::tls::serve_connection(server, &tls, stream, peer, Arc::new(slot));
+                    })
             }
         };
         if let Err(error) = spawned {
@@ -295,15 +327,46 @@ fn accept(server: &'static Server, socket: &Socket) {
     }
 }
 
-/// Answers requests on one connection until it closes or a handler keeps
-/// the socket. Public for the randomized tests, which run it on one end
-/// of a socket pair.
+/// Answers requests on one connection until it closes, a handler keeps
+/// the socket, or a limit ends it: the head of its first request must
+/// arrive within the read-header timeout from now, each later one within
+/// the keep-alive idle timeout and then the read-header timeout from its
+/// first byte (see [`crate::limits`]). Public for the randomized tests,
+/// which run it on one end of a socket pair.
 pub fn handle_connection(server: &'static Server, stream: UnixStream) {
+    let limits = server.config.limits;
     let mut connection = Connection::new(stream);
+    let mut first = true;
     loop {
-        let request = match read_head(&mut connection.reader) {
+        if !first {
+            match wait_for_request(&connection.reader, limits.idle_connection_timeout) {
+                Ok(NextRequest::Ready) => {}
+                Ok(NextRequest::Idle) => {
+                    tracing::debug!("idle keep-alive connection closed");
+                    return;
+                }
+                Err(error) => {
+                    tracing::debug!(%error, "failed to wait for the next request");
+                    return;
+                }
+            }
+        }
+        first = false;
+        let deadline = limits
+            .read_header_timeout
+            .map(|timeout| Instant::now() + timeout);
+        let head = read_head_with(&mut connection.reader, before_head_read(deadline));
+        // What follows the head (a body, a stream, a hijacked connection)
+        // is never cut by the head's timeout.
+        if deadline.is_some() && connection.stream().set_read_timeout(None).is_err() {
+            return;
+        }
+        let request = match head {
             Ok(request) => request,
             Err(error) => {
+                if matches!(error, HeadError::TimedOut) {
+                    tracing::debug!("request head not read in time; connection closed");
+                }
                 if let Some(status) = error.status() {
                     let message = match error {
                         HeadError::Malformed(message) => message,

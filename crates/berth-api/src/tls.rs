@@ -37,6 +37,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig, ServerConnection};
 
+use crate::limits::ConnectionSlot;
 use crate::server::{self, Server};
 
 /// A client that has not finished its handshake by then is dropped.
@@ -213,12 +214,14 @@ fn read_pem_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
 }
 
 /// Serves one accepted TCP connection; runs on its own thread until the
-/// connection ends.
+/// connection ends. `slot` is its place under `--max-connections`, held
+/// by this thread and the handler's until both are done.
 pub fn serve_connection(
     server: &'static Server,
     acceptor: &TlsAcceptor,
     tcp: TcpStream,
     peer: SocketAddr,
+    slot: Arc<ConnectionSlot<'static>>,
 ) {
     let mut tls = match ServerConnection::new(acceptor.config.clone()) {
         Ok(tls) => tls,
@@ -263,7 +266,13 @@ pub fn serve_connection(
     let spawned = std::thread::Builder::new()
         .name("berth-api-connection".to_owned())
         .stack_size(1024 * 1024)
-        .spawn(move || server::handle_connection(server, theirs));
+        .spawn({
+            let slot = Arc::clone(&slot);
+            move || {
+                let _slot = slot;
+                server::handle_connection(server, theirs);
+            }
+        });
     if let Err(error) = spawned {
         tracing::warn!(%peer, %error, "failed to start a connection thread");
         return;

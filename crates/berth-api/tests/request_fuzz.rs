@@ -95,9 +95,11 @@ fn seeds() -> Vec<Vec<u8>> {
             "POST /exec/nosuch/start HTTP/1.1\r\nHost: docker",
             r#"{"Detach":false,"Tty":false}"#,
         ),
+        // (Not `POST /auth`: it talks to the registry the body names, and a
+        // mutated body can name any, Docker Hub included.)
         with_body(
-            "POST /auth HTTP/1.1\r\nHost: docker",
-            r#"{"username":"u","password":"p","serveraddress":"127.0.0.1:5000"}"#,
+            "POST /containers/nosuch/update HTTP/1.1\r\nHost: docker",
+            r#"{"Memory":0,"RestartPolicy":{"Name":"no"}}"#,
         ),
         // Keep-alive: two requests on one connection.
         b"GET /_ping HTTP/1.1\r\n\r\nGET /version HTTP/1.1\r\nConnection: close\r\n\r\n".to_vec(),
@@ -418,6 +420,7 @@ fn a_connection_answers_mutated_requests() {
         tls: None,
         // Nothing here starts a container; a start would fail, not fork.
         helper: "/bin/false".into(),
+        limits: Default::default(),
     })));
     let seed = seed_from_env("BERTH_FUZZ_SEED", 0x5eed_0002);
     let cases = seed_from_env("BERTH_FUZZ_CASES", 2000) as usize / 4;

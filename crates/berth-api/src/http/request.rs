@@ -38,6 +38,9 @@ pub enum HeadError {
     Closed,
     #[error("failed to read the request")]
     Io(#[source] std::io::Error),
+    /// The head did not arrive within the read-header timeout.
+    #[error("timed out reading the request head")]
+    TimedOut,
     #[error("request header too large")]
     TooLarge,
     #[error("malformed request: {0}")]
@@ -49,7 +52,8 @@ impl HeadError {
     /// (None: nothing to answer).
     pub fn status(&self) -> Option<u16> {
         match self {
-            Self::Closed | Self::Io(_) => None,
+            // Go's net/http closes a timed-out connection without a word.
+            Self::Closed | Self::Io(_) | Self::TimedOut => None,
             Self::TooLarge => Some(431),
             Self::Malformed(_) => Some(400),
         }
@@ -103,11 +107,31 @@ impl Request {
 /// Reads one request head. Returns `Closed` when the peer hung up before
 /// sending anything.
 pub fn read_head(reader: &mut impl BufRead) -> Result<Request, HeadError> {
+    read_head_with(reader, |_| Ok(()))
+}
+
+/// As [`read_head`], with `before_fill` run before each wait for more
+/// input: the server bounds the time a head may take with it (see
+/// `crate::limits`). A read that times out (`WouldBlock`/`TimedOut`, a
+/// socket's `SO_RCVTIMEO`) is [`HeadError::TimedOut`].
+pub fn read_head_with<R: BufRead>(
+    reader: &mut R,
+    mut before_fill: impl FnMut(&mut R) -> Result<(), HeadError>,
+) -> Result<Request, HeadError> {
     let mut head = Vec::new();
     loop {
+        before_fill(reader)?;
         let available = match reader.fill_buf() {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(HeadError::TimedOut)
+            }
             Err(error) => return Err(HeadError::Io(error)),
         };
         if available.is_empty() {

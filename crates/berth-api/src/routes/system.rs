@@ -1,6 +1,8 @@
 //! `_ping`, `version`, `info`, `events`, `system/df`, `auth`.
 
 use berth_engine::events::{EventFilter, EventFollower};
+use berth_registry::client::{ClientConfig, LoginRequest, LOGIN_SUCCEEDED};
+use berth_registry::config::RegistryConfig;
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
@@ -235,16 +237,68 @@ pub fn disk_usage(server: &Server) -> Handled {
     ))
 }
 
-/// `docker login`: the credentials are checked against the registry by the
-/// CLI-side login (`berth login`); the server accepts them as given and
-/// says so, as dockerd does for registries that need no check.
+/// `docker login`: dockerd's `postAuth`. The credentials are checked
+/// against the registry the body names, as `berth login` checks them
+/// (`berth_registry::client::login`: ping, challenge, Basic or token,
+/// HTTPS then HTTP for insecure registries), on this connection's thread,
+/// so other connections go on being served meanwhile. Success is 200
+/// `{"IdentityToken": …, "Status": "Login Succeeded"}`; a failure has
+/// dockerd's status (401 only where a token service refused the
+/// credentials, 400 for an unusable address, else 500) and words.
 pub fn auth(exchange: &mut Exchange<'_>) -> Handled {
     let body: Value = exchange.json()?;
-    if !body.is_object() {
-        return Err(ApiError::bad_request("invalid auth configuration"));
+    let request = login_request(&body)?;
+    let registry = RegistryConfig::load_or_default(&berth_engine::config_file())
+        .map_err(|error| ApiError::internal(error_chain(&error)))?;
+    match berth_registry::client::login(&request, &registry, &ClientConfig::default()) {
+        Ok(success) => reply(Response::json(
+            200,
+            &json!({
+                "IdentityToken": success.identity_token.unwrap_or_default(),
+                "Status": LOGIN_SUCCEEDED,
+            }),
+        )),
+        Err(error) => Err(ApiError::new(error.http_status(), error_chain(&error))),
     }
-    reply(Response::json(
-        200,
-        &json!({ "Status": "Login Succeeded", "IdentityToken": "" }),
-    ))
+}
+
+/// moby's `types.AuthConfig` from the body: Go's JSON decoding matches
+/// field names without regard to case; `auth` and `email` are not used
+/// for the check, by dockerd either.
+fn login_request(body: &Value) -> Result<LoginRequest, ApiError> {
+    let Value::Object(fields) = body else {
+        return Err(ApiError::bad_request(
+            "json: cannot unmarshal into Go value of type types.AuthConfig",
+        ));
+    };
+    let text = |name: &str| -> Result<String, ApiError> {
+        match fields
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+        {
+            None | Some((_, Value::Null)) => Ok(String::new()),
+            Some((_, Value::String(text))) => Ok(text.clone()),
+            Some((_, _)) => Err(ApiError::bad_request(format!(
+                "json: cannot unmarshal into Go struct field AuthConfig.{name} of type string"
+            ))),
+        }
+    };
+    Ok(LoginRequest {
+        server_address: text("serveraddress")?,
+        username: text("username")?,
+        password: text("password")?,
+        identity_token: text("identitytoken")?,
+    })
+}
+
+/// An error and its causes, as one line (`{:#}`).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
 }

@@ -1,7 +1,8 @@
 //! Who the client says it is: nothing, Basic credentials, or a Bearer
 //! token fetched from the realm the registry's challenge names (Docker's
 //! token flow, <https://distribution.github.io/distribution/spec/auth/token/>),
-//! cached per scope until it expires.
+//! cached per scope until it expires; and the token docker's login asks
+//! for ([`fetch_login_token`]).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -11,7 +12,9 @@ use base64::Engine as _;
 use serde::Deserialize;
 
 use super::challenge::{parse_challenges, Challenge};
+use super::errcode::{self, ErrorText};
 use super::error::{ClientError, RegistryErrors};
+use super::transport::go_error_text;
 use crate::Credentials;
 
 /// Tokens without `expires_in` live 60 s (the token spec's default).
@@ -57,6 +60,9 @@ struct TokenResponse {
     access_token: Option<String>,
     #[serde(default)]
     expires_in: Option<u64>,
+    /// Given when an offline token was asked for (login).
+    #[serde(default)]
+    refresh_token: Option<String>,
 }
 
 impl Authenticator {
@@ -219,6 +225,131 @@ impl Authenticator {
             valid_until: started + lifetime.saturating_sub(TOKEN_MARGIN),
         })
     }
+}
+
+/// What docker's login presents to a token service.
+pub(super) struct LoginCredentials<'a> {
+    pub username: &'a str,
+    pub password: &'a str,
+    /// A refresh token from an earlier login (docker's identity token).
+    pub identity_token: &'a str,
+}
+
+/// A login's token, and the refresh token the service gave with it.
+pub(super) struct LoginToken {
+    pub token: String,
+    pub refresh_token: Option<String>,
+}
+
+/// The client id docker's token requests carry (moby `AuthClientID`).
+const LOGIN_CLIENT_ID: &str = "docker";
+
+/// The token docker's login asks for after a Bearer challenge
+/// (distribution's token handler as moby's `loginV2` sets it up: no scope,
+/// `offline_token=true`, `client_id=docker`): with an identity token,
+/// OAuth's refresh grant (`fetchTokenWithOAuth`, a form POST), else a GET
+/// with the Basic credentials (`fetchTokenWithBasicAuth`). A failure is
+/// the text after the login's `Get "…/v2/": `.
+pub(super) fn fetch_login_token(
+    agent: &ureq::Agent,
+    challenge: &Challenge,
+    credentials: &LoginCredentials<'_>,
+) -> Result<LoginToken, ErrorText> {
+    let plain = |text: String| ErrorText {
+        text,
+        unauthorized: false,
+    };
+    let Some(realm) = challenge.parameters.get("realm") else {
+        return Err(plain(
+            "no realm specified for token auth challenge".to_owned(),
+        ));
+    };
+    let service = challenge
+        .parameters
+        .get("service")
+        .map(String::as_str)
+        .unwrap_or_default();
+    let (method, result) = if credentials.identity_token.is_empty() {
+        let mut query = Vec::new();
+        if !service.is_empty() {
+            query.push(("service", service));
+        }
+        query.push(("offline_token", "true"));
+        query.push(("client_id", LOGIN_CLIENT_ID));
+        let mut request = None;
+        if !credentials.username.is_empty() && !credentials.password.is_empty() {
+            query.push(("account", credentials.username));
+            let pair = format!("{}:{}", credentials.username, credentials.password);
+            request = Some(format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(pair)
+            ));
+        }
+        let url = with_query(realm, &query);
+        let mut get = agent.get(&url);
+        if let Some(authorization) = request {
+            get = get.header("Authorization", authorization);
+        }
+        (("Get", url), get.call())
+    } else {
+        // Go's url.Values.Encode: sorted by name, empty values kept.
+        let form = [
+            ("client_id", LOGIN_CLIENT_ID),
+            ("grant_type", "refresh_token"),
+            ("refresh_token", credentials.identity_token),
+            ("scope", ""),
+            ("service", service),
+        ];
+        (("Post", realm.clone()), agent.post(realm).send_form(form))
+    };
+    let (method, url) = method;
+    let mut response = result
+        .map_err(|error| plain(format!("{method} {url:?}: {}", go_error_text(&error, &url))))?;
+    let status = response.status().as_u16();
+    let challenges: Vec<Challenge> = response
+        .headers()
+        .get_all("WWW-Authenticate")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(parse_challenges)
+        .collect();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(TOKEN_BODY_LIMIT)
+        .read_to_vec()
+        .map_err(|error| plain(error.to_string()))?;
+    // distribution's `SuccessStatus`: 2xx and 3xx.
+    if !(200..400).contains(&status) {
+        return Err(errcode::error_response(status, &challenges, &body));
+    }
+    let answer: TokenResponse = serde_json::from_slice(&body)
+        .map_err(|error| plain(format!("unable to decode token response: {error}")))?;
+    let refresh_token = answer
+        .refresh_token
+        .filter(|token| !token.is_empty() && token != credentials.identity_token);
+    let access_token = answer.access_token.filter(|token| !token.is_empty());
+    let token = if credentials.identity_token.is_empty() {
+        // `access_token` wins over `token`; one of them must be there.
+        match access_token
+            .or(answer.token)
+            .filter(|token| !token.is_empty())
+        {
+            Some(token) => token,
+            None => {
+                return Err(plain(
+                    "authorization server did not include a token in the response".to_owned(),
+                ))
+            }
+        }
+    } else {
+        // The OAuth answer's token is `access_token` only.
+        access_token.unwrap_or_default()
+    };
+    Ok(LoginToken {
+        token,
+        refresh_token,
+    })
 }
 
 /// `base` with `pairs` appended as a percent-encoded query.

@@ -236,8 +236,12 @@ impl RegistryErrors {
         }
         if let Ok(Details { details }) = serde_json::from_slice::<Details>(body) {
             if !details.is_empty() {
+                // distribution 2.8 (what Debian's docker is built with)
+                // reads a 403's details as DENIED.
                 let code = if status == 401 {
                     "UNAUTHORIZED"
+                } else if status == 403 {
+                    "DENIED"
                 } else if status == 429 {
                     "TOOMANYREQUESTS"
                 } else {

@@ -10,7 +10,9 @@
 mod auth;
 mod blob;
 mod challenge;
+mod errcode;
 mod error;
+mod login;
 mod manifest;
 mod platform;
 mod settings;
@@ -24,6 +26,7 @@ use std::sync::Arc;
 use ureq::http::Method;
 
 pub use error::{ClientError, RegistryErrorEntry, RegistryErrors};
+pub use login::{login, LoginError, LoginRequest, LoginSuccess, LOGIN_SUCCEEDED};
 pub use manifest::{FetchedManifest, ManifestKind, ResolvedManifest, MANIFEST_ACCEPT};
 pub use platform::{host_platform, platform_matches, platform_string, select_manifest};
 pub use settings::{
@@ -81,21 +84,11 @@ impl RegistryClient {
         config: &ClientConfig,
         credentials: Option<Credentials>,
     ) -> Result<Self, ClientError> {
-        let agent_config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .tls_config(tls::tls_config(config, host)?)
-            .user_agent(config.user_agent.as_str())
-            .timeout_connect(Some(config.connect_timeout))
-            .timeout_per_read(Some(config.read_timeout))
-            // Blobs come from anywhere the registry redirects to (S3, a
-            // CDN); credentials stay behind (ureq's default).
-            .max_redirects(10)
-            .build();
         Ok(Self {
             inner: Arc::new(ClientInner {
                 host: host.to_owned(),
                 base_url: format!("{}://{host}", scheme.as_str()),
-                agent: agent_config.new_agent(),
+                agent: new_agent(config, host, true, None)?,
                 config: config.clone(),
                 auth: Authenticator::new(credentials),
             }),
@@ -111,15 +104,40 @@ impl RegistryClient {
         &self.inner.base_url
     }
 
-    /// Docker's login check: `GET /v2/` with the credentials (a token
-    /// without scope for Bearer registries). A refusal reads
-    /// `Get "https://host/v2/": unauthorized: …`.
+    /// Whether this client's credentials open `GET /v2/` (a token without
+    /// scope for Bearer registries), through the same authorization and
+    /// retries as its pulls. A refusal reads
+    /// `Get "https://host/v2/": unauthorized: …`. Docker's own login check,
+    /// with its texts and endpoint fallbacks, is [`login`].
     pub fn check_login(&self) -> Result<(), ClientError> {
         let url = format!("{}/v2/", self.inner.base_url);
         self.inner
             .execute(Call::new(Method::GET, url, &[]), |status| status == 200)
             .map(drop)
     }
+}
+
+/// The HTTP agent for `host`: its TLS trust (`verify_tls` false for an
+/// insecure registry's HTTPS endpoint), berth's user agent and timeouts,
+/// and `timeout` as a bound on each whole request when given.
+fn new_agent(
+    config: &ClientConfig,
+    host: &str,
+    verify_tls: bool,
+    timeout: Option<std::time::Duration>,
+) -> Result<ureq::Agent, ClientError> {
+    Ok(ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .tls_config(tls::tls_config(config, host, verify_tls)?)
+        .user_agent(config.user_agent.as_str())
+        .timeout_connect(Some(config.connect_timeout))
+        .timeout_per_read(Some(config.read_timeout))
+        .timeout_global(timeout)
+        // Blobs come from anywhere the registry redirects to (S3, a
+        // CDN); credentials stay behind (ureq's default).
+        .max_redirects(10)
+        .build()
+        .new_agent())
 }
 
 impl ClientInner {

@@ -1,6 +1,8 @@
 //! The TLS trust a registry host gets: the system CA bundle plus Docker's
 //! per-registry directory (`certs.d/HOST/*.crt` CAs, `*.cert` + `*.key`
 //! client certificates), as dockerd's `registry.ReadCertsDirectory` reads it.
+//! For an insecure registry's HTTPS endpoint (login tries it before plain
+//! HTTP, as dockerd does) the certificate is not verified.
 
 use std::path::{Path, PathBuf};
 
@@ -9,8 +11,13 @@ use ureq::tls::{parse_pem, Certificate, ClientCert, PemItem, PrivateKey, RootCer
 use super::error::ClientError;
 use super::settings::ClientConfig;
 
-/// The TLS settings for `host`.
-pub(super) fn tls_config(config: &ClientConfig, host: &str) -> Result<TlsConfig, ClientError> {
+/// The TLS settings for `host`; `verify` false accepts any server
+/// certificate (dockerd's `InsecureSkipVerify` for insecure registries).
+pub(super) fn tls_config(
+    config: &ClientConfig,
+    host: &str,
+    verify: bool,
+) -> Result<TlsConfig, ClientError> {
     let host_dir = config.certs_root.join(host);
     let mut extra_roots = Vec::new();
     let mut client_cert = None;
@@ -39,6 +46,7 @@ pub(super) fn tls_config(config: &ClientConfig, host: &str) -> Result<TlsConfig,
     Ok(TlsConfig::builder()
         .root_certs(roots)
         .client_cert(client_cert)
+        .disable_verification(!verify)
         .build())
 }
 

@@ -84,6 +84,46 @@ pub(super) fn method_name(method: &Method) -> &'static str {
     }
 }
 
+/// Go's words for a request that got no response, where the cause is a
+/// common one (`dial tcp 127.0.0.1:5000: connect: connection refused`,
+/// the client timeout of moby's login), else ureq's: the part of a Go
+/// `url.Error` after `Get "URL": `.
+pub(super) fn go_error_text(error: &ureq::Error, url: &str) -> String {
+    let address = || {
+        let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
+        let host = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+        let has_port = match host.rfind(':') {
+            Some(colon) => !host[colon..].contains(']'),
+            None => false,
+        };
+        if has_port {
+            host.to_owned()
+        } else if scheme == "http" {
+            format!("{host}:80")
+        } else {
+            format!("{host}:443")
+        }
+    };
+    match error {
+        ureq::Error::Io(io) if io.kind() == io::ErrorKind::ConnectionRefused => {
+            format!("dial tcp {}: connect: connection refused", address())
+        }
+        ureq::Error::HostNotFound => {
+            let host = address();
+            let name = host
+                .rsplit_once(':')
+                .map_or(host.as_str(), |(name, _)| name);
+            format!("dial tcp: lookup {name}: no such host")
+        }
+        // What Debian's dockerd 20.10 says when its 15 s client timeout
+        // passes (seen against a registry that accepts and never answers).
+        ureq::Error::Timeout(_) => {
+            "net/http: request canceled (Client.Timeout exceeded while awaiting headers)".to_owned()
+        }
+        other => other.to_string(),
+    }
+}
+
 impl ClientInner {
     /// Sends `call` and returns the response when `accept(status)`; any
     /// other status becomes an error with the registry's message.

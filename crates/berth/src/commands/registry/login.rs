@@ -1,15 +1,17 @@
 //! `berth login [SERVER]`: docker/cli 20.10's `runLogin` — options, then
 //! stored credentials if no user was given, else the prompts; the
-//! credentials are checked against the registry before anything is stored.
+//! credentials are checked against the registry before anything is stored
+//! (`berth_registry::client::login`, the check `berth serve` makes for
+//! `POST /auth` too).
 
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::os::fd::AsFd;
 
 use anyhow::Context;
+use berth_registry::client::{ClientConfig, LoginRequest, LoginSuccess};
 use berth_registry::config::RegistryConfig;
 use berth_registry::credentials::{server_key, CredentialStore, DockerConfig, INDEX_SERVER};
 
-use super::verify::{self, Verified};
 use super::LoginArgs;
 use crate::exit;
 
@@ -50,6 +52,18 @@ pub fn run(args: &LoginArgs) -> anyhow::Result<i32> {
     let is_docker_hub = key == INDEX_SERVER;
     let docker = DockerConfig::from_env()?;
     let registry_config = RegistryConfig::load_or_default(&berth_engine::config_file())?;
+    let client_config = ClientConfig::default();
+    // As the docker CLI sends it to dockerd: what it has, an identity
+    // token from the stored entry included.
+    let check = |username: &str, password: &str, identity_token: &str| {
+        let request = LoginRequest {
+            server_address: key.clone(),
+            username: username.to_owned(),
+            password: password.to_owned(),
+            identity_token: identity_token.to_owned(),
+        };
+        berth_registry::client::login(&request, &registry_config, &client_config)
+    };
 
     // With neither -u nor -p, stored credentials are tried first.
     let stored = if username.is_empty() && password.is_empty() {
@@ -62,7 +76,7 @@ pub fn run(args: &LoginArgs) -> anyhow::Result<i32> {
         .filter(|entry| !entry.username.is_empty() && !entry.password.is_empty())
     {
         println!("Authenticating with existing credentials...");
-        match verify::login(&key, &entry.username, &entry.password, &registry_config) {
+        match check(&entry.username, &entry.password, &entry.identity_token) {
             Ok(verified) => {
                 store(&docker, &key, &entry.username, &entry.password, verified)?;
                 println!("Login Succeeded");
@@ -75,13 +89,15 @@ pub fn run(args: &LoginArgs) -> anyhow::Result<i32> {
         }
     }
 
-    let default_username = stored.map(|entry| entry.username).unwrap_or_default();
+    let (default_username, identity_token) = stored
+        .map(|entry| (entry.username, entry.identity_token))
+        .unwrap_or_default();
     let Some((username, password)) =
         configure_auth(&username, &password, &default_username, is_docker_hub)?
     else {
         return Ok(exit::FAILURE);
     };
-    let verified = verify::login(&key, &username, &password, &registry_config)?;
+    let verified = check(&username, &password, &identity_token)?;
     store(&docker, &key, &username, &password, verified)?;
     println!("Login Succeeded");
     Ok(0)
@@ -95,7 +111,7 @@ fn store(
     key: &str,
     username: &str,
     password: &str,
-    verified: Verified,
+    verified: LoginSuccess,
 ) -> anyhow::Result<()> {
     let result = match verified.identity_token {
         Some(token) => docker.store_identity_token(key, username, &token),

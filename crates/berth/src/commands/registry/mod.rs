@@ -4,8 +4,6 @@
 
 pub mod login;
 pub mod logout;
-mod verify;
-mod wire;
 
 use clap::Args;
 

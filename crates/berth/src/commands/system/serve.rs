@@ -3,9 +3,11 @@
 //! `berth api-helper` it runs for work that forks.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use berth_api::listen::Host;
 use berth_api::tls::TlsFiles;
+use berth_api::ConnectionLimits;
 use clap::builder::BoolishValueParser;
 use clap::Args;
 
@@ -48,6 +50,26 @@ pub struct ServeArgs {
     /// 0 or unset: never)
     #[arg(long, value_name = "DURATION")]
     pub idle_timeout: Option<String>,
+    /// Close a connection whose request head (request line and headers)
+    /// has not all arrived this long after the connection opened, or after
+    /// the first byte of its next request (0: no limit)
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub read_header_timeout: String,
+    /// Close a keep-alive connection that sends no next request for this
+    /// long (0: no limit); streams and attached connections are not idle
+    #[arg(long, value_name = "DURATION", default_value = "2m")]
+    pub idle_connection_timeout: String,
+    /// Serve at most this many connections at once; more wait in the
+    /// socket's backlog until one ends
+    #[arg(long, value_name = "N", default_value_t = berth_api::limits::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+}
+
+/// A duration flag; `0` means no limit.
+fn limit(flag: &str, text: &str) -> anyhow::Result<Option<Duration>> {
+    let duration = berth_api::parse_duration(text)
+        .map_err(|message| anyhow::anyhow!("invalid value for --{flag}: {message}"))?;
+    Ok(Some(duration).filter(|duration| !duration.is_zero()))
 }
 
 pub fn run(global: &GlobalOptions, args: &ServeArgs) -> anyhow::Result<i32> {
@@ -58,6 +80,16 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> anyhow::Result<i32> {
         .transpose()
         .map_err(anyhow::Error::msg)?
         .filter(|timeout| !timeout.is_zero());
+    if args.max_connections == 0 {
+        anyhow::bail!(
+            "invalid value for --max-connections: 0 (at least 1 connection must be served)"
+        );
+    }
+    let limits = ConnectionLimits {
+        read_header_timeout: limit("read-header-timeout", &args.read_header_timeout)?,
+        idle_connection_timeout: limit("idle-connection-timeout", &args.idle_connection_timeout)?,
+        max_connections: args.max_connections,
+    };
     // The running binary through its magic link, not its path: berth serve runs from a sealed,
     // read-only copy of itself (berth_runtime::sealed_exe) that has no path, and its helpers
     // enter containers too.
@@ -72,6 +104,7 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> anyhow::Result<i32> {
         idle_timeout,
         tls: tls_files(args)?,
         helper,
+        limits,
     };
     berth_api::serve(config)?;
     Ok(0)
