@@ -6,6 +6,7 @@ pub mod capabilities;
 pub mod cgroups;
 mod clone;
 pub mod console;
+pub mod devices;
 pub mod exec;
 pub mod handoff;
 pub mod in_root;

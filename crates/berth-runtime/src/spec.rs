@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::capabilities::Capability;
+use crate::devices::{DeviceNode, DeviceRule};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ContainerSpec {
@@ -42,6 +43,14 @@ pub struct ContainerSpec {
     /// A private cgroup namespace (Docker's default); false for
     /// `--cgroupns host`.
     pub cgroup_namespace: bool,
+    /// Device nodes made in the container beyond Docker's default ones:
+    /// `--device`, and the host's devices with `--privileged`.
+    #[serde(default)]
+    pub devices: Vec<DeviceNode>,
+    /// The container's device rules ([`crate::devices::container_rules`]),
+    /// which its cgroup gets through `Resources::devices` when it is created.
+    #[serde(default)]
+    pub device_rules: Vec<DeviceRule>,
 }
 
 /// The overlay layers of a container root.

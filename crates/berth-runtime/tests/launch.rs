@@ -109,6 +109,8 @@ fn container(args: &[&str]) -> Container {
         cgroup_v2: false,
         cgroup_namespace: true,
         overlay: None,
+        devices: vec![],
+        device_rules: berth_runtime::devices::container_rules(false, &[]),
     };
     Container {
         _directory: directory,
@@ -209,8 +211,56 @@ fn test_cgroup(container: &Container) -> Box<dyn berth_runtime::cgroups::CgroupM
             .container_path(None, &container.spec.id)
             .unwrap(),
     );
-    cgroup.create(&Resources::default()).unwrap();
     cgroup
+        .create(&Resources {
+            devices: Some(container.spec.device_rules.clone()),
+            ..Resources::default()
+        })
+        .unwrap();
+    cgroup
+}
+
+/// Docker's default device rules: a node of the host's /dev/kmsg made in
+/// the container (mknod is allowed) cannot be opened; /dev/null can.
+#[test]
+fn default_device_rules_refuse_host_devices() {
+    let container = container(&[
+        "sh",
+        "-c",
+        "echo x > /dev/null && echo null-ok; mknod /tmp/k c 1 11 && echo made; echo x 2>&1 > /tmp/k",
+    ]);
+    let (code, stdout, stderr) = run(&container);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.starts_with("null-ok\nmade\n"), "{stdout}");
+    assert!(stdout.contains("Operation not permitted"), "{stdout}");
+}
+
+/// `--device /dev/fuse:/dev/myfuse:rw` as the runtime gets it: the node
+/// with the host's numbers and mode, and a rule that lets it be opened.
+#[test]
+fn a_given_device_is_made_and_can_be_opened() {
+    if !std::path::Path::new("/dev/fuse").exists() {
+        eprintln!("skipping a_given_device_is_made_and_can_be_opened: no /dev/fuse on the host");
+        return;
+    }
+    use berth_runtime::devices::{container_rules, devices_from_path, Access};
+    let mut container = container(&[
+        "sh",
+        "-c",
+        "ls -ln /dev/myfuse; exec 3<>/dev/myfuse && echo opened",
+    ]);
+    let nodes = devices_from_path("/dev/fuse", std::path::Path::new("/dev/myfuse")).unwrap();
+    let rules: Vec<_> = nodes
+        .iter()
+        .map(|node| node.rule(Access::READ.union(Access::WRITE)))
+        .collect();
+    container.spec.device_rules = container_rules(false, &rules);
+    container.spec.devices = nodes;
+    let (code, stdout, stderr) = run(&container);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.starts_with("crw-------"), "{stdout}");
+    assert!(stdout.contains("10, 229"), "{stdout}");
+    assert!(stdout.ends_with("opened\n"), "{stdout}");
 }
 
 fn pipes() -> (Stdio, OwnedFd, OwnedFd) {

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use berth_runtime::cgroups::{Limit, Resources};
+use berth_runtime::devices::DeviceRule;
 use berth_store::{ContainerRow, ContainerStoreError};
 use berth_types::container::CreateRequest;
 
@@ -11,7 +12,8 @@ use super::merge::{merge_process, UserProcess};
 use super::names::{generate_name, new_id, validate_name};
 use super::paths::ContainerPaths;
 use super::record::{
-    ContainerRecord, MountRequest, MountSource, RestartPolicy, RunSettings, SeccompChoice, Ulimit,
+    ContainerRecord, DeviceMapping, MountRequest, MountSource, RestartPolicy, RunSettings,
+    SeccompChoice, Ulimit,
 };
 use super::state::{now, ContainerState};
 use crate::images::resolve_image;
@@ -224,6 +226,8 @@ pub(crate) fn build_record(
         stop_timeout: config.stop_timeout,
         labels: merged.labels.clone(),
         cgroupns_host: host.cgroupns_mode == "host",
+        devices: device_mappings(&host.resources)?,
+        device_cgroup_rules: device_cgroup_rules(&host.resources)?,
     };
     for limit in &run.ulimits {
         if berth_runtime::spec::rlimit_resource(&limit.name).is_none() {
@@ -357,6 +361,82 @@ fn seccomp_choice(options: Option<&[String]>) -> SeccompChoice {
     SeccompChoice::Default
 }
 
+/// `--device` mappings as the API gives them: an empty container path is the
+/// host path, empty permissions are `rwm` (the CLI fills both in already).
+/// Driver requests (`--gpus`, CDI names) are refused: berth has no device
+/// drivers, and a run must not start without the devices it asked for.
+fn device_mappings(
+    requested: &berth_types::container::Resources,
+) -> Result<Vec<DeviceMapping>, EngineError> {
+    if let Some(request) = requested.device_requests.iter().flatten().next() {
+        let capabilities = request
+            .capabilities
+            .iter()
+            .flatten()
+            .map(|set| format!("[{}]", set.join(" ")))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut message = format!(
+            "could not select device driver {:?} with capabilities: [{capabilities}]",
+            request.driver
+        );
+        if request.driver == "cdi" {
+            let names = request.device_ids.iter().flatten().cloned();
+            message.push_str(&format!(
+                ": berth has no CDI support (devices: {})",
+                names.collect::<Vec<_>>().join(", ")
+            ));
+        } else {
+            message.push_str(": berth has no device drivers (--gpus)");
+        }
+        return Err(EngineError::InvalidArgument(message));
+    }
+    requested
+        .devices
+        .iter()
+        .flatten()
+        .map(|mapping| {
+            let permissions = if mapping.cgroup_permissions.is_empty() {
+                "rwm"
+            } else {
+                mapping.cgroup_permissions.as_str()
+            };
+            let access = berth_runtime::devices::Access::parse(permissions).ok_or_else(|| {
+                EngineError::InvalidArgument(format!("bad mode specified: {permissions}"))
+            })?;
+            let container_path = if mapping.path_in_container.is_empty() {
+                mapping.path_on_host.clone()
+            } else {
+                mapping.path_in_container.clone()
+            };
+            if !container_path.starts_with('/') {
+                return Err(EngineError::InvalidArgument(format!(
+                    "{container_path} is not an absolute path"
+                )));
+            }
+            Ok(DeviceMapping {
+                host_path: mapping.path_on_host.clone(),
+                container_path,
+                access,
+            })
+        })
+        .collect()
+}
+
+/// `--device-cgroup-rule` values, with the daemon's error for a bad one.
+fn device_cgroup_rules(
+    requested: &berth_types::container::Resources,
+) -> Result<Vec<DeviceRule>, EngineError> {
+    requested
+        .device_cgroup_rules
+        .iter()
+        .flatten()
+        .map(|rule| {
+            DeviceRule::parse(rule).map_err(|error| EngineError::InvalidArgument(error.to_string()))
+        })
+        .collect()
+}
+
 /// The runtime's limits for an API `Resources` (create, and the API's
 /// `update`).
 pub fn runtime_resources(
@@ -443,11 +523,13 @@ fn mounts(
         if source.starts_with('/') && std::fs::symlink_metadata(source).is_err() {
             // Docker creates a missing `-v` host path as a directory
             // (`--mount` refuses instead).
-            std::fs::create_dir_all(source).map_err(|error| {
-                EngineError::InvalidArgument(format!(
-                    "error while creating mount source path '{source}': {error}"
-                ))
-            })?;
+            std::fs::create_dir_all(source).map_err(
+                |error| {
+                    EngineError::InvalidArgument(format!(
+                        "error while creating mount source path '{source}': {error}"
+                    ))
+                },
+            )?;
         }
         let source = if source.starts_with('/') {
             MountSource::Bind {

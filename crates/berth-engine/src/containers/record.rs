@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use berth_runtime::cgroups::Resources;
+use berth_runtime::devices::{Access, DeviceRule};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,6 +103,21 @@ pub struct RunSettings {
     /// `--cgroupns host`: share the host's cgroup namespace.
     #[serde(default)]
     pub cgroupns_host: bool,
+    /// `--device`: host device paths, resolved (numbers, mode, owner) at
+    /// each start, as Docker does.
+    #[serde(default)]
+    pub devices: Vec<DeviceMapping>,
+    /// `--device-cgroup-rule`, parsed at create.
+    #[serde(default)]
+    pub device_cgroup_rules: Vec<DeviceRule>,
+}
+
+/// One `--device HOST[:CONTAINER][:PERMISSIONS]`, with the defaults filled in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceMapping {
+    pub host_path: String,
+    pub container_path: String,
+    pub access: Access,
 }
 
 /// The stored container.

@@ -5,13 +5,14 @@
 use std::path::{Path, PathBuf};
 
 use berth_runtime::capabilities;
-use berth_runtime::cgroups::CgroupVersion;
+use berth_runtime::cgroups::{CgroupVersion, Resources};
+use berth_runtime::devices::{self, DeviceNode, DeviceRule};
 use berth_runtime::seccomp::{compile_cached, Profile, ProfileSource};
 use berth_runtime::spec::{DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS};
 use berth_runtime::{ContainerSpec, MountKind, MountSpec, NetworkMode, ProcessSpec, Rlimit};
 
 use super::paths::ContainerPaths;
-use super::record::{ContainerRecord, MountSource, SeccompChoice};
+use super::record::{ContainerRecord, MountSource, RunSettings, SeccompChoice};
 use crate::EngineError;
 
 /// Resolves everything that can fail before any process exists.
@@ -115,6 +116,8 @@ pub fn build_spec(
         })
         .collect();
 
+    let (devices, device_rules) = device_settings(run)?;
+
     let network = match run.network_mode.as_str() {
         "host" => NetworkMode::Host,
         _ => NetworkMode::New,
@@ -202,7 +205,46 @@ pub fn build_spec(
         cgroup_v1_hierarchies,
         cgroup_v2,
         cgroup_namespace: !run.cgroupns_host,
+        devices,
+        device_rules,
     })
+}
+
+/// The container's device nodes and rules for this start: each `--device`
+/// looked up on the host now (Docker resolves them at every start: a device
+/// may have been replugged with other numbers), then `--device-cgroup-rule`,
+/// after Docker's defaults. `--privileged` (as moby's `WithDevices`) gets
+/// every host device, then the `--device` ones at other paths, and no
+/// restriction at all.
+fn device_settings(run: &RunSettings) -> Result<(Vec<DeviceNode>, Vec<DeviceRule>), EngineError> {
+    let mut nodes = if run.privileged {
+        devices::host_devices()
+    } else {
+        Vec::new()
+    };
+    let mut rules = Vec::new();
+    for mapping in &run.devices {
+        let found =
+            devices::devices_from_path(&mapping.host_path, Path::new(&mapping.container_path))
+                .map_err(|error| EngineError::InvalidArgument(error.to_string()))?;
+        if run.privileged && mapping.host_path == mapping.container_path {
+            // Already there with the host's devices.
+            continue;
+        }
+        rules.extend(found.iter().map(|node| node.rule(mapping.access)));
+        nodes.extend(found);
+    }
+    rules.extend(run.device_cgroup_rules.iter().copied());
+    Ok((nodes, devices::container_rules(run.privileged, &rules)))
+}
+
+/// What the container's cgroup is created with at a start: the stored
+/// limits and the device rules of this start's spec.
+pub fn cgroup_resources(record: &ContainerRecord, spec: &ContainerSpec) -> Resources {
+    Resources {
+        devices: Some(spec.device_rules.clone()),
+        ..record.run.resources.clone()
+    }
 }
 
 /// `-u` resolution against /etc/passwd and /etc/group as the container

@@ -22,15 +22,19 @@ use crate::{Engine, EngineError};
 /// the sandbox. The process (command, environment, user, working
 /// directory, terminal, stdin), `--rm`, `--name` (not in the record's run
 /// settings), labels, the stop settings and bind mounts (mounted after the
-/// claim) may differ. None when the run can never use a member (a volume
-/// or tmpfs mount).
+/// claim) may differ. None when the run can never use a member: a volume
+/// or tmpfs mount, or its own devices (`--device`, `--device-cgroup-rule`,
+/// `--privileged`): a member's /dev and device cgroup are made with Docker's
+/// defaults before any run is known, so such a run starts cold.
 pub(crate) fn sandbox_key(record: &ContainerRecord) -> Option<serde_json::Value> {
     let mut run = record.run.clone();
     let binds_only = run
         .mounts
         .iter()
         .all(|mount| matches!(mount.source, MountSource::Bind { .. }));
-    if !binds_only {
+    let default_devices =
+        run.devices.is_empty() && run.device_cgroup_rules.is_empty() && !run.privileged;
+    if !binds_only || !default_devices {
         return None;
     }
     run.args.clear();

@@ -82,6 +82,13 @@ pub enum CgroupError {
         #[source]
         source: nix::Error,
     },
+    #[error("failed to {action} the device program of cgroup {path:?}")]
+    DeviceProgram {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     #[error("invalid cgroup parent {parent:?}: {reason}")]
     InvalidParent {
         parent: String,

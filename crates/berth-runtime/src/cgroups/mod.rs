@@ -4,7 +4,8 @@
 //! CgroupVersion::detect()            which layout this machine has (hybrid counts as v1)
 //! CgroupDriver::container_path()     "berth/<id>", or below --cgroup-parent
 //! new_manager(&version, path)        V1Manager or V2Manager
-//!   .create(&resources)              mkdir (every v1 hierarchy / v2 with controllers on), limits
+//!   .create(&resources)              mkdir (every v1 hierarchy / v2 with controllers on), limits,
+//!                                    device rules (v1 devices.deny/allow, v2 a BPF program)
 //!   .add_process(pid)                or clone3(CLONE_INTO_CGROUP, open_for_clone_into()) on v2
 //!   .apply / freeze / thaw / stats / processes / kill_all
 //!   .delete()                        rmdir everywhere; gone already is fine

@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::devices::DeviceRule;
+
 /// The default CFS period, in microseconds, that `--cpus` uses (docker, runc, crun).
 pub const DEFAULT_CPU_PERIOD: u64 = 100_000;
 
@@ -79,6 +81,12 @@ pub struct Resources {
     pub pids_limit: Option<Limit>,
     /// `--blkio-weight`, 10..=1000 in v1 units.
     pub blkio_weight: Option<u16>,
+    /// The device rules ([`crate::devices`]): `devices.deny`/`devices.allow` on v1, a BPF
+    /// device program on v2. The engine always sets them at create (Docker's defaults plus
+    /// `--device` and `--device-cgroup-rule`, or allow-all with `--privileged`); `None`
+    /// leaves the cgroup's rules as they are, which for a new cgroup is its parent's.
+    #[serde(default)]
+    pub devices: Option<Vec<DeviceRule>>,
 }
 
 impl Resources {

@@ -13,6 +13,7 @@ use nix::unistd::Pid;
 use super::signal::{signal_each, wait_for_state, FREEZE_TIMEOUT};
 use super::stats::v1_limit;
 use super::{files, CgroupError, CgroupManager, CgroupStats, Limit, Resources, V1Hierarchies};
+use crate::devices::{self, DeviceRule};
 
 /// Hierarchies to read `cgroup.procs` from, best first; every hierarchy holds the same
 /// processes, but `name=systemd` or `devices` may be all there is.
@@ -165,6 +166,25 @@ impl V1Manager {
         Ok(())
     }
 
+    /// The device rules, written as [`devices::v1_writes`] lays them out. Without a devices
+    /// hierarchy only "allow everything" can be honoured; anything else fails rather than
+    /// leave the container with every device.
+    fn apply_devices(&self, rules: &[DeviceRule]) -> Result<(), CgroupError> {
+        let Some(dir) = self.dir("devices") else {
+            if devices::allows_everything(rules) {
+                return Ok(());
+            }
+            return Err(CgroupError::ControllerUnavailable {
+                controller: "devices",
+                path: self.path.clone(),
+            });
+        };
+        for (file, line) in devices::v1_writes(rules) {
+            files::write(&dir.join(file.name()), &line)?;
+        }
+        Ok(())
+    }
+
     fn freezer_state(dir: &Path) -> Result<Option<String>, CgroupError> {
         let state = files::read(&dir.join("freezer.state"))?;
         Ok((state != "FROZEN").then_some(state))
@@ -194,6 +214,9 @@ impl CgroupManager for V1Manager {
     }
 
     fn apply(&self, resources: &Resources) -> Result<(), CgroupError> {
+        if let Some(rules) = &resources.devices {
+            self.apply_devices(rules)?;
+        }
         if resources.wants_memory() {
             self.apply_memory(resources)?;
         }

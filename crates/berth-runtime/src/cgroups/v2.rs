@@ -2,7 +2,7 @@
 //! children through each ancestor's `cgroup.subtree_control`, and freezing and killing are
 //! part of the core (`cgroup.freeze`, `cgroup.kill`) rather than controllers.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -14,6 +14,7 @@ use super::{
     blkio_weight_to_io_weight, cpu_shares_to_weight, files, CgroupError, CgroupManager,
     CgroupStats, Limit, Resources,
 };
+use crate::devices::{self, bpf, DeviceRule};
 
 /// Controllers enabled down to the container, when the parent offers them: the ones
 /// `Resources` and `CgroupStats` use. Others (hugetlb, rdma, misc) are left as they are, so
@@ -134,6 +135,44 @@ impl V2Manager {
         Ok(())
     }
 
+    /// Puts the device program for `rules` on the cgroup and takes off the ones it had, so
+    /// that a retried create or an update leaves exactly one (the kernel runs every program
+    /// attached with `BPF_F_ALLOW_MULTI`, this cgroup's and its parents', and all must allow).
+    /// "Allow everything" needs no program.
+    fn apply_devices(&self, rules: &[DeviceRule]) -> Result<(), CgroupError> {
+        let dir = self.dir();
+        let failed = |action: &'static str| {
+            let path = dir.clone();
+            move |source| CgroupError::DeviceProgram {
+                action,
+                path,
+                source,
+            }
+        };
+        let cgroup = self
+            .open_for_clone_into()?
+            .ok_or_else(|| CgroupError::OpenDir {
+                path: dir.clone(),
+                source: std::io::Error::from_raw_os_error(libc::ENOTDIR),
+            })?;
+        let everything = devices::allows_everything(rules);
+        let previous = match bpf::attached(cgroup.as_fd()) {
+            Ok(previous) => previous,
+            // A kernel without cgroup BPF has nothing attached and can restrict nothing.
+            Err(_) if everything => return Ok(()),
+            Err(source) => return Err(failed("query")(source)),
+        };
+        if !everything {
+            let program = bpf::load(&bpf::device_program(rules)).map_err(failed("load"))?;
+            bpf::attach(cgroup.as_fd(), program.as_fd()).map_err(failed("attach"))?;
+        }
+        for id in previous {
+            let program = bpf::program_by_id(id).map_err(failed("find"))?;
+            bpf::detach(cgroup.as_fd(), program.as_fd()).map_err(failed("detach"))?;
+        }
+        Ok(())
+    }
+
     fn frozen_state(&self, want: &str) -> Result<Option<String>, CgroupError> {
         let events_file = self.file("cgroup.events");
         let events = files::read(&events_file)?;
@@ -182,6 +221,9 @@ impl CgroupManager for V2Manager {
     }
 
     fn apply(&self, resources: &Resources) -> Result<(), CgroupError> {
+        if let Some(rules) = &resources.devices {
+            self.apply_devices(rules)?;
+        }
         if resources.wants_memory() {
             self.apply_memory(resources)?;
         }

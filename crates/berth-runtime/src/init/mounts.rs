@@ -34,7 +34,7 @@ fn do_mount(
 /// `path` inside the container root as a host path, creating it (as a
 /// directory or an empty file) when missing. The parent chain is created
 /// through the root with no symlink escaping it.
-fn target_in_root(rootfs: &Path, path: &Path, as_file: bool) -> InitResult<PathBuf> {
+pub(super) fn target_in_root(rootfs: &Path, path: &Path, as_file: bool) -> InitResult<PathBuf> {
     let relative = path.strip_prefix("/").unwrap_or(path);
     let target = crate::in_root::resolve_in_root(rootfs, relative).or_else(|_| {
         // Create what is missing, one component at a time, inside the root.
@@ -133,7 +133,7 @@ pub(super) fn prepare_root(spec: &ContainerSpec) -> InitResult<()> {
         MsFlags::MS_NOSUID | MsFlags::MS_STRICTATIME,
         Some("mode=755,size=65536k"),
     )?;
-    devices::populate(&dev, spec.privileged)?;
+    devices::populate(rootfs, &dev, &spec.devices)?;
     let pts = dev.join("pts");
     std::fs::create_dir_all(&pts).map_err(|error| InitFailure::io("create /dev/pts", error))?;
     do_mount(

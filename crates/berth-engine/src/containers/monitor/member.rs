@@ -19,7 +19,7 @@ use super::{
 };
 use crate::containers::paths::ContainerPaths;
 use crate::containers::record::ContainerRecord;
-use crate::containers::spec::build_spec;
+use crate::containers::spec::{build_spec, cgroup_resources};
 use crate::containers::state::process_start_time;
 use crate::warm::member::{MemberDir, MemberInfo, Taker};
 use crate::warm::ClaimMessage;
@@ -145,7 +145,8 @@ fn build_sandbox(
         &config.root.join("volumes"),
         cgroups,
     )?;
-    cgroup.create(&record.run.resources).map_err(|error| {
+    let resources = cgroup_resources(record, &spec);
+    cgroup.create(&resources).map_err(|error| {
         EngineError::Start(format!("failed to create the container's cgroup: {error}"))
     })?;
     let sandbox = berth_runtime::Sandbox::prepare(&spec, cgroup, &mut |pid| {

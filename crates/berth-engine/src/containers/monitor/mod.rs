@@ -22,7 +22,7 @@ use protocol::{MonitorMessage, MonitorSender};
 
 use super::paths::ContainerPaths;
 use super::record::ContainerRecord;
-use super::spec::build_spec;
+use super::spec::{build_spec, cgroup_resources};
 use super::state::{now, process_start_time, ContainerState, Status};
 use crate::logs::LogWriter;
 use crate::{EngineConfig, EngineError};
@@ -472,7 +472,8 @@ fn start_once(
         spec.etc_files = joined.etc_files;
     }
     tracing::debug!(container = %record.id, "spec built");
-    cgroup.create(&record.run.resources).map_err(|error| {
+    let resources = cgroup_resources(record, &spec);
+    cgroup.create(&resources).map_err(|error| {
         (
             format!("failed to create the container's cgroup: {error}"),
             125,

@@ -3,6 +3,7 @@
 
 mod fake_tree;
 mod kernel;
+mod kernel_devices;
 mod kernel_v1;
 mod kernel_v2;
 mod v1_fake;

@@ -312,3 +312,30 @@ fn detection_from_a_fake_mount_table_picks_v1() {
     manager.apply(&resources).unwrap();
     assert_eq!(fake.read("memory", "memory.limit_in_bytes"), "1048576");
 }
+
+#[test]
+fn device_rules_without_a_devices_hierarchy_fail_unless_everything_is_allowed() {
+    use crate::devices::container_rules;
+    // The fake layout has no devices hierarchy.
+    let fake = FakeV1::new();
+    let restricted = Resources {
+        devices: Some(container_rules(false, &[])),
+        ..Resources::default()
+    };
+    let error = manager(&fake).create(&restricted).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            CgroupError::ControllerUnavailable {
+                controller: "devices",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let privileged = Resources {
+        devices: Some(container_rules(true, &[])),
+        ..Resources::default()
+    };
+    manager(&fake).create(&privileged).unwrap();
+}
