@@ -8,6 +8,7 @@ pub mod events;
 pub mod images;
 pub mod logs;
 pub mod networks;
+pub mod permissions;
 pub mod system;
 pub mod volumes;
 pub mod warm;
@@ -46,6 +47,7 @@ impl Engine {
     /// unit tests).
     pub fn with_kernel(config: EngineConfig, kernel: Box<dyn Kernel>) -> Result<Self, EngineError> {
         let store = Store::open(&config.root)?;
+        permissions::prepare_run_root(&config.run_root)?;
         Ok(Self {
             config,
             store,

@@ -44,8 +44,8 @@ pub fn create_volume(
 ) -> Result<VolumeRow, EngineError> {
     validate_name(name)?;
     let data = volume_data(engine.root(), name);
-    std::fs::create_dir_all(&data)
-        .map_err(|error| EngineError::Start(format!("failed to create {data:?}: {error}")))?;
+    // `volumes/<name>` private (the umask), `_data` the container's.
+    crate::permissions::create_shared_directory(&data)?;
     let created = crate::containers::state::now();
     let row = engine.store().ensure_volume(&VolumeRow {
         name: name.to_owned(),

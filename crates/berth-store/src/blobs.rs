@@ -1,6 +1,7 @@
 //! Content-addressed blobs under `blobs/sha256/<hex>`.
 
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use berth_types::Digest;
@@ -74,6 +75,7 @@ impl BlobStore {
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(crate::permissions::PRIVATE_FILE)
             .open(&path)
             .map_err(StoreError::io(&path))?;
         Ok(BlobWriter {

@@ -32,6 +32,10 @@ impl LayerStore {
     pub fn stage(&self) -> Result<StagedLayer, StoreError> {
         let path = self.staging.join(crate::staging_name("layer"));
         fs_err::create_dir(&path).map_err(StoreError::io(&path))?;
+        // A layer's content is read by containers (an overlayfs lower dir):
+        // its top directory is 0755 as dockerd's `diff`, whatever the umask
+        // (the private `layers/` above it keeps other users out).
+        crate::permissions::set_mode(&path, 0o755)?;
         Ok(StagedLayer {
             path,
             directory: self.directory.clone(),

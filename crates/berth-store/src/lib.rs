@@ -10,6 +10,8 @@
 //!
 //! Everything is written under `tmp/` and renamed into place when complete, so
 //! a killed process never leaves a partial blob or layer where readers look.
+//! All of it is private to root (0700 directories, 0600 files; see
+//! [`permissions`]).
 
 mod blobs;
 mod containers;
@@ -19,6 +21,7 @@ mod images;
 mod layers;
 mod lock;
 mod networks;
+pub mod permissions;
 mod volumes;
 
 use std::path::{Path, PathBuf};
@@ -41,16 +44,23 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) the store at `root`.
+    /// Opens (creating if needed) the store at `root`, which is made
+    /// private (0700) first: created so, or tightened when an older berth
+    /// left it open.
     pub fn open(root: &Path) -> Result<Self, StoreError> {
+        permissions::prepare_root(root)?;
         for directory in ["blobs/sha256", "layers", "tmp", "locks"] {
             let path = root.join(directory);
-            fs_err::create_dir_all(&path).map_err(|source| StoreError::Io {
-                path: path.clone(),
-                source,
-            })?;
+            if !path.is_dir() {
+                permissions::create_private_directory_all(&path)?;
+            }
         }
-        let connection = db::open(&root.join("metadata.db"))?;
+        // SQLite would create the database 0644 (less the umask); made here
+        // 0600 first, and SQLite gives its -wal and -shm files the
+        // database's mode.
+        let database = root.join("metadata.db");
+        permissions::create_private_file(&database)?;
+        let connection = db::open(&database)?;
         let store = Self {
             root: root.to_owned(),
             connection: std::cell::OnceCell::from(connection),

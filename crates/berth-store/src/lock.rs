@@ -43,10 +43,12 @@ impl StoreLock {
 }
 
 fn open(path: &Path) -> Result<File, StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(crate::permissions::PRIVATE_FILE)
         .open(path)
         .map_err(StoreError::io(path))
 }

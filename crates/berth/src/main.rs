@@ -19,6 +19,9 @@ fn main() {
     };
     init_tracing(&cli.global);
     tracing::debug!("command line parsed");
+    if let Err(code) = enter_state(&cli) {
+        std::process::exit(code);
+    }
     let code = match commands::run(cli) {
         Ok(code) => code,
         Err(error) => {
@@ -27,6 +30,32 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+/// Before anything touches the roots: only root may use berth's state (it
+/// is private to root; rootless berth is for later), and what berth makes
+/// there is private from its creation on (umask 077; berth-engine
+/// `permissions` for what containers read). A refused user gets Docker's
+/// kind of message and exit status 1, and nothing is written.
+fn enter_state(cli: &cli::Cli) -> Result<(), i32> {
+    use berth_engine::permissions::STATE_UMASK;
+    let state_use = cli.command.state_use();
+    if state_use == cli::StateUse::None {
+        return Ok(());
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!(
+            "permission denied while trying to connect to berth's state at {}: are you root?",
+            cli.global.root.display()
+        );
+        return Err(exit::FAILURE);
+    }
+    let umask = match state_use {
+        cli::StateUse::Private => STATE_UMASK,
+        cli::StateUse::None | cli::StateUse::CallersFiles => return Ok(()),
+    };
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(umask));
+    Ok(())
 }
 
 fn init_tracing(global: &cli::GlobalOptions) {

@@ -521,9 +521,9 @@ fn mounts(
         };
         let readonly = options.split(',').any(|option| option == "ro");
         if source.starts_with('/') && std::fs::symlink_metadata(source).is_err() {
-            // Docker creates a missing `-v` host path as a directory
-            // (`--mount` refuses instead).
-            std::fs::create_dir_all(source).map_err(
+            // Docker creates a missing `-v` host path as a directory, 0755
+            // with its parents (`--mount` refuses instead).
+            crate::permissions::create_host_directory_all(std::path::Path::new(source)).map_err(
                 |error| {
                     EngineError::InvalidArgument(format!(
                         "error while creating mount source path '{source}': {error}"

@@ -51,6 +51,21 @@ impl ContainerPaths {
         action(&short)
     }
 
+    /// Makes the container's root file system directories with Docker's
+    /// modes before anything mounts them (which would make them with
+    /// berth's umask, 077): `upper` is the container's `/`, so it and the
+    /// mount point `merged` are 0755 (dockerd's `diff` and `merged`);
+    /// overlayfs's `work` is 0700, as dockerd's.
+    pub fn create_rootfs_directories(&self) -> Result<(), crate::EngineError> {
+        let rootfs = self.rootfs();
+        crate::permissions::create_shared_directory(&rootfs.upper)?;
+        crate::permissions::create_shared_directory(&rootfs.merged)?;
+        if !rootfs.work.is_dir() {
+            berth_store::permissions::create_private_directory_all(&rootfs.work)?;
+        }
+        Ok(())
+    }
+
     pub fn log(&self, id: &str) -> PathBuf {
         self.directory.join(format!("{id}-json.log"))
     }
@@ -86,10 +101,23 @@ pub fn init_layer(root: &Path) -> Result<PathBuf, crate::EngineError> {
             crate::EngineError::Start(format!("failed to create {path:?}: {error}"))
         })
     };
-    // Each step is idempotent: concurrent first starts may both build it.
+    // A lower layer of every container: its directories are the merged
+    // root's /etc, /dev, /proc and /sys where the image has none, so they
+    // are 0755 (and its files 0644) whatever berth's umask, as dockerd's
+    // `-init` layer. Each step is idempotent: concurrent first starts may
+    // both build it.
+    let shared = |path: &Path, mode: u32| {
+        create(
+            std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)),
+            path,
+        )
+    };
+    create(std::fs::create_dir_all(&init), &init)?;
+    shared(&init, crate::permissions::SHARED_DIRECTORY)?;
     for directory in ["etc", "dev", "proc", "sys"] {
         let path = init.join(directory);
         create(std::fs::create_dir_all(&path), &path)?;
+        shared(&path, crate::permissions::SHARED_DIRECTORY)?;
     }
     for file in INIT_LAYER_FILES {
         let path = init.join(file);
@@ -100,6 +128,7 @@ pub fn init_layer(root: &Path) -> Result<PathBuf, crate::EngineError> {
             .open(&path)
             .map(drop);
         create(made, &path)?;
+        shared(&path, crate::permissions::SHARED_FILE)?;
     }
     Ok(init)
 }

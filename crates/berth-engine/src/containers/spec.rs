@@ -312,8 +312,17 @@ pub fn write_etc_files(
     write_file(paths.resolv_conf(), resolv_conf(run, &host_resolv))
 }
 
+/// Writes one of the container's /etc files. They are bind-mounted into the container, whose
+/// processes may run as any user: 0644 as dockerd's, whatever berth's own umask (0077).
 fn write_file(path: PathBuf, content: String) -> Result<(), EngineError> {
-    fs_err::write(&path, content).map_err(|error| EngineError::Start(format!("{error}")))
+    let write = || -> std::io::Result<()> {
+        let mut file = fs_err::File::create(&path)?;
+        std::io::Write::write_all(&mut file, content.as_bytes())?;
+        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(
+            crate::permissions::SHARED_FILE,
+        ))
+    };
+    write().map_err(|error| EngineError::Start(format!("{error}")))
 }
 
 /// Docker's /etc/hosts: localhost lines, `--add-host` entries, then the

@@ -177,9 +177,7 @@ pub(crate) fn prepare_record(
     let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
     let layers = container_layers(engine.store(), record)?;
     populate_new_volumes(&config.root, record, &paths, &layers)?;
-    std::fs::create_dir_all(&paths.runtime).map_err(|error| {
-        EngineError::Start(format!("failed to create {:?}: {error}", paths.runtime))
-    })?;
+    berth_store::permissions::create_private_directory_all(&paths.runtime)?;
     write_etc_files(record, &paths)
 }
 
@@ -215,12 +213,12 @@ fn populate_new_volumes(
     let rootfs = paths.rootfs();
     let mounted_here = !berth_runtime::rootfs::is_mounted(&rootfs.merged);
     if mounted_here {
+        paths.create_rootfs_directories()?;
         mount_rootfs(layers, &rootfs)
             .map_err(|error| EngineError::Start(format!("{error}: {}", error_source(&error))))?;
     }
     let result = empty_volumes.iter().try_for_each(|(data, destination)| {
-        std::fs::create_dir_all(data)
-            .map_err(|error| EngineError::Start(format!("failed to create {data:?}: {error}")))?;
+        crate::permissions::create_shared_directory(data)?;
         // Resolved inside the container root: image symlinks cannot point
         // the copy at host files.
         match berth_runtime::in_root::resolve_in_root(

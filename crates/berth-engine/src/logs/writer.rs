@@ -1,6 +1,7 @@
 //! The monitor's side: container output bytes in, json-file records out.
 
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
@@ -17,6 +18,9 @@ pub const MAX_RECORD_BYTES: usize = 16 * 1024;
 /// Encoded records are written once this much has accumulated, so one
 /// `write` call with a huge input does not hold it all in memory.
 const WRITE_THRESHOLD: usize = 64 * 1024;
+
+/// dockerd's mode for `<id>-json.log`.
+const LOG_MODE: u32 = 0o640;
 
 /// Appends a container's output to its json-file log, record for record as
 /// dockerd does.
@@ -44,17 +48,22 @@ struct PendingLine {
 
 impl LogWriter {
     /// Opens (creating it with mode 0640, like dockerd) the log at `path`
-    /// for appending.
+    /// for appending. The mode is set explicitly: berth's umask (077) would
+    /// make it 0600. Group root may read it, as dockerd's; the container's
+    /// private directory keeps everyone else out.
     pub fn open(path: &Path) -> Result<Self, LogError> {
+        let open_error = |source| LogError::Open {
+            path: path.to_owned(),
+            source,
+        };
         let file = fs_err::OpenOptions::new()
             .append(true)
             .create(true)
-            .mode(0o640)
+            .mode(LOG_MODE)
             .open(path)
-            .map_err(|source| LogError::Open {
-                path: path.to_owned(),
-                source,
-            })?;
+            .map_err(open_error)?;
+        file.set_permissions(std::fs::Permissions::from_mode(LOG_MODE))
+            .map_err(open_error)?;
         Ok(Self {
             file,
             stdout: PendingLine::default(),

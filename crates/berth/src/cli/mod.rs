@@ -181,6 +181,36 @@ pub enum Command {
     ApiHelper(Lazy<ApiHelperArgs>),
 }
 
+/// How a command touches berth's state, which decides who may run it and
+/// the umask it runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateUse {
+    /// No state (`version`, `login`, `logout`): anyone, the caller's umask.
+    None,
+    /// Writes state under the roots: root only, umask 077 (nothing berth
+    /// makes there is for other users; berth-engine `permissions`).
+    Private,
+    /// Reads state and writes files for the caller (`save -o`, `export -o`,
+    /// `cp` to the host) or runs `bench`: root only, the caller's umask.
+    CallersFiles,
+}
+
+impl Command {
+    pub fn state_use(&self) -> StateUse {
+        match self {
+            Command::Version | Command::Login(_) | Command::Logout(_) => StateUse::None,
+            Command::Save(_)
+            | Command::Image(Lazy(ImageCommand::Save(_)))
+            | Command::Export(_)
+            | Command::Container(Lazy(ContainerCommand::Export(_)))
+            | Command::Cp(_)
+            | Command::Container(Lazy(ContainerCommand::Cp(_)))
+            | Command::Bench(_) => StateUse::CallersFiles,
+            _ => StateUse::Private,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ContainerCommand {
     /// Create and run a new container from an image

@@ -137,6 +137,7 @@ fn build_sandbox(
     cgroup: &dyn berth_runtime::cgroups::CgroupManager,
 ) -> Result<berth_runtime::Sandbox, EngineError> {
     let layers = crate::containers::start::container_layers(store, record)?;
+    paths.create_rootfs_directories()?;
     let spec = build_spec(
         record,
         paths,

@@ -455,6 +455,9 @@ fn start_once(
             .map_err(|error| (error.to_string(), 125))?,
     };
     tracing::debug!("image layers found");
+    paths
+        .create_rootfs_directories()
+        .map_err(|error| (error.to_string(), 125))?;
     let mut spec = build_spec(
         record,
         paths,
