@@ -193,6 +193,25 @@ impl Drop for Refill {
 /// exists for its image and the run is eligible; otherwise None (the
 /// caller starts cold). The container's row is stored here, with the
 /// member's id: a taken `--name` is Docker's error, as a cold run gives.
+/// Whether [`claim`] may find a member for `request`: the pool is on and holds an offered
+/// member of its image. Cheap (the pool's directory and one image lookup), and without side
+/// effects, so a caller can decide before claiming whether it will start the container itself.
+pub fn has_offered_member(engine: &Engine, request: &CreateRequest) -> bool {
+    let Ok(settings) = WarmSettings::from_env() else {
+        return false;
+    };
+    if settings.mode == WarmMode::Off {
+        return false;
+    }
+    let Ok(image) = resolve_image(engine.store(), &request.config.image) else {
+        return false;
+    };
+    let image_id = image.id.to_string();
+    members(&engine.config().run_root)
+        .iter()
+        .any(|(dir, info)| info.image_id == image_id && dir.is_offered())
+}
+
 pub fn claim(engine: &mut Engine, request: &CreateRequest) -> Result<Option<Claimed>, EngineError> {
     let settings = WarmSettings::from_env()?;
     if settings.mode == WarmMode::Off {

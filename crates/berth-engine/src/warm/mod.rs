@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use claim::{claim, Claimed, Refill, RefillGuard};
+pub use claim::{claim, has_offered_member, Claimed, Refill, RefillGuard};
 use member::{members, monitor_alive, MemberDir, MemberInfo, Taker};
 
 use crate::containers::monitor::protocol::{MonitorMessage, MonitorReceiver};

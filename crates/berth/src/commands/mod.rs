@@ -18,10 +18,9 @@ use container::inspect::Kind;
 
 /// Runs a parsed command line; returns the exit status.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
-    if enters_containers(&cli.command) && nix::unistd::geteuid().is_root() {
+    if enters_containers(&cli.command) {
         // First, while nothing has been done that a re-execution would repeat.
-        berth_runtime::sealed_exe::ensure_sealed()
-            .context("refusing to start a process in a container from a writable berth binary")?;
+        seal_before_entering_containers()?;
     }
     let global = cli.global;
     match cli.command {
@@ -174,14 +173,25 @@ pub fn confirm(warning: &str) -> anyhow::Result<bool> {
     Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
 }
 
+/// Makes sure this process runs from a binary no container can write before it forks anything
+/// into a container (berth_runtime::sealed_exe): returns at once when it does, else re-executes
+/// the command from a sealed copy. Non-root callers cannot start containers and are not
+/// re-executed.
+pub(crate) fn seal_before_entering_containers() -> anyhow::Result<()> {
+    if nix::unistd::geteuid().is_root() {
+        berth_runtime::sealed_exe::ensure_sealed()
+            .context("refusing to start a process in a container from a writable berth binary")?;
+    }
+    Ok(())
+}
+
 /// The commands whose processes enter containers (as the container's first process, an exec, a
-/// pooled sandbox, or a server or monitor that starts them), which must run from a binary no
-/// container can write (berth_runtime::sealed_exe). Non-root callers cannot start containers
-/// and are not re-executed.
+/// pooled sandbox, or a server or monitor that starts them), sealed before they start. `run`
+/// seals itself only for a cold start (`container/run.rs`): a warm one hands its process to a
+/// pooled sandbox that already runs sealed.
 fn enters_containers(command: &Command) -> bool {
     match command {
-        Command::Run(_)
-        | Command::Start(_)
+        Command::Start(_)
         | Command::Restart(_)
         | Command::Exec(_)
         | Command::Warm(_)
@@ -189,10 +199,7 @@ fn enters_containers(command: &Command) -> bool {
         | Command::ApiHelper(_) => true,
         Command::Container(Lazy(command)) => matches!(
             command,
-            ContainerCommand::Run(_)
-                | ContainerCommand::Start(_)
-                | ContainerCommand::Restart(_)
-                | ContainerCommand::Exec(_)
+            ContainerCommand::Start(_) | ContainerCommand::Restart(_) | ContainerCommand::Exec(_)
         ),
         _ => false,
     }
