@@ -1150,3 +1150,23 @@ fn docker_agrees_on_ulimit_and_memory_limit() {
     );
     assert_eq!(from_berth, from_docker);
 }
+
+#[test]
+fn isolation_vm_is_refused_until_a_backend_runs_it() {
+    let berth = busybox();
+    for flag in ["--isolation=vm", "--isolation=VM"] {
+        let stderr = berth
+            .run(&["run", "--rm", flag, "busybox", "true"])
+            .fails(125);
+        assert!(
+            stderr.contains("isolation \"vm\" is not available"),
+            "{stderr}"
+        );
+        berth.run(&["create", flag, "busybox", "true"]).fails(125);
+    }
+    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "", "nothing was created");
+    // The namespace runtime is still there under its own name.
+    berth
+        .run(&["run", "--rm", "--isolation=default", "busybox", "true"])
+        .ok();
+}

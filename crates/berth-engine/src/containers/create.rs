@@ -143,6 +143,14 @@ pub(crate) fn build_record(
     }
     let config = &request.config;
     let host = &request.host_config;
+    if host.isolation.eq_ignore_ascii_case("vm") {
+        // A valid value (berth-types validates the request alone), but no backend runs it yet:
+        // refused rather than run with namespaces only (issue 16).
+        return Err(EngineError::InvalidArgument(
+            "isolation \"vm\" is not available: this berth has no microVM backend yet (use --isolation=default)"
+                .to_owned(),
+        ));
+    }
 
     let user = UserProcess {
         entrypoint: config.entrypoint.clone(),
