@@ -149,8 +149,17 @@ fn spawn_init(
     let (report_read, report_write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(LaunchError::Pipe)?;
 
-    let mut namespaces =
-        libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWUTS | libc::CLONE_NEWIPC;
+    let mut namespaces = libc::CLONE_NEWNS;
+    // `--pid/--ipc/--uts host`: the child stays in the host's namespace of that kind.
+    for (shared, flag) in [
+        (spec.host_namespaces.pid, libc::CLONE_NEWPID),
+        (spec.host_namespaces.ipc, libc::CLONE_NEWIPC),
+        (spec.host_namespaces.uts, libc::CLONE_NEWUTS),
+    ] {
+        if !shared {
+            namespaces |= flag;
+        }
+    }
     // The cgroup namespace is made by the child once it is in its cgroup.
     match &spec.network {
         NetworkMode::New => namespaces |= libc::CLONE_NEWNET,

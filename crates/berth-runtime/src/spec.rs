@@ -51,6 +51,24 @@ pub struct ContainerSpec {
     /// which its cgroup gets through `Resources::devices` when it is created.
     #[serde(default)]
     pub device_rules: Vec<DeviceRule>,
+    /// The host's namespaces the container shares instead of new ones of its own
+    /// (`--pid host`, `--ipc host`, `--uts host`).
+    #[serde(default)]
+    pub host_namespaces: HostNamespaces,
+    /// `--ipc none`: a private IPC namespace with no /dev/shm.
+    #[serde(default)]
+    pub no_shm: bool,
+    /// `--domainname`: the NIS domain name of the container's UTS namespace (empty: none).
+    #[serde(default)]
+    pub domainname: String,
+}
+
+/// Which of the host's namespaces a container joins rather than getting its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostNamespaces {
+    pub pid: bool,
+    pub ipc: bool,
+    pub uts: bool,
 }
 
 /// The overlay layers of a container root.
@@ -81,6 +99,10 @@ pub struct ProcessSpec {
     /// at start (`stty size`, an editor) could see 0×0.
     #[serde(default)]
     pub console_size: Option<(u16, u16)>,
+    /// `--oom-score-adj`, written to /proc/self/oom_score_adj before `execve`; `None` keeps
+    /// the inherited score.
+    #[serde(default)]
+    pub oom_score_adj: Option<i32>,
 }
 
 /// Docker's `--ulimit` names and the `RLIMIT_*` resource each sets.

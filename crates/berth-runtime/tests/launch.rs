@@ -78,6 +78,7 @@ fn container(args: &[&str]) -> Container {
             no_new_privileges: false,
             rlimits: vec![],
             console_size: None,
+            oom_score_adj: None,
             seccomp: Some(
                 berth_runtime::seccomp::compile(
                     &berth_runtime::seccomp::Profile::docker_default(),
@@ -111,6 +112,9 @@ fn container(args: &[&str]) -> Container {
         overlay: None,
         devices: vec![],
         device_rules: berth_runtime::devices::container_rules(false, &[]),
+        host_namespaces: Default::default(),
+        no_shm: false,
+        domainname: String::new(),
     };
     Container {
         _directory: directory,

@@ -143,14 +143,7 @@ pub(crate) fn build_record(
     }
     let config = &request.config;
     let host = &request.host_config;
-    if host.isolation.eq_ignore_ascii_case("vm") {
-        // A valid value (berth-types validates the request alone), but no backend runs it yet:
-        // refused rather than run with namespaces only (issue 16).
-        return Err(EngineError::InvalidArgument(
-            "isolation \"vm\" is not available: this berth has no microVM backend yet (use --isolation=default)"
-                .to_owned(),
-        ));
-    }
+    super::unsupported::refuse_unsupported(engine.store(), engine.config(), request)?;
 
     let user = UserProcess {
         entrypoint: config.entrypoint.clone(),
@@ -172,6 +165,11 @@ pub(crate) fn build_record(
         "" | "default" => "bridge".to_owned(),
         mode => mode.to_owned(),
     };
+    if host.uts_mode == "host" && !config.hostname.is_empty() {
+        return Err(EngineError::InvalidArgument(
+            "conflicting options: hostname and the UTS mode".to_owned(),
+        ));
+    }
     let hostname = if !config.hostname.is_empty() {
         config.hostname.clone()
     } else if network_mode == "host" {
@@ -236,6 +234,15 @@ pub(crate) fn build_record(
         cgroupns_host: host.cgroupns_mode == "host",
         devices: device_mappings(&host.resources)?,
         device_cgroup_rules: device_cgroup_rules(&host.resources)?,
+        pid_mode: host.pid_mode.clone(),
+        // `private` and `shareable` are berth's own namespace, which is what either means
+        // until another container joins it (refused above).
+        ipc_mode: match host.ipc_mode.as_str() {
+            "private" | "shareable" => String::new(),
+            mode => mode.to_owned(),
+        },
+        uts_mode: host.uts_mode.clone(),
+        oom_score_adj: i32::try_from(host.oom_score_adj).unwrap_or(0),
     };
     for limit in &run.ulimits {
         if berth_runtime::spec::rlimit_resource(&limit.name).is_none() {

@@ -23,6 +23,7 @@ pub(crate) mod start;
 pub mod state;
 mod stop;
 mod top;
+mod unsupported;
 
 pub use changes::{
     container_copied, container_diff, export_container, with_container_root, CopyDirection,

@@ -110,6 +110,19 @@ pub struct RunSettings {
     /// `--device-cgroup-rule`, parsed at create.
     #[serde(default)]
     pub device_cgroup_rules: Vec<DeviceRule>,
+    /// `--pid`: empty (a namespace of its own) or `host`.
+    #[serde(default)]
+    pub pid_mode: String,
+    /// `--ipc`: empty (private), `host` or `none` (`shareable` and `private` are stored empty:
+    /// berth's private namespace is the one another container would join).
+    #[serde(default)]
+    pub ipc_mode: String,
+    /// `--uts`: empty or `host`.
+    #[serde(default)]
+    pub uts_mode: String,
+    /// `--oom-score-adj`; 0 leaves the inherited score.
+    #[serde(default)]
+    pub oom_score_adj: i32,
 }
 
 /// One `--device HOST[:CONTAINER][:PERMISSIONS]`, with the defaults filled in.

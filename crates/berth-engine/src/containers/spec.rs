@@ -174,6 +174,7 @@ pub fn build_spec(
             seccomp,
             tty: run.tty,
             console_size: None,
+            oom_score_adj: (run.oom_score_adj != 0).then_some(run.oom_score_adj),
         },
         mounts,
         etc_files: vec![
@@ -207,6 +208,13 @@ pub fn build_spec(
         cgroup_namespace: !run.cgroupns_host,
         devices,
         device_rules,
+        host_namespaces: berth_runtime::spec::HostNamespaces {
+            pid: run.pid_mode == "host",
+            ipc: run.ipc_mode == "host",
+            uts: run.uts_mode == "host",
+        },
+        no_shm: run.ipc_mode == "none",
+        domainname: run.domainname.clone(),
     })
 }
 

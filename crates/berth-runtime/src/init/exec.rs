@@ -38,6 +38,12 @@ pub(crate) fn finish_and_exec(process: &ProcessSpec) -> InitResult<Never> {
         }
     }
 
+    if let Some(score) = process.oom_score_adj {
+        // Before privileges drop: lowering the score needs CAP_SYS_RESOURCE (proc(5)).
+        std::fs::write("/proc/self/oom_score_adj", score.to_string())
+            .map_err(|error| InitFailure::io("set oom_score_adj", error))?;
+    }
+
     let cwd = Path::new(if process.cwd.is_empty() {
         "/"
     } else {

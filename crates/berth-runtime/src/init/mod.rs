@@ -198,8 +198,12 @@ fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<N
     // the network.
     mounts::prepare_root(spec)?;
     network::loopback_up()?;
-    nix::unistd::sethostname(&spec.hostname)
-        .map_err(|error| InitFailure::nix("sethostname", error))?;
+    if !spec.host_namespaces.uts {
+        // With `--uts host` the names are the host's, and left alone (Docker's).
+        nix::unistd::sethostname(&spec.hostname)
+            .map_err(|error| InitFailure::nix("sethostname", error))?;
+        set_domainname(&spec.domainname)?;
+    }
 
     // Wait for the parent: network connected (and the cgroup joined, when
     // the parent placed this process).
@@ -268,6 +272,22 @@ fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<N
         reaper::fork_and_reap(channels.report_fd)?;
     }
     exec::finish_and_exec(&spec.process)
+}
+
+/// `setdomainname(2)`, which nix does not wrap; an empty name is the kernel's default `(none)`
+/// and needs no call.
+fn set_domainname(name: &str) -> InitResult<()> {
+    if name.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: setdomainname reads `name.len()` bytes from the string's buffer.
+    if unsafe { libc::setdomainname(name.as_ptr().cast(), name.len()) } != 0 {
+        return Err(InitFailure::io(
+            "setdomainname",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
 }
 
 /// A container's processes start with umask 0022, whatever berth's own (0077 while it writes

@@ -31,6 +31,32 @@ fn do_mount(
         .map_err(|error| step_error("mount", target, error))
 }
 
+/// /dev/shm as Docker makes it: a tmpfs of `--shm-size` in a private IPC namespace, the
+/// host's own /dev/shm (bound) with `--ipc host`, none with `--ipc none`.
+fn mount_shm(spec: &ContainerSpec, dev: &Path, common: MsFlags) -> InitResult<()> {
+    if spec.no_shm {
+        return Ok(());
+    }
+    let shm = dev.join("shm");
+    std::fs::create_dir_all(&shm).map_err(|error| InitFailure::io("create /dev/shm", error))?;
+    if spec.host_namespaces.ipc {
+        return do_mount(
+            "/dev/shm",
+            &shm,
+            None,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None,
+        );
+    }
+    do_mount(
+        "shm",
+        &shm,
+        Some("tmpfs"),
+        common,
+        Some(&format!("mode=1777,size={}", spec.shm_size)),
+    )
+}
+
 /// `path` inside the container root as a host path, creating it (as a
 /// directory or an empty file) when missing. The parent chain is created
 /// through the root with no symlink escaping it.
@@ -143,15 +169,7 @@ pub(super) fn prepare_root(spec: &ContainerSpec) -> InitResult<()> {
         MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
         Some("newinstance,ptmxmode=0666,mode=0620,gid=5"),
     )?;
-    let shm = dev.join("shm");
-    std::fs::create_dir_all(&shm).map_err(|error| InitFailure::io("create /dev/shm", error))?;
-    do_mount(
-        "shm",
-        &shm,
-        Some("tmpfs"),
-        common,
-        Some(&format!("mode=1777,size={}", spec.shm_size)),
-    )?;
+    mount_shm(spec, &dev, common)?;
     let mqueue = dev.join("mqueue");
     std::fs::create_dir_all(&mqueue)
         .map_err(|error| InitFailure::io("create /dev/mqueue", error))?;
