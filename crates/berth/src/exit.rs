@@ -19,13 +19,101 @@ pub fn for_clap_error(error: &clap::Error) -> i32 {
     match error.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => 0,
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => 0,
+        // The docker CLI: an unknown command or a missing argument is a failed command (1),
+        // a bad flag a bad command line (125).
+        ErrorKind::InvalidSubcommand | ErrorKind::MissingRequiredArgument => FAILURE,
         _ => USAGE,
     }
 }
 
+/// The docker CLI's words for the command-line errors people meet most, or None to let clap
+/// say it: `docker: 'x' is not a docker command.` and `unknown flag: --x` (docker/cli
+/// `cli/cobra.go`, `FlagErrorFunc`).
+pub fn docker_words_for_clap_error(error: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let text = |kind| match error.get(kind) {
+        Some(ContextValue::String(value)) => Some(value.clone()),
+        _ => None,
+    };
+    match error.kind() {
+        ErrorKind::InvalidSubcommand => {
+            let name = text(ContextKind::InvalidSubcommand)?;
+            Some(format!(
+                "berth: '{name}' is not a berth command.\nSee 'berth --help'"
+            ))
+        }
+        ErrorKind::UnknownArgument => {
+            let flag = text(ContextKind::InvalidArg)?;
+            if !flag.starts_with('-') {
+                return None;
+            }
+            let flag = flag.split('=').next().unwrap_or(&flag).to_owned();
+            let command = match error.get(ContextKind::Usage) {
+                Some(ContextValue::StyledStr(usage)) => command_path(&usage.to_string()),
+                _ => "berth".to_owned(),
+            };
+            Some(format!("unknown flag: {flag}\nSee '{command} --help'."))
+        }
+        _ => None,
+    }
+}
+
+/// `berth image ls` from clap's `Usage: berth image ls [OPTIONS] …`.
+fn command_path(usage: &str) -> String {
+    let words: Vec<&str> = usage
+        .trim_start()
+        .trim_start_matches("Usage:")
+        .split_whitespace()
+        .take_while(|word| {
+            !word.starts_with(['[', '<', '-']) && !word.chars().any(|c| c.is_ascii_uppercase())
+        })
+        .collect();
+    if words.is_empty() {
+        "berth".to_owned()
+    } else {
+        words.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_path_comes_from_the_usage_line() {
+        assert_eq!(command_path("Usage: berth ps [OPTIONS]"), "berth ps");
+        assert_eq!(
+            command_path("Usage: berth image ls [OPTIONS] [REPOSITORY]"),
+            "berth image ls"
+        );
+        assert_eq!(command_path("Usage: berth [OPTIONS] <COMMAND>"), "berth");
+        assert_eq!(command_path(""), "berth");
+    }
+}
+
+/// An error the docker CLI prints as it is, with no `Error: ` before it (its own checks of
+/// the command line's context, such as `the input device is not a TTY`).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct PlainError {
+    pub status: i32,
+    pub message: String,
+}
+
 pub fn for_error(error: &anyhow::Error) -> i32 {
+    if let Some(plain) = error.downcast_ref::<PlainError>() {
+        return plain.status;
+    }
     match error.downcast_ref::<StatusError>() {
         Some(status) => status.status,
         None => FAILURE,
+    }
+}
+
+/// How `main` prints an error that ends the command.
+pub fn message_for_error(error: &anyhow::Error) -> String {
+    match error.downcast_ref::<PlainError>() {
+        Some(plain) => plain.message.clone(),
+        None => format!("Error: {error:#}"),
     }
 }

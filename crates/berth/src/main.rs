@@ -13,7 +13,12 @@ fn main() {
         Ok(cli) => cli,
         Err(error) => {
             let code = exit::for_clap_error(&error);
-            let _ = error.print();
+            match exit::docker_words_for_clap_error(&error) {
+                Some(message) => eprintln!("{message}"),
+                None => {
+                    let _ = error.print();
+                }
+            }
             std::process::exit(code);
         }
     };
@@ -25,7 +30,7 @@ fn main() {
     let code = match commands::run(cli) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("Error: {error:#}");
+            eprintln!("{}", exit::message_for_error(&error));
             exit::for_error(&error)
         }
     };

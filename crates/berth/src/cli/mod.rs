@@ -32,19 +32,30 @@ use crate::commands::system::bench::BenchArgs;
 use crate::commands::system::events::EventsArgs;
 use crate::commands::system::serve::{ApiHelperArgs, ServeArgs};
 use crate::commands::system::warm::WarmArgs;
-use crate::commands::system::InfoArgs;
+use crate::commands::system::{InfoArgs, SystemCommand};
 use crate::commands::volume::VolumeCommand;
+
+/// What `berth --version` prints after the name, as `docker --version` prints
+/// `Docker version 20.10.24, build 297e128`.
+fn version_line() -> &'static str {
+    static LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LINE.get_or_init(|| {
+        format!(
+            "version {}, build {}",
+            env!("CARGO_PKG_VERSION"),
+            option_env!("BERTH_GIT_COMMIT").unwrap_or("unknown")
+        )
+    })
+}
 
 /// A Docker-compatible container engine. No daemon: each command does its
 /// work and exits.
 #[derive(Debug, Parser)]
-#[command(
-    name = "berth",
-    version,
-    disable_version_flag = true,
-    propagate_version = true
-)]
+#[command(name = "berth", version = version_line(), disable_version_flag = true)]
 pub struct Cli {
+    /// Print version information and quit
+    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
+    version: Option<bool>,
     #[command(flatten)]
     pub global: GlobalOptions,
     #[command(subcommand)]
@@ -174,6 +185,9 @@ pub enum Command {
     Warm(Lazy<WarmArgs>),
     /// Get real time events from the engine
     Events(Lazy<EventsArgs>),
+    /// Manage berth
+    #[command(subcommand)]
+    System(Lazy<SystemCommand>),
     /// Serve the Docker Engine API on a unix socket or TLS-verified TCP
     Serve(Lazy<ServeArgs>),
     /// Internal: work `berth serve` runs in a process of its own

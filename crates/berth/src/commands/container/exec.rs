@@ -45,6 +45,7 @@ pub struct ExecArgs {
 }
 
 pub fn run(engine: &mut Engine, args: &ExecArgs) -> anyhow::Result<i32> {
+    super::pty::check_tty(args.tty, args.interactive && !args.detach)?;
     let mut env = Vec::new();
     for file in &args.env_file {
         let text = fs_err::read_to_string(file)?;

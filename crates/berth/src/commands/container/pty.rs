@@ -87,3 +87,16 @@ fn copy(master: &OwnedFd, interactive: bool) {
         }
     }
 }
+
+/// docker/cli's `CheckTty`: a terminal for the container (`-t`) fed from the user's stdin
+/// (`-i`) needs stdin to be a terminal; exit 1 with Docker's words otherwise.
+pub(crate) fn check_tty(tty: bool, attach_stdin: bool) -> anyhow::Result<()> {
+    if tty && attach_stdin && !nix::unistd::isatty(std::io::stdin().as_raw_fd()).unwrap_or(false) {
+        return Err(crate::exit::PlainError {
+            status: crate::exit::FAILURE,
+            message: "the input device is not a TTY".to_owned(),
+        }
+        .into());
+    }
+    Ok(())
+}

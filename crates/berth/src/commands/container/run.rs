@@ -117,6 +117,10 @@ pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
     refuse_unknown_flag(&options.create, "run")?;
     tracing::debug!("run: engine open");
     let (request, extras) = options.to_run_request().map_err(engine_failure)?;
+    super::pty::check_tty(
+        request.config.tty,
+        !extras.detach && extras.attach.contains(&Stream::Stdin),
+    )?;
     refuse_existing_cidfile(extras.create.container_id_file.as_deref())?;
     ensure_image(
         engine,
