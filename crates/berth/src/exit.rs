@@ -112,8 +112,15 @@ pub fn for_error(error: &anyhow::Error) -> i32 {
 
 /// How `main` prints an error that ends the command.
 pub fn message_for_error(error: &anyhow::Error) -> String {
-    match error.downcast_ref::<PlainError>() {
-        Some(plain) => plain.message.clone(),
-        None => format!("Error: {error:#}"),
+    if let Some(plain) = error.downcast_ref::<PlainError>() {
+        return plain.message.clone();
     }
+    // The docker CLI prints a `--format` template's error as it is too.
+    if let Some(template) = error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<crate::format::template::TemplateError>())
+    {
+        return template.to_string();
+    }
+    format!("Error: {error:#}")
 }

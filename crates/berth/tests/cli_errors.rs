@@ -119,3 +119,22 @@ fn a_terminal_fed_from_stdin_needs_a_terminal() {
         "the refused run made nothing"
     );
 }
+
+#[test]
+fn inspect_format_with_an_unknown_key_fails() {
+    // docker 20.10 runs inspect templates with missingkey=error: exit 1 and these words (a
+    // template's error is printed as it is, with no `Error: `).
+    let berth = Berth::new();
+    berth.load("busybox-docker.tar");
+    let stderr = berth
+        .run(&["inspect", "-f", "{{.Config.Foo}}", "busybox"])
+        .fails(1);
+    assert_eq!(
+        stderr,
+        "template parsing error: template: :1:9: executing \"\" at <.Config.Foo>: map has no entry for key \"Foo\"\n"
+    );
+    assert_eq!(
+        berth.run(&["inspect", "-f", "{{.Config.Cmd}}", "busybox"]).ok(),
+        "[sh]\n"
+    );
+}

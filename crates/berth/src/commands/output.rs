@@ -53,8 +53,13 @@ pub fn render_one(format: &str, value: &Value) -> anyhow::Result<String> {
     } else {
         format
     };
-    // Docker does not interpret `\t` escapes for inspect-style formats.
-    Ok(Template::parse(format)?.render(value)?)
+    // Docker does not interpret `\t` escapes for inspect-style formats, and runs them with
+    // `missingkey=error` (docker/cli `inspect.tryRawInspectFallback`).
+    let options = crate::format::template::RenderOptions {
+        missing_key_error: true,
+        ..Default::default()
+    };
+    Ok(Template::parse(format)?.render_with(value, &options)?)
 }
 
 /// `inspect` output: a JSON array indented with four spaces, as Docker's.

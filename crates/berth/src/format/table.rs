@@ -60,6 +60,7 @@ impl ListFormat {
         let options = RenderOptions {
             methods,
             header: false,
+            missing_key_error: false,
         };
         let mut body = String::new();
         for row in rows {
@@ -73,6 +74,7 @@ impl ListFormat {
         let header_options = RenderOptions {
             methods: &[],
             header: true,
+            missing_key_error: false,
         };
         // Docker ignores header errors and prints whatever was rendered before one.
         let (header, _) = self.template.render_partial(&header_data, &header_options);

@@ -391,7 +391,13 @@ impl<'a> State<'a> {
                 format!("{name} is not a method but has arguments"),
             ));
         }
-        Ok(map.get(name).cloned().map_or(Val::Missing, Val::Json))
+        match map.get(name) {
+            Some(value) => Ok(Val::Json(value.clone())),
+            None if self.options.missing_key_error => {
+                Err(error_at(node, format!("map has no entry for key {name:?}")))
+            }
+            None => Ok(Val::Missing),
+        }
     }
 
     fn find_method(&self, name: &str) -> Option<Method> {

@@ -36,6 +36,10 @@ pub struct RenderOptions<'a> {
     /// return their first argument unchanged) and every method call answered with the
     /// column label of its argument.
     pub header: bool,
+    /// Go's `missingkey=error`: a key an object lacks is an error (`map has no entry for key
+    /// "X"`) rather than `<no value>`. docker inspect runs its templates this way on the raw
+    /// JSON, so a mistyped field fails the command.
+    pub missing_key_error: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -75,6 +79,8 @@ impl Template {
         })
     }
 
+    /// With Go's defaults (the tests' shorthand; commands pass their options).
+    #[cfg(test)]
     pub fn render(&self, data: &Value) -> Result<String, TemplateError> {
         self.render_with(data, &RenderOptions::default())
     }

@@ -441,6 +441,7 @@ fn methods_extend_objects() {
     let options = RenderOptions {
         methods,
         header: false,
+        missing_key_error: false,
     };
     let data = json!({"Labels": {"com.docker.compose.project": "shop"}});
     let template = Template::parse("{{.Label \"com.docker.compose.project\"}}").unwrap();
@@ -464,6 +465,7 @@ fn header_mode_keeps_column_names() {
     let options = RenderOptions {
         methods: &[],
         header: true,
+        missing_key_error: false,
     };
     let template =
         Template::parse("{{upper .Names}}\t{{json .Size}}\t{{truncate .Names 2}}\t{{.Label \"com.docker.compose.project\"}}")
@@ -491,5 +493,37 @@ fn long_nodes_are_shortened_in_errors() {
         ),
         "template parsing error: template: :1:13: executing \"\" at <.Abcdefghij.Klmnopqr...>: \
          can't evaluate field Uvw in type int"
+    );
+}
+
+#[test]
+fn missing_keys_are_errors_where_docker_inspect_makes_them_so() {
+    // docker inspect -f '{{.Config.Foo}}' / '{{.Id}} {{.Foo}}': docker 20.10's exact words.
+    let data = json!({"Id": "abc", "Config": {"Image": "busybox"}});
+    let strict = RenderOptions {
+        missing_key_error: true,
+        ..Default::default()
+    };
+    let error = |source: &str| {
+        Template::parse(source)
+            .unwrap()
+            .render_with(&data, &strict)
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        error("{{.Config.Foo}}"),
+        "template parsing error: template: :1:9: executing \"\" at <.Config.Foo>: map has no entry for key \"Foo\""
+    );
+    assert_eq!(
+        error("{{.Id}} {{.Foo}}"),
+        "template parsing error: template: :1:10: executing \"\" at <.Foo>: map has no entry for key \"Foo\""
+    );
+    let present = Template::parse("{{.Config.Image}}").unwrap();
+    assert_eq!(present.render_with(&data, &strict).unwrap(), "busybox");
+    // Lists keep Go's default.
+    assert_eq!(
+        Template::parse("{{.Foo}}").unwrap().render(&data).unwrap(),
+        "<no value>"
     );
 }
