@@ -1170,3 +1170,34 @@ fn isolation_vm_is_refused_until_a_backend_runs_it() {
         .run(&["run", "--rm", "--isolation=default", "busybox", "true"])
         .ok();
 }
+
+#[test]
+fn tmpfs_is_noexec_unless_exec_is_given() {
+    let berth = busybox();
+    let script = "grep -E ' /(x|y) ' /proc/mounts | cut -d' ' -f2,4";
+    let cases: &[(&[&str], &str)] = &[
+        (&["--tmpfs", "/x"], "/x rw,nosuid,nodev,noexec,relatime\n"),
+        (
+            &["--tmpfs", "/x:exec,size=1m"],
+            "/x rw,nosuid,nodev,relatime,size=1024k\n",
+        ),
+        (
+            &["--mount", "type=tmpfs,dst=/y"],
+            "/y rw,nosuid,nodev,noexec,relatime\n",
+        ),
+    ];
+    for (options, wanted) in cases {
+        assert_eq!(sh_ok(&berth, options, script), *wanted, "{options:?}");
+        if let Some(host) = docker_with_busybox() {
+            let (docker, berth_out) = both(&host, &berth, options, script);
+            assert_eq!(docker, berth_out, "{options:?}");
+        }
+    }
+    let stderr = berth
+        .run(&["run", "--rm", "--tmpfs", "/x:uid=1000", "busybox", "true"])
+        .fails(125);
+    assert!(
+        stderr.contains("tmpfs option \"uid=1000\" for /x is not supported"),
+        "{stderr}"
+    );
+}

@@ -589,6 +589,7 @@ fn mounts(
                     .as_ref()
                     .map(|options| options.mode)
                     .filter(|mode| *mode != 0),
+                exec: false,
             },
             other => {
                 return Err(EngineError::InvalidArgument(format!(
@@ -613,6 +614,7 @@ fn mounts(
         let mut size = None;
         let mut mode = None;
         let mut readonly = false;
+        let mut exec = false;
         for option in options.split(',').filter(|option| !option.is_empty()) {
             match option.split_once('=') {
                 Some(("size", value)) => size = Some(parse_tmpfs_size(value)?),
@@ -622,11 +624,20 @@ fn mounts(
                     })?)
                 }
                 None if option == "ro" => readonly = true,
-                _ => {}
+                None if option == "rw" => readonly = false,
+                None if option == "exec" => exec = true,
+                None if option == "noexec" => exec = false,
+                // Always so in berth, as in Docker by default.
+                None if option == "nosuid" || option == "nodev" => {}
+                _ => {
+                    return Err(EngineError::InvalidArgument(format!(
+                        "tmpfs option {option:?} for {destination} is not supported (berth takes size, mode, ro, rw, exec, noexec, nosuid, nodev)"
+                    )))
+                }
             }
         }
         mounts.push(MountRequest {
-            source: MountSource::Tmpfs { size, mode },
+            source: MountSource::Tmpfs { size, mode, exec },
             destination: destination.clone(),
             readonly,
         });

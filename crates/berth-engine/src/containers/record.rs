@@ -41,6 +41,9 @@ pub enum MountSource {
     Tmpfs {
         size: Option<u64>,
         mode: Option<u32>,
+        /// The `exec` option: Docker mounts a tmpfs `noexec` unless it is given.
+        #[serde(default)]
+        exec: bool,
     },
 }
 

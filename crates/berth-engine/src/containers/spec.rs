@@ -99,19 +99,20 @@ pub fn build_spec(
                     source: volumes_directory.join(name).join("_data"),
                     recursive: true,
                 },
-                MountSource::Tmpfs { size, mode } => MountKind::Tmpfs {
+                MountSource::Tmpfs { size, mode, .. } => MountKind::Tmpfs {
                     size: *size,
                     mode: *mode,
                 },
             };
             let is_tmpfs = matches!(request.source, MountSource::Tmpfs { .. });
+            let tmpfs_noexec = matches!(request.source, MountSource::Tmpfs { exec: false, .. });
             MountSpec {
                 kind,
                 destination: PathBuf::from(&request.destination),
                 readonly: request.readonly,
                 nosuid: is_tmpfs,
                 nodev: is_tmpfs,
-                noexec: false,
+                noexec: tmpfs_noexec,
             }
         })
         .collect();
