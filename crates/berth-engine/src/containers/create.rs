@@ -116,6 +116,45 @@ fn port_requests(
         .map_err(EngineError::InvalidArgument)
 }
 
+/// Whether an image config is for `wanted` (`--platform`): os and architecture equal, and the
+/// variant too when both name one (arm64's default variant is usually left out).
+fn config_fits_platform(
+    config: &berth_types::image::ImageConfig,
+    wanted: &berth_types::image::Platform,
+) -> bool {
+    let variant_fits = match (&wanted.variant, &config.variant) {
+        (Some(wanted), Some(actual)) => wanted == actual,
+        _ => true,
+    };
+    config.os == wanted.os && config.architecture == wanted.architecture && variant_fits
+}
+
+/// The platform of the local image `reference` (`linux/amd64`) when it is not `wanted`; None
+/// when it fits or is not there. For the CLI's pull decision: Docker treats a local image of
+/// another platform as missing and pulls the one asked for.
+pub fn local_platform_mismatch(
+    engine: &Engine,
+    reference: &str,
+    wanted: &berth_types::image::Platform,
+) -> Result<Option<String>, EngineError> {
+    let image = match resolve_image(engine.store(), reference) {
+        Ok(image) => image,
+        Err(EngineError::NoSuchImage(_)) => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let config: berth_types::image::ImageConfig =
+        serde_json::from_slice(&engine.store().blobs().read(&image.id)?).map_err(|error| {
+            EngineError::Start(format!("image config of {}: {error}", image.id))
+        })?;
+    Ok((!config_fits_platform(&config, wanted)).then(|| {
+        berth_types::container::platform::format_platform(&berth_types::image::Platform {
+            os: config.os.clone(),
+            architecture: config.architecture.clone(),
+            variant: config.variant.clone(),
+        })
+    }))
+}
+
 /// Creates the container; returns its id.
 pub fn create_container(
     engine: &mut Engine,
@@ -138,6 +177,13 @@ pub(crate) fn build_record(
         serde_json::from_slice(&engine.store().blobs().read(&image.id)?).map_err(|error| {
             EngineError::Start(format!("image config of {}: {error}", image.id))
         })?;
+    if let Some(wanted) = &request.platform {
+        // Docker: the image of the wanted platform is not here (it is not found, so the
+        // docker CLI pulls it); running the other one would be wrong without a word.
+        if !config_fits_platform(&image_config, wanted) {
+            return Err(EngineError::NoSuchImage(request.config.image.clone()));
+        }
+    }
     if let Some(name) = &request.name {
         validate_name(name).map_err(EngineError::InvalidArgument)?;
     }

@@ -29,7 +29,7 @@ pub use changes::{
     container_copied, container_diff, export_container, with_container_root, CopyDirection,
 };
 pub use commit::{commit_container, CommitOptions};
-pub use create::{create_container, runtime_resources};
+pub use create::{create_container, local_platform_mismatch, runtime_resources};
 pub use exec::{exec_create, exec_detached, exec_in_container, ExecProcess, ExecRequest};
 pub use filter::{container_matches, CONTAINER_FILTERS};
 pub use inspect::{inspect_container, list_containers, published_ports, status_text};

@@ -45,8 +45,33 @@ fn ensure_image(
     if policy == PullPolicy::Always {
         return pull(engine);
     }
-    match resolve_image(engine.store(), image) {
-        Ok(_) => Ok(()),
+    let wanted = platform
+        .map(berth_types::container::platform::parse_platform)
+        .transpose()
+        .map_err(engine_failure)?;
+    let local = match resolve_image(engine.store(), image) {
+        // Docker treats a local image of another platform than `--platform` as missing.
+        Ok(_) => match &wanted {
+            Some(wanted) => {
+                match berth_engine::containers::local_platform_mismatch(engine, image, wanted)
+                    .map_err(engine_failure)?
+                {
+                    Some(actual) if policy == PullPolicy::Never => {
+                        return Err(engine_failure(anyhow::anyhow!(
+                            "image with reference {image} was found but does not match the specified platform: wanted {}, actual: {actual}",
+                            berth_types::container::platform::format_platform(wanted)
+                        )));
+                    }
+                    Some(_) => Err(EngineError::NoSuchImage(image.to_owned())),
+                    None => Ok(()),
+                }
+            }
+            None => Ok(()),
+        },
+        Err(error) => Err(error),
+    };
+    match local {
+        Ok(()) => Ok(()),
         Err(error @ EngineError::NoSuchImage(_)) => {
             // docker/cli says this only when it is about to pull.
             if policy == PullPolicy::Never {
