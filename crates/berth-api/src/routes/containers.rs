@@ -5,10 +5,10 @@
 use std::time::{Duration, Instant};
 
 use berth_engine::containers::{
-    container_diff, container_matches, container_stats, container_top, create_container,
-    find_container, inspect_container, kill_container, list_containers, pause_container,
-    prune_containers, published_ports, remove_container_with, rename_container, status_text,
-    stop_container_with, unpause_container, update_container, Container, StopOptions,
+    container_diff, container_stats, container_top, create_container, find_container,
+    inspect_container, kill_container, list_containers, pause_container, prune_containers,
+    published_ports, remove_container_with, rename_container, status_text, stop_container_with,
+    unpause_container, update_container, Container, ContainerFilters, StopOptions,
     CONTAINER_FILTERS,
 };
 use berth_engine::{EngineConfig, EngineError};
@@ -155,9 +155,9 @@ pub fn list(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
         .iter()
         .any(|(key, _)| key == "status" || key == "exited");
     let show_all = all || limit > 0;
+    let filter = ContainerFilters::new(&filters, &containers)?;
     containers.retain(|container| {
-        (show_all || has_status_filter || container.state.is_running())
-            && container_matches(container, &filters)
+        (show_all || has_status_filter || container.state.is_running()) && filter.matches(container)
     });
     if limit > 0 {
         containers.truncate(limit as usize);

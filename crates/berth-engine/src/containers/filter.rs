@@ -1,16 +1,81 @@
-//! `ps` filters (`status=`, `name=`, `label=`, `ancestor=`, `id=`,
-//! `exited=`), shared by `berth ps` and `GET /containers/json`.
+//! `ps` filters (`status=`, `name=`, `label=`, `ancestor=`, `id=`, `exited=`, `network=`,
+//! `volume=`, `since=`, `before=`), shared by `berth ps` and `GET /containers/json`.
+//! `publish=`/`expose=` are refused as unknown: Docker matches them against a running
+//! container's live port list (host ports for `publish`), which this filter cannot see.
 
 use super::lookup::Container;
+use super::record::MountSource;
+use crate::EngineError;
 
 /// The filter keys `ps` accepts.
-pub const CONTAINER_FILTERS: &[&str] = &["status", "name", "label", "ancestor", "id", "exited"];
+pub const CONTAINER_FILTERS: &[&str] = &[
+    "status", "name", "label", "ancestor", "id", "exited", "network", "volume", "since", "before",
+];
+
+/// `ps`'s filters, with `since=` and `before=` resolved against the listed containers.
+pub struct ContainerFilters<'a> {
+    filters: &'a [(String, String)],
+    /// Creation times a container must come after (`since=`) or before (`before=`).
+    since: Option<String>,
+    before: Option<String>,
+}
+
+impl<'a> ContainerFilters<'a> {
+    /// `since=X`/`before=X` name a container by id, id prefix or name; an unknown one is
+    /// Docker's "No such container".
+    pub fn new(filters: &'a [(String, String)], all: &[Container]) -> Result<Self, EngineError> {
+        let created = |key: &str| -> Result<Option<String>, EngineError> {
+            let Some((_, text)) = filters.iter().rev().find(|(k, _)| k == key) else {
+                return Ok(None);
+            };
+            let name = text.trim_start_matches('/');
+            all.iter()
+                .find(|container| container.record.id == *text || container.record.name == name)
+                .or_else(|| {
+                    let mut prefixed = all.iter().filter(|container| {
+                        !text.is_empty() && container.record.id.starts_with(text.as_str())
+                    });
+                    prefixed.next().filter(|_| prefixed.next().is_none())
+                })
+                .map(|container| Some(container.record.created.clone()))
+                .ok_or_else(|| EngineError::NoSuchContainer(text.clone()))
+        };
+        Ok(Self {
+            filters,
+            since: created("since")?,
+            before: created("before")?,
+        })
+    }
+
+    pub fn matches(&self, container: &Container) -> bool {
+        let created = &container.record.created;
+        self.since
+            .as_ref()
+            .is_none_or(|since| created_after(created, since))
+            && self
+                .before
+                .as_ref()
+                .is_none_or(|before| created_after(before, created))
+            && container_matches(container, self.filters)
+    }
+}
+
+/// Whether RFC 3339 time `a` is later than `b` (text order when either does not parse).
+fn created_after(a: &str, b: &str) -> bool {
+    match (
+        chrono::DateTime::parse_from_rfc3339(a),
+        chrono::DateTime::parse_from_rfc3339(b),
+    ) {
+        (Ok(a), Ok(b)) => a > b,
+        _ => a > b,
+    }
+}
 
 /// Whether `container` passes `ps`'s filters: values of one key are
 /// ORed, different keys ANDed, and every `label` must hold (Docker's rule:
 /// `MatchKVList`; docker-compose lists a project's containers with
 /// `label=…project=p` and `label=…oneoff=False` together).
-pub fn container_matches(container: &Container, filters: &[(String, String)]) -> bool {
+fn container_matches(container: &Container, filters: &[(String, String)]) -> bool {
     let mut keys: Vec<&str> = filters.iter().map(|(key, _)| key.as_str()).collect();
     keys.sort_unstable();
     keys.dedup();
@@ -56,6 +121,20 @@ pub fn container_matches(container: &Container, filters: &[(String, String)]) ->
                         )
                         .is_some_and(|(wanted, actual)| wanted == actual)
             }
+            "network" => {
+                let run = &container.record.run;
+                run.network_mode == *value
+                    || run.networks.iter().any(|network| {
+                        network.name == *value
+                            || (!value.is_empty() && network.network_id.starts_with(value.as_str()))
+                    })
+            }
+            "volume" => container.record.run.mounts.iter().any(|mount| {
+                mount.destination == *value
+                    || matches!(&mount.source, MountSource::Volume { name } if name == value)
+            }),
+            // Resolved by [`ContainerFilters`].
+            "since" | "before" => true,
             _ => false,
         };
         if *key == "label" {
@@ -64,4 +143,25 @@ pub fn container_matches(container: &Container, filters: &[(String, String)]) ->
             values.any(matches)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creation_times_compare_as_times() {
+        assert!(created_after(
+            "2026-12-01T10:00:01.5Z",
+            "2026-12-01T10:00:01Z"
+        ));
+        assert!(!created_after(
+            "2026-12-01T10:00:01Z",
+            "2026-12-01T10:00:01Z"
+        ));
+        assert!(created_after(
+            "2026-12-01T11:00:00+01:00",
+            "2026-12-01T09:59:59Z"
+        ));
+    }
 }

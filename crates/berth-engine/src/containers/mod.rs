@@ -31,7 +31,7 @@ pub use changes::{
 pub use commit::{commit_container, CommitOptions};
 pub use create::{create_container, local_platform_mismatch, runtime_resources};
 pub use exec::{exec_create, exec_detached, exec_in_container, ExecProcess, ExecRequest};
-pub use filter::{container_matches, CONTAINER_FILTERS};
+pub use filter::{ContainerFilters, CONTAINER_FILTERS};
 pub use inspect::{inspect_container, list_containers, published_ports, status_text};
 pub use lookup::{find_container, Container};
 pub use manage::{

@@ -1,7 +1,7 @@
 //! `ps` / `container ls`.
 
 use berth_engine::containers::{
-    container_matches, list_containers, status_text, Container, CONTAINER_FILTERS,
+    list_containers, status_text, Container, ContainerFilters, CONTAINER_FILTERS,
 };
 use berth_engine::Engine;
 use clap::Args;
@@ -79,9 +79,9 @@ pub fn run(engine: &Engine, args: &PsArgs) -> anyhow::Result<i32> {
     let has_status_filter = filters
         .iter()
         .any(|(key, _)| key == "status" || key == "exited");
+    let filter = ContainerFilters::new(&filters, &containers)?;
     containers.retain(|container| {
-        (show_all || has_status_filter || container.state.is_running())
-            && container_matches(container, &filters)
+        (show_all || has_status_filter || container.state.is_running()) && filter.matches(container)
     });
     if take_last >= 0 {
         containers.truncate(take_last as usize);
