@@ -821,3 +821,39 @@ fn the_default_bridge_range_comes_from_the_config_file() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+#[test]
+fn add_host_host_gateway_is_the_default_bridges_gateway() {
+    let berth = busybox();
+    let gateway = berth
+        .run(&[
+            "network",
+            "inspect",
+            "bridge",
+            "-f",
+            "{{(index .IPAM.Config 0).Gateway}}",
+        ])
+        .ok()
+        .trim()
+        .to_owned();
+    assert!(gateway.parse::<std::net::Ipv4Addr>().is_ok(), "{gateway}");
+    let id = berth.run_detached(&[
+        "--network",
+        "none",
+        "--add-host",
+        "gw:host-gateway",
+        "--add-host",
+        "db:10.1.2.3",
+        "busybox",
+        "sleep",
+        "60",
+    ]);
+    let hosts = berth
+        .run(&["exec", &id, "grep", "-E", "gw|db", "/etc/hosts"])
+        .ok();
+    // inspect keeps what was asked for, as Docker's does.
+    let asked = berth.inspect(&id, "{{.HostConfig.ExtraHosts}}");
+    berth.run(&["rm", "-f", &id]).ok();
+    assert_eq!(hosts, format!("{gateway}\tgw\n10.1.2.3\tdb\n"));
+    assert_eq!(asked, "[gw:host-gateway db:10.1.2.3]");
+}

@@ -25,6 +25,35 @@ use crate::{Engine, EngineError};
 /// names the first network; address, alias and MAC settings come from the
 /// endpoint settings of that network (aliases and addresses only on
 /// user-defined networks); further endpoints join further networks.
+/// `--add-host NAME:host-gateway`: Docker writes the address of its default bridge's gateway
+/// (docker0's, unless the daemon's `host-gateway-ip` says otherwise); berth writes its own
+/// default bridge's. Other entries are kept as given.
+fn resolve_host_gateway(
+    engine: &mut Engine,
+    entries: &[String],
+) -> Result<Vec<String>, EngineError> {
+    let gateway_marker = format!(":{}", berth_types::container::validate::HOST_GATEWAY);
+    if !entries.iter().any(|entry| entry.ends_with(&gateway_marker)) {
+        return Ok(entries.to_vec());
+    }
+    let (store, kernel) = engine.network_parts();
+    let bridge = crate::networks::find_network(store, kernel, "bridge")?;
+    let gateway = bridge.record.gateway.clone();
+    if gateway.is_empty() {
+        return Err(EngineError::InvalidArgument(
+            "unable to derive the IP value for host-gateway: the default bridge has no gateway"
+                .to_owned(),
+        ));
+    }
+    Ok(entries
+        .iter()
+        .map(|entry| match entry.strip_suffix(&gateway_marker) {
+            Some(name) => format!("{name}:{gateway}"),
+            None => entry.clone(),
+        })
+        .collect())
+}
+
 fn network_requests(
     engine: &mut Engine,
     mode: &str,
@@ -256,7 +285,7 @@ pub(crate) fn build_record(
         dns: host.dns.clone().unwrap_or_default(),
         dns_search: host.dns_search.clone().unwrap_or_default(),
         dns_options: host.dns_options.clone().unwrap_or_default(),
-        extra_hosts: host.extra_hosts.clone().unwrap_or_default(),
+        extra_hosts: resolve_host_gateway(engine, host.extra_hosts.as_deref().unwrap_or_default())?,
         mounts: mounts(request, &image_config)?,
         resources: resources(&host.resources)?,
         ulimits: host

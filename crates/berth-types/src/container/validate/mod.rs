@@ -17,7 +17,7 @@ use super::names::{is_valid_container_name, RESTRICTED_NAME_CHARS};
 use super::request::CreateRequest;
 
 pub use mounts::{parse_bind, validate_volume_name, BindSpec};
-pub use network::parse_extra_host;
+pub use network::{parse_extra_host, HOST_GATEWAY};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ValidationError {
