@@ -58,3 +58,40 @@ mod tests {
             .contains("too old"));
     }
 }
+
+/// `GET /version`'s document: the engine's version, as dockerd describes itself (also what
+/// `berth version` shows as its Server, since berth's engine is in every command).
+pub fn engine_version() -> serde_json::Value {
+    let version = env!("CARGO_PKG_VERSION");
+    let commit = option_env!("BERTH_GIT_COMMIT").unwrap_or("unknown");
+    let arch = berth_image::host_architecture();
+    let kernel = nix::sys::utsname::uname()
+        .map(|uname| uname.release().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    serde_json::json!({
+        "Platform": { "Name": "berth" },
+        "Components": [{
+            "Name": "Engine",
+            "Version": version,
+            "Details": {
+                "ApiVersion": API_VERSION,
+                "MinAPIVersion": MIN_API_VERSION,
+                "GitCommit": commit,
+                "GoVersion": "n/a (Rust)",
+                "Os": "linux",
+                "Arch": arch,
+                "KernelVersion": kernel,
+                "Experimental": "false",
+            }
+        }],
+        "Version": version,
+        "ApiVersion": API_VERSION,
+        "MinAPIVersion": MIN_API_VERSION,
+        "GitCommit": commit,
+        "GoVersion": "n/a (Rust)",
+        "Os": "linux",
+        "Arch": arch,
+        "KernelVersion": kernel,
+        "BuildTime": "",
+    })
+}

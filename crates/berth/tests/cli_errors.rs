@@ -85,6 +85,11 @@ fn version_flag_prints_one_line() {
             )
         );
     }
+    // `version --format`, as `docker version --format '{{.Client.Version}}'`.
+    let out = berth
+        .run(&["version", "--format", "{{.Client.Version}} {{.Server.Os}}"])
+        .ok();
+    assert_eq!(out, format!("{} linux\n", env!("CARGO_PKG_VERSION")));
     // `-v` stays `--volume` for run.
     berth
         .run(&["run", "--help"])
@@ -134,7 +139,32 @@ fn inspect_format_with_an_unknown_key_fails() {
         "template parsing error: template: :1:9: executing \"\" at <.Config.Foo>: map has no entry for key \"Foo\"\n"
     );
     assert_eq!(
-        berth.run(&["inspect", "-f", "{{.Config.Cmd}}", "busybox"]).ok(),
+        berth
+            .run(&["inspect", "-f", "{{.Config.Cmd}}", "busybox"])
+            .ok(),
         "[sh]\n"
+    );
+}
+
+#[test]
+fn a_closed_output_pipe_ends_a_listing_quietly() {
+    // `berth inspect … | head -0`: the reader is gone before berth writes.
+    let berth = Berth::new();
+    berth.load("busybox-docker.tar");
+    let (read_end, write_end) = nix::unistd::pipe().unwrap();
+    drop(read_end);
+    let output = berth
+        .command()
+        .args(["image", "inspect", "busybox"])
+        .stdout(Stdio::from(write_end))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&output.status),
+        Some(libc::SIGPIPE),
+        "{output:?}"
     );
 }

@@ -9,7 +9,6 @@ use crate::error::ApiError;
 use crate::http::{Exchange, Response};
 use crate::router::{reply, Handled};
 use crate::server::{client_gone, Outcome, Server};
-use crate::version::{API_VERSION, MIN_API_VERSION};
 
 pub fn ping(exchange: &mut Exchange<'_>) -> Handled {
     let _ = exchange;
@@ -21,46 +20,8 @@ pub fn ping(exchange: &mut Exchange<'_>) -> Handled {
     )
 }
 
-fn kernel_version() -> String {
-    nix::sys::utsname::uname()
-        .map(|uname| uname.release().to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
 pub fn version() -> Handled {
-    let version = env!("CARGO_PKG_VERSION");
-    let commit = option_env!("BERTH_GIT_COMMIT").unwrap_or("unknown");
-    let arch = berth_image::host_architecture();
-    let kernel = kernel_version();
-    reply(Response::json(
-        200,
-        &json!({
-            "Platform": { "Name": "berth" },
-            "Components": [{
-                "Name": "Engine",
-                "Version": version,
-                "Details": {
-                    "ApiVersion": API_VERSION,
-                    "MinAPIVersion": MIN_API_VERSION,
-                    "GitCommit": commit,
-                    "GoVersion": "n/a (Rust)",
-                    "Os": "linux",
-                    "Arch": arch,
-                    "KernelVersion": kernel,
-                    "Experimental": "false",
-                }
-            }],
-            "Version": version,
-            "ApiVersion": API_VERSION,
-            "MinAPIVersion": MIN_API_VERSION,
-            "GitCommit": commit,
-            "GoVersion": "n/a (Rust)",
-            "Os": "linux",
-            "Arch": arch,
-            "KernelVersion": kernel,
-            "BuildTime": "",
-        }),
-    ))
+    reply(Response::json(200, &crate::version::engine_version()))
 }
 
 pub fn info(server: &Server) -> Handled {

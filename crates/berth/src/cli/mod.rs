@@ -31,6 +31,7 @@ use crate::commands::registry::{LoginArgs, LogoutArgs};
 use crate::commands::system::bench::BenchArgs;
 use crate::commands::system::events::EventsArgs;
 use crate::commands::system::serve::{ApiHelperArgs, ServeArgs};
+use crate::commands::system::version::VersionArgs;
 use crate::commands::system::warm::WarmArgs;
 use crate::commands::system::{InfoArgs, SystemCommand};
 use crate::commands::volume::VolumeCommand;
@@ -94,7 +95,7 @@ pub struct GlobalOptions {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show the berth version information
-    Version,
+    Version(Lazy<VersionArgs>),
     /// Display system-wide information
     Info(Lazy<InfoArgs>),
     /// List images
@@ -212,7 +213,7 @@ pub enum StateUse {
 impl Command {
     pub fn state_use(&self) -> StateUse {
         match self {
-            Command::Version | Command::Login(_) | Command::Logout(_) => StateUse::None,
+            Command::Version(_) | Command::Login(_) | Command::Logout(_) => StateUse::None,
             Command::Save(_)
             | Command::Image(Lazy(ImageCommand::Save(_)))
             | Command::Export(_)

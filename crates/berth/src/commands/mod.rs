@@ -22,9 +22,16 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         // First, while nothing has been done that a re-execution would repeat.
         seal_before_entering_containers()?;
     }
+    if !starts_processes(&cli.command) {
+        // `berth ps | head -1`: end quietly when the reader goes, as the docker CLI does,
+        // rather than panic in println!. Commands that fork monitors, waiters or servers keep
+        // Rust's SIGPIPE-ignored: those children must see EPIPE, not die of it.
+        // SAFETY: SIG_DFL installs no handler code.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let global = cli.global;
     match cli.command {
-        Command::Version => system::version::run(),
+        Command::Version(Lazy(args)) => system::version::run(&args),
         Command::Info(Lazy(args)) => system::info::run(&global, &args),
         Command::Images(Lazy(args)) | Command::Image(Lazy(ImageCommand::Ls(args))) => {
             image::list::run(&open(&global)?, &args)
@@ -183,6 +190,16 @@ pub(crate) fn seal_before_entering_containers() -> anyhow::Result<()> {
             .context("refusing to start a process in a container from a writable berth binary")?;
     }
     Ok(())
+}
+
+/// The commands that fork processes which outlive their output (monitors, exec waiters, pool
+/// members, servers): every command that enters containers, and `run`.
+fn starts_processes(command: &Command) -> bool {
+    enters_containers(command)
+        || matches!(
+            command,
+            Command::Run(_) | Command::Container(Lazy(ContainerCommand::Run(_)))
+        )
 }
 
 /// The commands whose processes enter containers (as the container's first process, an exec, a
