@@ -37,28 +37,6 @@ pub fn split_version(path: &str) -> Result<((u32, u32), &str), String> {
     Ok((version, tail))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn versioned_and_plain_paths() {
-        assert_eq!(split_version("/_ping"), Ok(((1, 43), "/_ping")));
-        assert_eq!(
-            split_version("/v1.41/containers/json"),
-            Ok(((1, 41), "/containers/json"))
-        );
-        assert_eq!(split_version("/v1.24/info"), Ok(((1, 24), "/info")));
-        assert_eq!(split_version("/volumes"), Ok(((1, 43), "/volumes")));
-        assert!(split_version("/v1.99/info")
-            .unwrap_err()
-            .contains("too new"));
-        assert!(split_version("/v1.12/info")
-            .unwrap_err()
-            .contains("too old"));
-    }
-}
-
 /// `GET /version`'s document: the engine's version, as dockerd describes itself (also what
 /// `berth version` shows as its Server, since berth's engine is in every command).
 pub fn engine_version() -> serde_json::Value {
@@ -94,4 +72,26 @@ pub fn engine_version() -> serde_json::Value {
         "KernelVersion": kernel,
         "BuildTime": "",
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versioned_and_plain_paths() {
+        assert_eq!(split_version("/_ping"), Ok(((1, 43), "/_ping")));
+        assert_eq!(
+            split_version("/v1.41/containers/json"),
+            Ok(((1, 41), "/containers/json"))
+        );
+        assert_eq!(split_version("/v1.24/info"), Ok(((1, 24), "/info")));
+        assert_eq!(split_version("/volumes"), Ok(((1, 43), "/volumes")));
+        assert!(split_version("/v1.99/info")
+            .unwrap_err()
+            .contains("too new"));
+        assert!(split_version("/v1.12/info")
+            .unwrap_err()
+            .contains("too old"));
+    }
 }
