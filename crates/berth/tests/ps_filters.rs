@@ -1,5 +1,5 @@
-//! `ps --filter` keys beyond the basic ones: `network`, `volume`, `since`, `before` —
-//! checked against Docker's answers for the same containers when a Docker engine is
+//! `ps --filter` keys beyond the basic ones (`network`, `volume`, `since`, `before`) and
+//! `ps -s` — checked against Docker's answers for the same containers when a Docker engine is
 //! reachable.
 
 #![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
@@ -103,4 +103,62 @@ fn ps_filters_by_network_volume_and_creation_order() {
         }
     }
     berth.run(&["rm", "-f", "-v", "one", "two", "three"]).ok();
+}
+
+#[test]
+fn ps_size_shows_the_writable_layer_and_the_virtual_size() {
+    let script = "head -c 12345 /dev/zero > /f && ln /f /g && sleep 30";
+    let berth = Berth::new();
+    berth.load("busybox-docker.tar");
+    let id = berth.run_detached(&["--network", "none", "busybox", "sh", "-c", script]);
+    support::containers::wait_until(10.0, "the file is written", || {
+        berth.run(&["exec", &id, "test", "-e", "/g"]).code() == 0
+    });
+    let size = berth.run(&["ps", "-s", "--format", "{{.Size}}"]).ok();
+    let header = berth.run(&["ps", "-s"]).ok();
+    let plain = berth.run(&["ps", "--format", "{{.Size}}"]).ok();
+    berth.run(&["rm", "-f", &id]).ok();
+    // A hard link counts once; the virtual size adds the image's.
+    assert_eq!(size, "12.3kB (virtual 2MB)\n");
+    assert!(
+        header
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("NAMES        SIZE"),
+        "{header}"
+    );
+    assert_eq!(plain, "0B\n");
+    if let Some(host) = docker_host() {
+        let archive = fixture("busybox-docker.tar");
+        docker(&host, &["load", "-q", "-i", archive.to_str().unwrap()]);
+        let output = docker(
+            &host,
+            &[
+                "run",
+                "-d",
+                "--network",
+                "none",
+                "busybox",
+                "sh",
+                "-c",
+                script,
+            ],
+        );
+        let id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let reference = docker(
+            &host,
+            &[
+                "ps",
+                "-s",
+                "--filter",
+                &format!("id={id}"),
+                "--format",
+                "{{.Size}}",
+            ],
+        );
+        docker(&host, &["rm", "-f", &id]);
+        assert_eq!(String::from_utf8_lossy(&reference.stdout), size);
+    }
 }

@@ -18,6 +18,7 @@ mod reconcile;
 pub mod record;
 pub(crate) mod remove;
 mod restart;
+mod size;
 pub(crate) mod spec;
 pub(crate) mod start;
 pub mod state;
@@ -41,6 +42,7 @@ pub use manage::{
 pub use monitor::Attachment;
 pub use remove::{remove_container, remove_container_with};
 pub use restart::{restart_container, restarted};
+pub use size::container_size;
 pub use start::{start_container, StartFailure, StartedContainer};
 pub use stop::{
     kill_container, parse_signal, stop_container, stop_container_with, wait_container, StopOptions,

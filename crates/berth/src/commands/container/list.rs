@@ -8,7 +8,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::commands::output;
-use crate::format::units::human_duration;
+use crate::format::units::{human_duration, human_size_with_precision};
 
 #[derive(Debug, Args)]
 pub struct PsArgs {
@@ -41,6 +41,9 @@ pub struct PsArgs {
 const DEFAULT_TABLE: &str =
     "table {{.ID}}\t{{.Image}}\t{{.Command}}\t{{.RunningFor}}\t{{.Status}}\t{{.Ports}}\t{{.Names}}";
 
+/// With `-s`, Docker's table gains a SIZE column.
+const SIZE_TABLE: &str = "table {{.ID}}\t{{.Image}}\t{{.Command}}\t{{.RunningFor}}\t{{.Status}}\t{{.Ports}}\t{{.Names}}\t{{.Size}}";
+
 const HEADERS: &[(&str, &str)] = &[
     ("ID", "CONTAINER ID"),
     ("Image", "IMAGE"),
@@ -53,6 +56,7 @@ const HEADERS: &[(&str, &str)] = &[
     ("Labels", "LABELS"),
     ("Mounts", "MOUNTS"),
     ("Networks", "NETWORKS"),
+    ("Size", "SIZE"),
 ];
 
 pub fn run(engine: &Engine, args: &PsArgs) -> anyhow::Result<i32> {
@@ -130,7 +134,7 @@ pub fn run(engine: &Engine, args: &PsArgs) -> anyhow::Result<i32> {
                     .collect::<Vec<_>>()
                     .join(", "),
                 "RunningFor": running_for,
-                "Size": "0B",
+                "Size": size_text(engine, container, args.size),
                 "State": container.state.status.as_str(),
                 "Status": status_text(container, now, human_duration),
             })
@@ -138,9 +142,33 @@ pub fn run(engine: &Engine, args: &PsArgs) -> anyhow::Result<i32> {
         .collect();
     print!(
         "{}",
-        output::render_rows(args.format.as_deref(), DEFAULT_TABLE, &rows, HEADERS)?
+        output::render_rows(
+            args.format.as_deref(),
+            if args.size { SIZE_TABLE } else { DEFAULT_TABLE },
+            &rows,
+            HEADERS
+        )?
     );
     Ok(0)
+}
+
+/// Docker's SIZE: `12.3kB (virtual 2MB)` with `-s`; without it Docker leaves the sizes
+/// uncomputed and `{{.Size}}` shows `0B`.
+fn size_text(engine: &Engine, container: &Container, wanted: bool) -> String {
+    if !wanted {
+        return "0B".to_owned();
+    }
+    match berth_engine::containers::container_size(engine.store(), engine.config(), container) {
+        Ok((rw, virtual_size)) => format!(
+            "{} (virtual {})",
+            human_size_with_precision(rw, 3),
+            human_size_with_precision(virtual_size, 3)
+        ),
+        Err(error) => {
+            tracing::debug!(%error, "no size");
+            "0B".to_owned()
+        }
+    }
 }
 
 fn id(container: &Container, no_trunc: bool) -> String {
