@@ -151,7 +151,7 @@ pub enum Command {
     Unpause(Lazy<ContainersArgs>),
     /// Rename a container
     Rename(Lazy<RenameArgs>),
-    /// Display container(s) resource usage statistics (one sample, as --no-stream)
+    /// Display a live stream of container(s) resource usage statistics
     Stats(Lazy<StatsArgs>),
     /// List port mappings or a specific mapping for the container
     Port(Lazy<PortArgs>),
@@ -257,7 +257,7 @@ pub enum ContainerCommand {
     Unpause(ContainersArgs),
     /// Rename a container
     Rename(RenameArgs),
-    /// Display container(s) resource usage statistics (one sample, as --no-stream)
+    /// Display a live stream of container(s) resource usage statistics
     Stats(StatsArgs),
     /// List port mappings or a specific mapping for the container
     Port(PortArgs),
