@@ -42,7 +42,7 @@ pub use error::CgroupError;
 pub use resources::{
     blkio_weight_to_io_weight, cpu_shares_to_weight, Limit, Resources, DEFAULT_CPU_PERIOD,
 };
-pub use stats::CgroupStats;
+pub use stats::{BlockIo, CgroupStats};
 pub use v1::V1Manager;
 pub use v2::V2Manager;
 

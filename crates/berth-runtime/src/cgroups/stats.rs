@@ -24,6 +24,51 @@ pub struct CgroupStats {
     pub cpu_usage_ns: Option<u64>,
     /// Processes and threads in the cgroup (`pids.current`).
     pub pids_current: Option<u64>,
+    /// Bytes read from and written to block devices, over all devices (v1
+    /// `blkio.throttle.io_service_bytes_recursive` Read/Write, v2 `io.stat` rbytes/wbytes):
+    /// `docker stats`' BLOCK I/O.
+    #[serde(default)]
+    pub block_io: Option<BlockIo>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockIo {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+}
+
+/// v1 `blkio.throttle.io_service_bytes_recursive`: `MAJ:MIN Read N` / `MAJ:MIN Write N` per
+/// device, then `Total N`.
+pub(crate) fn v1_block_io(text: &str) -> BlockIo {
+    let mut io = BlockIo::default();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if let [_, operation, value] = fields.as_slice() {
+            let value: u64 = value.parse().unwrap_or(0);
+            match *operation {
+                "Read" => io.read_bytes += value,
+                "Write" => io.write_bytes += value,
+                _ => {}
+            }
+        }
+    }
+    io
+}
+
+/// v2 `io.stat`: `MAJ:MIN rbytes=N wbytes=N rios=N …` per device.
+pub(crate) fn v2_block_io(text: &str) -> BlockIo {
+    let mut io = BlockIo::default();
+    for field in text.split_whitespace() {
+        if let Some((key, value)) = field.split_once('=') {
+            let value: u64 = value.parse().unwrap_or(0);
+            match key {
+                "rbytes" => io.read_bytes += value,
+                "wbytes" => io.write_bytes += value,
+                _ => {}
+            }
+        }
+    }
+    io
 }
 
 /// v1 reports "no limit" as the largest page-aligned `i64` (9223372036854771712 with 4 KiB
@@ -41,6 +86,26 @@ pub(crate) fn v1_limit(value: u64) -> Limit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_io_sums_every_device() {
+        let v1 = "8:0 Read 4096\n8:0 Write 100\n8:16 Read 10\n8:16 Write 1\n8:0 Total 4196\nTotal 4207\n";
+        assert_eq!(
+            v1_block_io(v1),
+            BlockIo {
+                read_bytes: 4106,
+                write_bytes: 101
+            }
+        );
+        let v2 = "8:0 rbytes=4096 wbytes=100 rios=1 wios=1 dbytes=0 dios=0\n8:16 rbytes=10 wbytes=1 rios=1 wios=1\n";
+        assert_eq!(
+            v2_block_io(v2),
+            BlockIo {
+                read_bytes: 4106,
+                write_bytes: 101
+            }
+        );
+    }
 
     #[test]
     fn v1_unlimited_is_recognised() {

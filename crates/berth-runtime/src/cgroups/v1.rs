@@ -324,6 +324,12 @@ impl CgroupManager for V1Manager {
         if let Some(dir) = self.dir("pids") {
             stats.pids_current = files::read_u64_optional(&dir.join("pids.current"))?;
         }
+        if let Some(dir) = self.dir("blkio") {
+            let file = dir.join("blkio.throttle.io_service_bytes_recursive");
+            stats.block_io = files::read_optional(&file)?
+                .as_deref()
+                .map(super::stats::v1_block_io);
+        }
         Ok(stats)
     }
 

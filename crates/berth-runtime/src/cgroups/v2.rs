@@ -319,6 +319,9 @@ impl CgroupManager for V2Manager {
             stats.cpu_usage_ns = files::keyed_value(&cpu_file, &text, "usage_usec")?
                 .map(|usec| usec.saturating_mul(1000));
         }
+        stats.block_io = files::read_optional(&self.file("io.stat"))?
+            .as_deref()
+            .map(super::stats::v2_block_io);
         Ok(stats)
     }
 

@@ -143,6 +143,7 @@ fn sample_rows(
                 _ => memory_total,
             };
             let (received, sent) = network_io(container);
+            let block_io = after.as_ref().and_then(|s| s.block_io).unwrap_or_default();
             let id = &container.record.id;
             json!({
                 "ID": if args.no_trunc { id.clone() } else { id[..12].to_owned() },
@@ -152,7 +153,7 @@ fn sample_rows(
                 "MemUsage": format!("{} / {}", bytes_size(usage), bytes_size(limit)),
                 "MemPerc": format!("{:.2}%", if limit == 0 { 0.0 } else { usage as f64 / limit as f64 * 100.0 }),
                 "NetIO": format!("{} / {}", human_size(received), human_size(sent)),
-                "BlockIO": format!("{} / {}", human_size(0), human_size(0)),
+                "BlockIO": format!("{} / {}", human_size(block_io.read_bytes), human_size(block_io.write_bytes)),
                 "PIDs": after.as_ref().and_then(|s| s.pids_current).unwrap_or(0).to_string(),
             })
         })
