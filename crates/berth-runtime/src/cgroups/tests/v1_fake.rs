@@ -223,6 +223,7 @@ fn stats_are_read_from_each_hierarchy() {
             oom_kills: Some(2),
             cpu_usage_ns: Some(123_456_789),
             pids_current: Some(3),
+            block_io: None,
         }
     );
 

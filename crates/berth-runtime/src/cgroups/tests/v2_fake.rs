@@ -176,6 +176,7 @@ fn stats_parse_the_v2_files() {
             oom_kills: Some(1),
             cpu_usage_ns: Some(2_500_000),
             pids_current: Some(3),
+            block_io: None,
         }
     );
     assert_eq!(manager(&fake).oom_kills().unwrap(), Some(1));
