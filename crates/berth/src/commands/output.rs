@@ -46,8 +46,20 @@ pub fn render_rows(
     )?)
 }
 
-/// One object through `--format` (inspect, info): "json" or a template.
+/// One object through `--format`: "json" or a template. `inspect`, `info` and `version`
+/// fail on a key the object lacks (docker/cli runs inspect templates with
+/// `missingkey=error`, and info's and version's are typed); `events` keeps Go's default
+/// (`<no value>`: an event's attributes are a map).
 pub fn render_one(format: &str, value: &Value) -> anyhow::Result<String> {
+    render_one_with(format, value, true)
+}
+
+/// [`render_one`] for an event: a missing attribute prints `<no value>`.
+pub fn render_event(format: &str, value: &Value) -> anyhow::Result<String> {
+    render_one_with(format, value, false)
+}
+
+fn render_one_with(format: &str, value: &Value, missing_key_error: bool) -> anyhow::Result<String> {
     let format = if format == "json" {
         "{{json .}}"
     } else {
@@ -56,7 +68,7 @@ pub fn render_one(format: &str, value: &Value) -> anyhow::Result<String> {
     // Docker does not interpret `\t` escapes for inspect-style formats, and runs them with
     // `missingkey=error` (docker/cli `inspect.tryRawInspectFallback`).
     let options = crate::format::template::RenderOptions {
-        missing_key_error: true,
+        missing_key_error,
         ..Default::default()
     };
     Ok(Template::parse(format)?.render_with(value, &options)?)

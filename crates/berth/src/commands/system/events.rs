@@ -78,7 +78,7 @@ pub fn run(global: &GlobalOptions, args: &EventsArgs) -> anyhow::Result<i32> {
         |event| {
             let line = match args.format.as_deref() {
                 None => Ok(default_line(event)),
-                Some(format) => output::render_one(format, &event.message_json()),
+                Some(format) => output::render_event(format, &event.message_json()),
             };
             let written = line.and_then(|line| {
                 let mut out = stdout.lock();
