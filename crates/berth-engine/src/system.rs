@@ -1,7 +1,11 @@
 //! `info`: where state lives, what the host offers, and how many images and
 //! containers there are, in Docker's `Info` field names. The CLI prints it;
-//! the API server returns it (with the fields only the API has).
+//! the API server returns it (with the fields only the API has). And
+//! `system df`: what images, containers and volumes hold on disk.
 
+use std::collections::BTreeSet;
+
+use berth_store::UsageCounter;
 use serde_json::{json, Value};
 
 use crate::containers::list_containers;
@@ -77,4 +81,125 @@ pub fn memory_total() -> u64 {
                 })
         })
         .map_or(0, |kib| kib * 1024)
+}
+
+/// One row of `system df`: how many, how many in use, the bytes of disk
+/// they hold and the bytes removing the unused ones would free.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UsageSummary {
+    pub total: usize,
+    pub active: usize,
+    pub size: u64,
+    pub reclaimable: u64,
+}
+
+/// `system df`, in Docker's rows. Every size is disk as `du` counts it
+/// (blocks, each inode once), not the sizes an image's metadata records:
+///
+/// - images: the layer directories and blobs under the root, content
+///   that no image references included (what a killed load or pull left
+///   and the next command has not removed yet); reclaimable is all but
+///   what images used by a container need, i.e. what `image prune -a`
+///   frees. Active: images some container uses.
+/// - containers: their writable layers; reclaimable is the layers of
+///   containers that are not running, paused or restarting (Docker's
+///   rule).
+/// - local volumes: their data; reclaimable is that of volumes no
+///   container mounts.
+/// - build cache: berth has none yet.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DiskUsage {
+    pub images: UsageSummary,
+    pub containers: UsageSummary,
+    pub volumes: UsageSummary,
+    pub build_cache: UsageSummary,
+}
+
+pub fn disk_usage(engine: &Engine) -> Result<DiskUsage, EngineError> {
+    let store = engine.store();
+    let containers = list_containers(store, engine.config())?;
+
+    // Content of images some container uses, measured first so that what
+    // they share with unused images counts as used.
+    let used_images: BTreeSet<String> = containers
+        .iter()
+        .map(|container| container.record.image_id.clone())
+        .collect();
+    let images = store.images()?;
+    let mut counter = UsageCounter::new();
+    let mut used = 0;
+    let (layers, blobs) = (store.layers(), store.blobs());
+    for image in images
+        .iter()
+        .filter(|image| used_images.contains(&image.id.to_string()))
+    {
+        for chain_id in &image.layers {
+            used += counter.measure(&layers.path(chain_id))?;
+        }
+        for digest in store.image_blobs(&image.id)? {
+            used += counter.measure(&blobs.path(&digest))?;
+        }
+    }
+    let mut unused = 0;
+    for chain_id in layers.list()? {
+        unused += counter.measure(&layers.path(&chain_id))?;
+    }
+    for digest in blobs.list()? {
+        unused += counter.measure(&blobs.path(&digest))?;
+    }
+    let image_usage = UsageSummary {
+        total: images.len(),
+        active: images
+            .iter()
+            .filter(|image| used_images.contains(&image.id.to_string()))
+            .count(),
+        size: used + unused,
+        reclaimable: unused,
+    };
+
+    let mut container_usage = UsageSummary {
+        total: containers.len(),
+        ..UsageSummary::default()
+    };
+    for container in &containers {
+        let paths = crate::containers::paths::ContainerPaths::new(
+            engine.root(),
+            &engine.config().run_root,
+            &container.record.id,
+        );
+        let size = berth_store::disk_usage(&paths.rootfs().upper)?;
+        container_usage.size += size;
+        let active = matches!(
+            container.state.status,
+            Status::Running | Status::Paused | Status::Restarting
+        );
+        if active {
+            container_usage.active += 1;
+        } else {
+            container_usage.reclaimable += size;
+        }
+    }
+
+    let volumes = store.volumes()?;
+    let mut volume_usage = UsageSummary {
+        total: volumes.len(),
+        ..UsageSummary::default()
+    };
+    for volume in &volumes {
+        let size =
+            berth_store::disk_usage(&crate::volumes::volume_data(engine.root(), &volume.name))?;
+        volume_usage.size += size;
+        if crate::volumes::volume_users(engine, &volume.name)?.is_empty() {
+            volume_usage.reclaimable += size;
+        } else {
+            volume_usage.active += 1;
+        }
+    }
+
+    Ok(DiskUsage {
+        images: image_usage,
+        containers: container_usage,
+        volumes: volume_usage,
+        build_cache: UsageSummary::default(),
+    })
 }

@@ -103,14 +103,10 @@ impl BlobStore {
         Ok(actual)
     }
 
-    /// Deletes a blob; a missing blob is not an error.
-    pub fn delete(&self, digest: &Digest) -> Result<(), StoreError> {
-        let path = self.path(digest);
-        match std::fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(StoreError::Io { path, source }),
-        }
+    /// Deletes a blob, returning the bytes of disk it held; a missing
+    /// blob is not an error (and frees 0).
+    pub fn delete(&self, digest: &Digest) -> Result<u64, StoreError> {
+        crate::usage::remove_measured(&self.path(digest))
     }
 
     /// Every blob digest present on disk.

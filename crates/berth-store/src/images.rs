@@ -363,6 +363,15 @@ impl Store {
         ))
     }
 
+    /// The blobs an image keeps (config, manifest, layer blobs).
+    pub fn image_blobs(&self, id: &Digest) -> Result<Vec<Digest>, StoreError> {
+        let mut statement = self
+            .connection()?
+            .prepare("SELECT digest FROM image_blobs WHERE image_id = ?1")?;
+        let rows = statement.query_map([id.to_string()], |row| row.get::<_, String>(0))?;
+        rows.map(|row| digest_column(row?)).collect()
+    }
+
     /// Counts for `berth info`.
     pub fn image_count(&self) -> Result<u64, StoreError> {
         let count: i64 =

@@ -43,9 +43,10 @@ impl LayerStore {
         })
     }
 
-    /// Removes a layer's directory; a missing one is not an error.
-    pub fn delete(&self, chain_id: &Digest) -> Result<(), StoreError> {
-        remove_tree(&self.path(chain_id))
+    /// Removes a layer's directory, returning the bytes of disk it held
+    /// (as `du` counts them); a missing one is not an error (and frees 0).
+    pub fn delete(&self, chain_id: &Digest) -> Result<u64, StoreError> {
+        crate::usage::remove_measured(&self.path(chain_id))
     }
 
     /// Every layer directory present on disk.

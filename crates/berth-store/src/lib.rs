@@ -22,6 +22,7 @@ mod layers;
 mod lock;
 mod networks;
 pub mod permissions;
+mod usage;
 mod volumes;
 
 use std::path::{Path, PathBuf};
@@ -34,6 +35,7 @@ pub use images::{ImageRecord, LayerRecord, MovedTag, NewImage, RemovedImage};
 pub use layers::{LayerStore, StagedLayer};
 pub use lock::StoreLock;
 pub use networks::{EndpointRow, NetworkRow, NetworkStoreError};
+pub use usage::{disk_usage, UsageCounter};
 pub use volumes::VolumeRow;
 
 /// An open berth root. Cheap to open; each `berth` process opens its own.
@@ -41,6 +43,9 @@ pub struct Store {
     root: PathBuf,
     /// Empty between `suspend` and the next use, which reopens it.
     connection: std::cell::OnceCell<rusqlite::Connection>,
+    /// Bytes of disk [`Store::open`] freed removing what interrupted
+    /// commands left, until [`Store::take_recovered`].
+    recovered: std::cell::Cell<u64>,
 }
 
 impl Store {
@@ -64,8 +69,9 @@ impl Store {
         let store = Self {
             root: root.to_owned(),
             connection: std::cell::OnceCell::from(connection),
+            recovered: std::cell::Cell::new(0),
         };
-        store.clean_stale_staging();
+        store.recover_interrupted();
         Ok(store)
     }
 
@@ -77,6 +83,7 @@ impl Store {
         Self {
             root: root.to_owned(),
             connection: std::cell::OnceCell::new(),
+            recovered: std::cell::Cell::new(0),
         }
     }
 
@@ -100,9 +107,10 @@ impl Store {
 
     /// Shared lock: held while adding content, so that garbage collection
     /// (which takes the exclusive lock) never deletes a layer or blob that a
-    /// writer has found present but not yet referenced.
+    /// writer has found present but not yet referenced. It marks the holder
+    /// as writing (see [`Store::open`]).
     pub fn lock_shared(&self) -> Result<StoreLock, StoreError> {
-        StoreLock::acquire(&self.root.join("locks/content.lock"), false)
+        StoreLock::acquire(&self.content_lock_path(), false)?.with_marker(self.marker_path())
     }
 
     /// Exclusive lock held while berth's network rules are rendered from
@@ -111,9 +119,10 @@ impl Store {
         StoreLock::acquire(&self.root.join("locks/network.lock"), true)
     }
 
-    /// Exclusive lock for removing content.
+    /// Exclusive lock for removing content; it marks the holder as
+    /// removing (see [`Store::open`]).
     pub fn lock_exclusive(&self) -> Result<StoreLock, StoreError> {
-        StoreLock::acquire(&self.root.join("locks/content.lock"), true)
+        StoreLock::acquire(&self.content_lock_path(), true)?.with_marker(self.marker_path())
     }
 
     /// A fresh path under `tmp/` for a caller's own staging.
@@ -121,66 +130,169 @@ impl Store {
         self.root.join("tmp").join(staging_name(prefix))
     }
 
-    /// Removes every layer and blob no image references, and stale staging,
-    /// when no other process is adding content. Returns whether it ran.
-    pub fn try_collect_garbage(&self) -> Result<bool, StoreError> {
-        let Some(lock) = StoreLock::try_exclusive(&self.root.join("locks/content.lock"))? else {
-            return Ok(false);
-        };
-        self.collect_garbage(&lock)?;
-        Ok(true)
+    fn content_lock_path(&self) -> PathBuf {
+        self.root.join("locks/content.lock")
     }
 
-    /// Removes unreferenced layers and blobs. The exclusive lock proves no
-    /// writer holds content it has not recorded yet.
-    pub fn collect_garbage(&self, _exclusive: &StoreLock) -> Result<(), StoreError> {
+    fn marker_path(&self) -> PathBuf {
+        self.root.join("tmp").join(staging_name(MARKER_PREFIX))
+    }
+
+    /// Removes every layer and blob no image references, and stale staging,
+    /// when no other process is adding content. Returns the bytes of disk
+    /// freed, or `None` when another process holds the content lock.
+    pub fn try_collect_garbage(&self) -> Result<Option<u64>, StoreError> {
+        let Some(lock) = StoreLock::try_exclusive(&self.content_lock_path())? else {
+            return Ok(None);
+        };
+        self.collect_garbage(&lock).map(Some)
+    }
+
+    /// Removes unreferenced layers and blobs and everything under `tmp/`,
+    /// returning the bytes of disk freed (as `du` counts them). The
+    /// exclusive lock proves no writer holds content it has not recorded
+    /// yet, nor staging it still writes.
+    pub fn collect_garbage(&self, _exclusive: &StoreLock) -> Result<u64, StoreError> {
         let (layers, blobs) = self.referenced_content()?;
+        let mut freed = 0;
         let layer_store = self.layers();
         for chain_id in layer_store.list()? {
             if !layers.contains(&chain_id) {
                 tracing::debug!(%chain_id, "removing unreferenced layer");
-                layer_store.delete(&chain_id)?;
+                freed += layer_store.delete(&chain_id)?;
             }
         }
         let blob_store = self.blobs();
         for digest in blob_store.list()? {
             if !blobs.contains(&digest) {
                 tracing::debug!(%digest, "removing unreferenced blob");
-                blob_store.delete(&digest)?;
+                freed += blob_store.delete(&digest)?;
             }
         }
-        self.remove_staging();
-        Ok(())
+        freed += self.remove_staging(|_| true);
+        Ok(freed)
     }
 
-    /// Removes staging entries left by killed processes. Only done when no
-    /// other process holds the content lock, i.e. nobody is writing.
-    fn clean_stale_staging(&self) {
-        let Ok(Some(_lock)) = StoreLock::try_exclusive(&self.root.join("locks/content.lock"))
-        else {
+    /// What a killed `load`, `pull`, `import`, `commit`, `rmi` or `prune`
+    /// left, removed by the next berth process that opens the store.
+    ///
+    /// An empty `tmp/` (one `getdents`, the common case) means nothing was
+    /// interrupted: every writer and remover marks `tmp/` for as long as it
+    /// holds the content lock, before it changes anything. Otherwise, when
+    /// the exclusive lock is free, whoever left entries is dead, and the
+    /// whole garbage collection runs: staging, and the layers and blobs no
+    /// image references (committed by a load or pull killed before it
+    /// recorded its image, or left by a removal killed half way). When a
+    /// live process holds the lock, only staging of processes that no
+    /// longer exist goes (names carry the pid); the rest waits for a
+    /// command that finds the lock free.
+    fn recover_interrupted(&self) {
+        let staging = self.root.join("tmp");
+        let Ok(mut entries) = std::fs::read_dir(&staging) else {
             return;
         };
-        self.remove_staging();
+        if entries.next().is_none() {
+            return;
+        }
+        match StoreLock::try_exclusive(&self.content_lock_path()) {
+            Ok(Some(lock)) => match self.collect_garbage(&lock) {
+                Ok(freed) => {
+                    self.recovered.set(self.recovered.get() + freed);
+                    tracing::debug!(freed, "removed what an interrupted command left")
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "failed to remove what an interrupted command left")
+                }
+            },
+            Ok(None) => {
+                // A dead process's mark stays: its committed content is
+                // only found by a full collection, which needs the lock.
+                let freed = self.remove_staging(|name| {
+                    !name.starts_with(MARKER_PREFIX) && staging_owner_is_dead(name)
+                });
+                self.recovered.set(self.recovered.get() + freed);
+            }
+            Err(error) => tracing::warn!(%error, "failed to check the content lock"),
+        }
     }
 
-    fn remove_staging(&self) {
+    /// The bytes of disk opening the store freed (what interrupted
+    /// commands had left), counted once: `image prune` reports them as
+    /// reclaimed, since they were there when it was asked to run.
+    pub fn take_recovered(&self) -> u64 {
+        self.recovered.replace(0)
+    }
+
+    /// SQLite's `PRAGMA integrity_check`: "ok", or what is wrong.
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        let connection = self.connection()?;
+        let mut statement = connection.prepare("PRAGMA integrity_check")?;
+        let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
+        let lines: Result<Vec<String>, _> = rows.collect();
+        Ok(lines?.join("\n"))
+    }
+
+    /// Removes the entries of `tmp/` whose names `select` picks; returns
+    /// the bytes freed.
+    fn remove_staging(&self, select: impl Fn(&str) -> bool) -> u64 {
         let staging = self.root.join("tmp");
         let Ok(entries) = std::fs::read_dir(&staging) else {
-            return;
+            return 0;
         };
+        let mut freed = 0;
         for entry in entries.flatten() {
+            if !entry.file_name().to_str().is_some_and(&select) {
+                continue;
+            }
             let path = entry.path();
-            let result = if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-                std::fs::remove_dir_all(&path)
-            } else {
-                std::fs::remove_file(&path)
-            };
-            match result {
-                Ok(()) => tracing::debug!(path = %path.display(), "removed stale staging entry"),
+            match usage::remove_measured(&path) {
+                Ok(bytes) => {
+                    freed += bytes;
+                    tracing::debug!(path = %path.display(), "removed stale staging entry")
+                }
                 Err(error) => {
                     tracing::warn!(path = %path.display(), %error, "failed to remove stale staging entry")
                 }
             }
+        }
+        freed
+    }
+
+    /// Rewrites the database into fewer pages when at least half of its
+    /// pages are free (after `image prune` or `rm` of many rows, say) and
+    /// it is big enough for that to matter. Reading the two counts costs
+    /// two reads of the header page; the `VACUUM` itself copies the live
+    /// pages (a few MB at most for berth's rows) and waits for nobody: a
+    /// busy database is left for a later call. Returns whether it ran.
+    /// Called off the hot paths: after removals, and by monitors when they
+    /// checkpoint.
+    pub fn vacuum_if_mostly_free(&self) -> Result<bool, StoreError> {
+        let vacuumed = self.vacuum_unless_busy()?;
+        if vacuumed {
+            // The rewritten pages are in the WAL; the file shrinks when
+            // they are copied back.
+            self.checkpoint()?;
+        }
+        Ok(vacuumed)
+    }
+
+    fn vacuum_unless_busy(&self) -> Result<bool, StoreError> {
+        let connection = self.connection()?;
+        let pages: i64 = connection.pragma_query_value(None, "page_count", |row| row.get(0))?;
+        let free: i64 = connection.pragma_query_value(None, "freelist_count", |row| row.get(0))?;
+        if pages < VACUUM_MIN_PAGES || free * 2 < pages {
+            return Ok(false);
+        }
+        connection.busy_handler(None)?;
+        let result = connection.execute_batch("VACUUM");
+        connection.busy_handler(Some(db::wait_for_lock))?;
+        match result {
+            Ok(()) => {
+                tracing::debug!(pages, free, "vacuumed the metadata database");
+                Ok(true)
+            }
+            Err(error) if db::is_busy(&error) => Ok(false),
+            Err(error) => Err(error.into()),
         }
     }
 
@@ -223,6 +335,10 @@ impl Store {
     /// time never restarted and every command read all of it (hundreds of
     /// kilobytes, about a millisecond per command).
     pub fn checkpoint(&self) -> Result<(), StoreError> {
+        // The checkpoint below then also shrinks the file.
+        if let Err(error) = self.vacuum_unless_busy() {
+            tracing::debug!(%error, "no vacuum");
+        }
         let connection = self.connection()?;
         connection.busy_handler(None)?;
         let result = connection
@@ -270,7 +386,36 @@ impl Store {
     }
 }
 
-/// A random name for a staging entry.
+/// Names of the content locks' marks under `tmp/` begin so.
+const MARKER_PREFIX: &str = "intent";
+
+/// Below this many pages (1 MB at SQLite's 4 KB pages) a vacuum is not
+/// worth its copy.
+const VACUUM_MIN_PAGES: i64 = 256;
+
+/// Whether the process named in a staging entry (`PREFIX-PID-RANDOM`, see
+/// [`staging_name`]) no longer exists. A name without a pid, or a pid that
+/// exists (perhaps reused), counts as alive: that only delays its removal
+/// to the next full collection.
+fn staging_owner_is_dead(name: &str) -> bool {
+    let mut parts = name.rsplitn(3, '-');
+    let (Some(_random), Some(pid)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<i32>() else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
+}
+
+/// A random name for a staging entry: `PREFIX-PID-RANDOM`, so that the
+/// entries of a dead process can be told from a live one's.
 pub(crate) fn staging_name(prefix: &str) -> String {
     use rand::Rng;
     let value: u64 = rand::thread_rng().gen();

@@ -3,18 +3,24 @@
 
 use berth_store::Store;
 
-use super::remove::{remove_image, RemovalEvent};
+use super::remove::{remove_image_measured, vacuum, RemovalEvent};
 use crate::EngineError;
 
 #[derive(Clone, Debug, Default)]
 pub struct PruneReport {
     pub events: Vec<RemovalEvent>,
-    /// Bytes of unpacked layers freed.
+    /// Bytes of disk freed, as `du` counts them: the removed images' layers
+    /// and blobs, and whatever killed commands had left (unreferenced
+    /// content, staging). Docker reports the layers' recorded sizes, which
+    /// here would leave out the kept blobs and every orphan.
     pub reclaimed: u64,
 }
 
 pub fn prune_images(store: &mut Store, all: bool) -> Result<PruneReport, EngineError> {
-    let mut report = PruneReport::default();
+    let mut report = PruneReport {
+        reclaimed: store.take_recovered(),
+        ..PruneReport::default()
+    };
     for image in store.images()? {
         if !all && !image.tags.is_empty() {
             continue;
@@ -25,25 +31,14 @@ pub fn prune_images(store: &mut Store, all: bool) -> Result<PruneReport, EngineE
         {
             continue;
         }
-        let sizes: Vec<(berth_types::Digest, u64)> = image
-            .layers
-            .iter()
-            .filter_map(|chain_id| store.layer(chain_id).ok().flatten())
-            .map(|layer| (layer.chain_id, layer.size))
-            .collect();
-        let events = remove_image(store, &image.id.to_string(), true)?;
-        for event in &events {
-            if let RemovalEvent::Deleted(digest) = event {
-                report.reclaimed += sizes
-                    .iter()
-                    .find(|(chain_id, _)| chain_id == digest)
-                    .map_or(0, |(_, size)| *size);
-            }
-        }
-        report.events.extend(events);
+        let removal = remove_image_measured(store, &image.id.to_string(), true)?;
+        report.reclaimed += removal.freed;
+        report.events.extend(removal.events);
     }
     // Content left behind by killed processes goes too.
     let lock = store.lock_exclusive()?;
-    store.collect_garbage(&lock)?;
+    report.reclaimed += store.collect_garbage(&lock)?;
+    drop(lock);
+    vacuum(store);
     Ok(report)
 }

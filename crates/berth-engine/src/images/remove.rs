@@ -25,17 +25,46 @@ pub fn remove_image(
     text: &str,
     force: bool,
 ) -> Result<Vec<RemovalEvent>, EngineError> {
+    let removal = remove_image_measured(store, text, force)?;
+    if removal.freed > 0 {
+        vacuum(store);
+    }
+    Ok(removal.events)
+}
+
+/// What one removal did and the bytes of disk it freed (layers and blobs,
+/// as `du` counts them).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Removal {
+    pub events: Vec<RemovalEvent>,
+    pub freed: u64,
+}
+
+/// [`remove_image`], also saying how much disk it freed.
+pub(crate) fn remove_image_measured(
+    store: &mut Store,
+    text: &str,
+    force: bool,
+) -> Result<Removal, EngineError> {
     let id = resolve_image(store, text)?.id.to_string();
-    let removed = remove_image_unrecorded(store, text, force)?;
-    crate::events::emit_image_removal(store, &id, &removed);
-    Ok(removed)
+    let removal = remove_image_unrecorded(store, text, force)?;
+    crate::events::emit_image_removal(store, &id, &removal.events);
+    Ok(removal)
+}
+
+/// Shrinks the database when removals left it mostly free; never fails
+/// the removal.
+pub(crate) fn vacuum(store: &Store) {
+    if let Err(error) = store.vacuum_if_mostly_free() {
+        tracing::debug!(%error, "the metadata database was not vacuumed");
+    }
 }
 
 fn remove_image_unrecorded(
     store: &mut Store,
     text: &str,
     force: bool,
-) -> Result<Vec<RemovalEvent>, EngineError> {
+) -> Result<Removal, EngineError> {
     let image = resolve_image(store, text)?;
     let mut events = Vec::new();
 
@@ -48,7 +77,7 @@ fn remove_image_unrecorded(
         if image.tags.len() > 1 {
             store.remove_tag(tag)?;
             events.push(RemovalEvent::Untagged(familiar(tag)));
-            return Ok(events);
+            return Ok(Removal { events, freed: 0 });
         }
     } else {
         // By id: several repositories need --force (same repository is fine).
@@ -89,23 +118,27 @@ fn remove_image_unrecorded(
             store.remove_tag(&tag)?;
             events.push(RemovalEvent::Untagged(familiar(&tag)));
         }
-        return Ok(events);
+        return Ok(Removal { events, freed: 0 });
     }
 
+    // The lock's mark is on disk before the row goes: a removal killed
+    // between the row and the last file is finished by the next command
+    // (`Store::open`).
     let _lock = store.lock_exclusive()?;
     for tag in image.tags.iter().chain(image.repo_digests.iter()) {
         events.push(RemovalEvent::Untagged(familiar(tag)));
     }
     let removed = store.delete_image(&image.id)?;
     events.push(RemovalEvent::Deleted(image.id.clone()));
+    let mut freed = 0;
     let layers = store.layers();
     for chain_id in removed.layers.iter().rev() {
-        layers.delete(chain_id)?;
+        freed += layers.delete(chain_id)?;
         events.push(RemovalEvent::Deleted(chain_id.clone()));
     }
     let blobs = store.blobs();
     for digest in &removed.blobs {
-        blobs.delete(digest)?;
+        freed += blobs.delete(digest)?;
     }
-    Ok(events)
+    Ok(Removal { events, freed })
 }

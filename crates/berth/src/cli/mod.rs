@@ -33,7 +33,7 @@ use crate::commands::system::events::EventsArgs;
 use crate::commands::system::serve::{ApiHelperArgs, ServeArgs};
 use crate::commands::system::version::VersionArgs;
 use crate::commands::system::warm::WarmArgs;
-use crate::commands::system::InfoArgs;
+use crate::commands::system::{InfoArgs, SystemCommand};
 use crate::commands::volume::VolumeCommand;
 
 /// What `berth --version` prints after the name, as `docker --version` prints
@@ -186,6 +186,9 @@ pub enum Command {
     Warm(Lazy<WarmArgs>),
     /// Get real time events from the engine
     Events(Lazy<EventsArgs>),
+    /// Manage berth
+    #[command(subcommand)]
+    System(Lazy<SystemCommand>),
     /// Serve the Docker Engine API on a unix socket or TLS-verified TCP
     Serve(Lazy<ServeArgs>),
     /// Internal: work `berth serve` runs in a process of its own

@@ -32,6 +32,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     let global = cli.global;
     match cli.command {
         Command::Version(Lazy(args)) => system::version::run(&args),
+        Command::System(Lazy(command)) => system::run(&global, command),
         Command::Info(Lazy(args)) => system::info::run(&global, &args),
         Command::Images(Lazy(args)) | Command::Image(Lazy(ImageCommand::Ls(args))) => {
             image::list::run(&open(&global)?, &args)

@@ -6,7 +6,7 @@ use berth_engine::images::{prune_images, RemovalEvent};
 use berth_engine::Engine;
 use clap::Args;
 
-use crate::format::units::human_size;
+use crate::format::units::human_size_with_precision;
 
 #[derive(Debug, Args)]
 pub struct PruneArgs {
@@ -44,6 +44,10 @@ pub fn run(engine: &mut Engine, args: &PruneArgs) -> anyhow::Result<i32> {
         }
         println!();
     }
-    println!("Total reclaimed space: {}", human_size(report.reclaimed));
+    // go-units `HumanSize`: four significant digits, as docker/cli prints it.
+    println!(
+        "Total reclaimed space: {}",
+        human_size_with_precision(report.reclaimed, 4)
+    );
     Ok(0)
 }
