@@ -33,6 +33,8 @@ pub enum KernelError {
     Nft(#[from] NftError),
     #[error("the bridge {0} does not exist")]
     NoBridge(String),
+    #[error(transparent)]
+    DockerUser(#[from] crate::docker_user::DockerUserError),
     #[error("failed to write {path}")]
     Sysctl {
         path: String,
@@ -53,6 +55,8 @@ pub trait Kernel {
         gateway: Ipv4Addr,
         subnet: Ipv4Net,
     ) -> Result<bool, KernelError>;
+    /// Whether a link of that name exists.
+    fn link_exists(&mut self, device: &str) -> Result<bool, KernelError>;
     /// Deletes a link (bridge or veth); fine when it is gone.
     fn remove_link(&mut self, device: &str) -> Result<(), KernelError>;
     /// Creates the veth pair into the namespace `netns` and configures the
@@ -60,6 +64,15 @@ pub trait Kernel {
     fn connect(&mut self, netns: BorrowedFd<'_>, link: &ContainerLink) -> Result<(), KernelError>;
     /// Replaces berth's nftables table.
     fn apply_rules(&mut self, rules: &Ruleset) -> Result<(), KernelError>;
+    /// Removes berth's nftables table `table` and the rules tagged with it
+    /// in Docker's `DOCKER-USER` chain; fine when they are gone.
+    fn remove_rules(&mut self, table: &str) -> Result<(), KernelError>;
+    /// A root's last objects: its default bridge `device`, then its rules
+    /// (`remove_rules`). Fine when they are gone.
+    fn remove_bridge_and_rules(&mut self, device: &str, table: &str) -> Result<(), KernelError> {
+        self.remove_link(device)?;
+        self.remove_rules(table)
+    }
 }
 
 /// The real kernel, in the calling thread's network namespace.
@@ -124,6 +137,10 @@ impl Kernel for HostKernel {
         Ok(!existed)
     }
 
+    fn link_exists(&mut self, device: &str) -> Result<bool, KernelError> {
+        Ok(self.netlink()?.link_index(device)?.is_some())
+    }
+
     fn remove_link(&mut self, device: &str) -> Result<(), KernelError> {
         let netlink = self.netlink()?;
         if let Some(index) = netlink.link_index(device)? {
@@ -170,6 +187,38 @@ impl Kernel for HostKernel {
         }
         Ok(())
     }
+
+    fn remove_rules(&mut self, table: &str) -> Result<(), KernelError> {
+        crate::nft::remove_table(table)?;
+        crate::docker_user::sync_docker_user(table, &[])?;
+        Ok(())
+    }
+
+    /// Both at once: deleting a bridge and committing an nftables
+    /// transaction each wait for an RCU grace period (tens of
+    /// milliseconds on a busy host), and neither needs the other.
+    fn remove_bridge_and_rules(&mut self, device: &str, table: &str) -> Result<(), KernelError> {
+        let netlink = self.netlink()?;
+        std::thread::scope(|scope| {
+            let bridge = scope.spawn(|| -> Result<(), KernelError> {
+                if let Some(index) = netlink.link_index(device)? {
+                    netlink.delete_link(index)?;
+                }
+                Ok(())
+            });
+            let rules = crate::nft::remove_table(table)
+                .map_err(KernelError::from)
+                .and_then(|()| {
+                    crate::docker_user::sync_docker_user(table, &[])
+                        .map(drop)
+                        .map_err(KernelError::from)
+                });
+            let bridge = bridge
+                .join()
+                .unwrap_or_else(|_| Err(KernelError::NoBridge(device.to_owned())));
+            bridge.and(rules)
+        })
+    }
 }
 
 /// Records every call; for unit tests of logic above the kernel.
@@ -178,6 +227,8 @@ pub struct RecordingKernel {
     pub routes: Vec<Ipv4Net>,
     pub calls: Vec<String>,
     pub rules: Option<Ruleset>,
+    /// Links that exist: bridges made by `ensure_bridge`, less removed ones.
+    pub links: Vec<String>,
 }
 
 impl Kernel for RecordingKernel {
@@ -192,13 +243,21 @@ impl Kernel for RecordingKernel {
         subnet: Ipv4Net,
     ) -> Result<bool, KernelError> {
         let call = format!("bridge {device} {gateway}/{}", subnet.prefix_len());
-        let created = !self.calls.contains(&call);
         self.calls.push(call);
+        let created = !self.links.iter().any(|link| link == device);
+        if created {
+            self.links.push(device.to_owned());
+        }
         Ok(created)
+    }
+
+    fn link_exists(&mut self, device: &str) -> Result<bool, KernelError> {
+        Ok(self.links.iter().any(|link| link == device))
     }
 
     fn remove_link(&mut self, device: &str) -> Result<(), KernelError> {
         self.calls.push(format!("remove {device}"));
+        self.links.retain(|link| link != device);
         Ok(())
     }
 
@@ -213,6 +272,12 @@ impl Kernel for RecordingKernel {
     fn apply_rules(&mut self, rules: &Ruleset) -> Result<(), KernelError> {
         self.calls.push("rules".to_owned());
         self.rules = Some(rules.clone());
+        Ok(())
+    }
+
+    fn remove_rules(&mut self, table: &str) -> Result<(), KernelError> {
+        self.calls.push(format!("remove rules {table}"));
+        self.rules = None;
         Ok(())
     }
 }

@@ -151,6 +151,52 @@ impl Store {
         Ok(deleted)
     }
 
+    /// Replaces the record of network `id` with what `build` makes of the
+    /// stored row and every other network (all seen in one write
+    /// transaction), unless containers have endpoints on it: Err(Refused)
+    /// then, as when `build` refuses. Returns the updated row.
+    pub fn update_network_record(
+        &mut self,
+        id: &str,
+        build: impl FnOnce(&NetworkRow, &[NetworkRow]) -> Result<String, String>,
+    ) -> Result<NetworkRow, NetworkStoreError> {
+        let transaction = self
+            .connection_mut()?
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let networks = select_networks(&transaction)?;
+        let Some(current) = networks.iter().find(|row| row.id == id) else {
+            return Err(NetworkStoreError::Refused(format!(
+                "network {id} not found"
+            )));
+        };
+        let in_use: bool = transaction.query_row(
+            "SELECT EXISTS (SELECT 1 FROM endpoints WHERE network_id = ?1)",
+            [id],
+            |row| row.get(0),
+        )?;
+        if in_use {
+            return Err(NetworkStoreError::Refused(format!(
+                "network {} has active endpoints",
+                current.name
+            )));
+        }
+        let others: Vec<NetworkRow> = networks
+            .iter()
+            .filter(|row| row.id != id)
+            .cloned()
+            .collect();
+        let record = build(current, &others).map_err(NetworkStoreError::Refused)?;
+        transaction.execute(
+            "UPDATE networks SET record = ?2 WHERE id = ?1",
+            params![id, record],
+        )?;
+        transaction.commit()?;
+        Ok(NetworkRow {
+            record,
+            ..current.clone()
+        })
+    }
+
     /// Records the endpoint of `container_id` on `network_id`: `build` gets
     /// the addresses in use and returns the address to take and the record
     /// (an Err is its reason for refusing). Replaces an earlier endpoint of
@@ -317,5 +363,34 @@ mod tests {
         store.remove_endpoints("ca", Some("n1")).unwrap();
         assert!(store.delete_network("n1").unwrap());
         assert!(!store.delete_network("n1").unwrap());
+    }
+
+    #[test]
+    fn a_record_is_updated_only_while_no_endpoint_is_on_it() {
+        let directory = tempfile::tempdir().unwrap();
+        let mut store = Store::open(directory.path()).unwrap();
+        store.insert_network(|_| Ok(network("n1", "net"))).unwrap();
+        store
+            .insert_network(|_| Ok(network("n2", "other")))
+            .unwrap();
+        let row = store
+            .update_network_record("n1", |current, others| {
+                assert_eq!(current.name, "net");
+                assert_eq!(others.len(), 1);
+                Ok("{\"subnet\":\"10.9.0.0/16\"}".to_owned())
+            })
+            .unwrap();
+        assert_eq!(row.record, "{\"subnet\":\"10.9.0.0/16\"}");
+        assert_eq!(store.network("n1").unwrap().unwrap(), row);
+        store.add_endpoint("n1", "ca", first_free).unwrap();
+        assert!(matches!(
+            store.update_network_record("n1", |_, _| Ok("{}".to_owned())),
+            Err(NetworkStoreError::Refused(_))
+        ));
+        assert_eq!(store.network("n1").unwrap().unwrap(), row);
+        assert!(matches!(
+            store.update_network_record("gone", |_, _| Ok("{}".to_owned())),
+            Err(NetworkStoreError::Refused(_))
+        ));
     }
 }

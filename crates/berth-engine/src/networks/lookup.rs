@@ -1,5 +1,6 @@
 //! Finding networks, and making the predefined `bridge`, `host` and `none`
-//! the first time anything asks.
+//! the first time anything asks (as store rows: the default bridge's device
+//! is made by the first connect, see `host`).
 
 use berth_net::instance::{lock_host_networks, Instance};
 use berth_net::ipam::{choose_subnet, default_pools, Ipv4Net};
@@ -11,11 +12,14 @@ use crate::containers::names::new_id;
 use crate::containers::state::now;
 use crate::EngineError;
 
-/// Every network, the predefined ones made first if missing.
+/// Every network, the predefined ones made first if missing (and a
+/// removal of the root's host networks that a killed process left half
+/// done finished).
 pub fn all_networks(
     store: &mut Store,
     kernel: &mut dyn Kernel,
 ) -> Result<Vec<Network>, EngineError> {
+    super::host::finish_interrupted_release(store, kernel);
     ensure_predefined(store, kernel)?;
     store.networks()?.iter().map(Network::from_row).collect()
 }
@@ -62,12 +66,16 @@ fn ensure_predefined(store: &mut Store, kernel: &mut dyn Kernel) -> Result<(), E
     }
     // The default bridge's device: berth's own, never Docker's `docker0`.
     let device = Instance::for_root(store.root()).default_bridge;
-    let _host_lock = lock_host_networks().map_err(|error| {
+    // Chosen under the host-wide lock and recorded there, so no other root
+    // takes it while this one's bridge does not exist (see `host`); the
+    // first connect checks it again when it makes the bridge.
+    let host_lock = lock_host_networks().map_err(|error| {
         EngineError::Network(format!("failed to lock the host's networks: {error}"))
     })?;
     let routes = kernel.host_routes().map_err(|error| {
         EngineError::Network(format!("failed to read the host's routes: {error}"))
     })?;
+    let others = host_lock.ranges_of_other_roots(store.root());
     let bridge = |subnet: Ipv4Net| NetworkRecord {
         driver: "bridge".to_owned(),
         subnet: subnet.to_string(),
@@ -97,8 +105,12 @@ fn ensure_predefined(store: &mut Store, kernel: &mut dyn Kernel) -> Result<(), E
                         ..bridge(subnet)
                     },
                     None => bridge(
-                        choose_subnet(default_pools(), &routes, &taken_subnets(existing))
-                            .map_err(|error| error.to_string())?,
+                        choose_subnet(
+                            default_pools(),
+                            &routes,
+                            &[taken_subnets(existing), others.clone()].concat(),
+                        )
+                        .map_err(|error| error.to_string())?,
                     ),
                 }
             } else {
@@ -118,21 +130,10 @@ fn ensure_predefined(store: &mut Store, kernel: &mut dyn Kernel) -> Result<(), E
         });
         match inserted {
             Ok(row) => {
-                // Made now, under the lock, so that the next root to choose
-                // sees this range in the host's routes.
-                let network = Network::from_row(&row)?;
-                if let (Some(subnet), Some(gateway)) = (network.subnet(), network.gateway()) {
-                    kernel
-                        .ensure_bridge(&network.record.device, gateway, subnet)
-                        .map_err(|error| {
-                            EngineError::Network(format!(
-                                "failed to create the bridge {}: {error}",
-                                network.record.device
-                            ))
-                        })?;
-                    // Its outbound NAT: later starts find the bridge made
-                    // and do not sync the rules again.
-                    super::rules::sync_rules(store, kernel)?;
+                if let Some(subnet) = Network::from_row(&row)?.subnet() {
+                    if let Err(error) = host_lock.reserve_range(store.root(), subnet, None) {
+                        tracing::warn!(%error, "failed to record the default bridge's range");
+                    }
                 }
             }
             Err(NetworkStoreError::NameInUse(_)) => {}
@@ -152,7 +153,7 @@ pub fn config_file() -> std::path::PathBuf {
 
 /// Docker's `bip` ("172.26.0.1/16": the default bridge's address and
 /// range), read when the default bridge network is first made.
-fn configured_bip() -> Result<Option<(std::net::Ipv4Addr, Ipv4Net)>, EngineError> {
+pub(super) fn configured_bip() -> Result<Option<(std::net::Ipv4Addr, Ipv4Net)>, EngineError> {
     let path = config_file();
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,

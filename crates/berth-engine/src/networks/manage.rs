@@ -84,12 +84,13 @@ pub fn create_network(
         }
     }
     all_networks(store, kernel)?;
-    let _host_lock = berth_net::instance::lock_host_networks().map_err(|error| {
+    let host_lock = berth_net::instance::lock_host_networks().map_err(|error| {
         EngineError::Network(format!("failed to lock the host's networks: {error}"))
     })?;
     let routes = kernel.host_routes().map_err(|error| {
         EngineError::Network(format!("failed to read the host's routes: {error}"))
     })?;
+    let others = host_lock.ranges_of_other_roots(store.root());
     let id = new_id();
     let device = match request.options.get("com.docker.network.bridge.name") {
         Some(name) if name.is_empty() || name.len() > 15 || name.contains(['/', ' ', ':']) => {
@@ -102,7 +103,7 @@ pub fn create_network(
     };
     let row = store
         .insert_network(|existing| {
-            let taken = taken_subnets(existing);
+            let taken = [taken_subnets(existing), others.clone()].concat();
             let subnet = match requested_subnet {
                 Some(subnet) => {
                     if taken.iter().any(|used| used.overlaps(&subnet)) {
@@ -135,6 +136,11 @@ pub fn create_network(
         })
         .map_err(network_store_error)?;
     let network = Network::from_row(&row)?;
+    if let Some(subnet) = network.subnet() {
+        if let Err(error) = host_lock.reserve_range(store.root(), subnet, None) {
+            tracing::warn!(%error, "failed to record the network's range");
+        }
+    }
     let made = match (network.subnet(), network.gateway()) {
         (Some(subnet), Some(gateway)) => kernel
             .ensure_bridge(&device, gateway, subnet)
@@ -182,11 +188,26 @@ pub fn remove_network(
     if let Err(error) = kernel.remove_link(&network.record.device) {
         tracing::warn!(%error, "failed to remove the bridge");
     }
-    sync_rules(store, kernel)
+    if let Some(subnet) = network.subnet() {
+        let released = berth_net::instance::lock_host_networks()
+            .and_then(|lock| lock.release_range(store.root(), subnet));
+        if let Err(error) = released {
+            tracing::warn!(%error, "failed to forget the network's range");
+        }
+    }
+    // The root's last user network: its default bridge and table go too
+    // unless containers run (see `host`).
+    if !super::host::release_unused_host_objects(store, kernel)? {
+        sync_rules(store, kernel)?;
+    }
+    Ok(())
 }
 
 /// `network prune`: removes every user-defined network no container is on
-/// (running, or created with it); returns their names.
+/// (running, or created with it); returns their names. Then, as Docker
+/// cannot (its daemon keeps `docker0`), the root's default bridge, table
+/// and `DOCKER-USER` rules when nothing uses them any more: the explicit
+/// cleanup after a crash, or before a root is deleted.
 pub fn prune_networks(
     store: &mut Store,
     kernel: &mut dyn Kernel,
@@ -201,6 +222,7 @@ pub fn prune_networks(
             removed.push(network.name);
         }
     }
+    super::host::release_unused_host_objects(store, kernel)?;
     Ok(removed)
 }
 

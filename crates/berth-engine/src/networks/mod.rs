@@ -1,10 +1,13 @@
 //! Networks: the predefined `bridge`, `host` and `none`, user-defined bridge
 //! networks, the endpoints of running containers, published ports and the
 //! names the embedded DNS answers. Kernel work goes through
-//! `berth_net::kernel::Kernel`.
+//! `berth_net::kernel::Kernel`. A root's host objects (default bridge,
+//! nftables table, `DOCKER-USER` rules) live while it has a network user
+//! (`host`).
 
 mod connect;
 mod endpoints;
+mod host;
 mod lookup;
 mod manage;
 mod names;
@@ -17,6 +20,7 @@ pub use endpoints::{
     connect_container, container_endpoints, disconnect_container, release_container_endpoints,
     ContainerIdentity,
 };
+pub use host::release_unused_host_objects;
 pub use lookup::{all_networks, config_file, find_network};
 pub use manage::{create_network, network_json, prune_networks, remove_network, NetworkCreate};
 pub use names::ContainerNames;

@@ -63,11 +63,18 @@ pub fn ruleset(store: &Store) -> Result<Ruleset, EngineError> {
 }
 
 /// Renders the table from the store and applies it. The lock makes the last
-/// process to apply the one that read the latest state.
+/// process to apply the one that read the latest state. A root with no
+/// network user has no table (see `host`): a sync that comes after the
+/// removal of its host objects must not bring it back.
 pub fn sync_rules(store: &Store, kernel: &mut dyn Kernel) -> Result<(), EngineError> {
     let _lock = store.lock_network_rules()?;
     let rules = ruleset(store)?;
-    kernel.apply_rules(&rules).map_err(|error| {
+    let applied = if super::host::root_in_use(store)? {
+        kernel.apply_rules(&rules)
+    } else {
+        kernel.remove_rules(&rules.table)
+    };
+    applied.map_err(|error| {
         EngineError::Network(format!("failed to program the network rules: {error}"))
     })
 }
