@@ -36,6 +36,16 @@ pub enum EngineError {
     ContainerRunning { id: String },
     #[error("Container {id} is not running")]
     ContainerNotRunning { id: String },
+    /// A container's state forbids the operation (Docker's 409s: "removal of
+    /// container X is already in progress", …), in Docker's words.
+    #[error("{0}")]
+    Conflict(String),
+    #[error("failed to remove the files of container {id}")]
+    RemoveFiles {
+        id: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("failed to signal container {id}")]
     Signal {
         id: String,
@@ -93,6 +103,7 @@ impl EngineError {
                 | Self::ImageUsedByContainer { .. }
                 | Self::NameInUse { .. }
                 | Self::ContainerRunning { .. }
+                | Self::Conflict(_)
         )
     }
 }

@@ -4,10 +4,11 @@
 use std::io::Write;
 
 use berth_image::changes::{changes, export_rootfs, Change};
-use berth_runtime::rootfs::{is_mounted, mount_rootfs, unmount_rootfs};
+use berth_runtime::rootfs::{is_mounted, mount_rootfs};
 
 use super::lookup::{find_container, Container};
 use super::paths::ContainerPaths;
+use super::repair::CopyHold;
 use crate::{Engine, EngineError};
 
 /// `diff`: Docker's A/C/D list, sorted by path.
@@ -32,24 +33,53 @@ pub fn with_container_root<T>(
     container: &Container,
     action: impl FnOnce(&std::path::Path) -> Result<T, EngineError>,
 ) -> Result<T, EngineError> {
+    with_copy_root(engine, container, |root| action(root.path))
+}
+
+/// The container's root as a copy sees it, and the journal the copy
+/// records its temporary names in (see [`crate::copy::ContainerFs::with_journal`]).
+#[derive(Clone, Copy, Debug)]
+pub struct CopyRoot<'a> {
+    pub path: &'a std::path::Path,
+    pub journal: &'a std::path::Path,
+}
+
+/// [`with_container_root`] for a copy: the copy is registered (its journal)
+/// before the root is mounted, so a copy killed at any point leaves nothing
+/// the next command does not remove: the host mount of a stopped
+/// container's root, or a temporary file (see [`super::repair`]).
+pub fn with_copy_root<T>(
+    engine: &Engine,
+    container: &Container,
+    action: impl FnOnce(&CopyRoot<'_>) -> Result<T, EngineError>,
+) -> Result<T, EngineError> {
     let config = engine.config();
-    if container.state.is_running() && container.state.pid > 0 {
-        return action(std::path::Path::new(&format!(
-            "/proc/{}/root",
-            container.state.pid
-        )));
-    }
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
+    if container.state.is_running() && container.state.pid > 0 {
+        let hold = CopyHold::register(&paths, None)?;
+        let root = std::path::PathBuf::from(format!("/proc/{}/root", container.state.pid));
+        let result = action(&CopyRoot {
+            path: &root,
+            journal: hold.journal(),
+        });
+        hold.release(&paths);
+        return result;
+    }
     let rootfs = paths.rootfs();
-    let mounted_here = !is_mounted(&rootfs.merged);
-    if mounted_here {
+    let mount = || {
+        if is_mounted(&rootfs.merged) {
+            return Ok(());
+        }
         let layers = super::start::container_layers(engine.store(), &container.record)?;
-        mount_rootfs(&layers, &rootfs).map_err(|error| EngineError::Start(error.to_string()))?;
-    }
-    let result = action(&rootfs.merged);
-    if mounted_here {
-        let _ = unmount_rootfs(&rootfs);
-    }
+        mount_rootfs(&layers, &rootfs).map_err(|error| EngineError::Start(error.to_string()))
+    };
+    let hold = CopyHold::register(&paths, Some(&mount))?;
+    let result = action(&CopyRoot {
+        path: &rootfs.merged,
+        journal: hold.journal(),
+    });
+    // The last copy out unmounts.
+    hold.release(&paths);
     result
 }
 

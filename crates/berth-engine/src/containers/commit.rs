@@ -8,6 +8,8 @@ use berth_types::Digest;
 
 use super::lookup::find_container;
 use super::paths::ContainerPaths;
+use super::repair::CommitMark;
+use super::state::Status;
 use crate::images::parse_reference;
 use crate::{Engine, EngineError};
 
@@ -27,6 +29,22 @@ pub fn commit_container(
 ) -> Result<Digest, EngineError> {
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
+    // moby's daemon/commit.go.
+    match container.state.status {
+        Status::Removing => {
+            return Err(EngineError::Conflict(format!(
+                "You cannot commit container {} which is being removed",
+                container.record.id
+            )))
+        }
+        Status::Dead => {
+            return Err(EngineError::Conflict(format!(
+                "You cannot commit container {} which is Dead",
+                container.record.id
+            )))
+        }
+        _ => {}
+    }
     let reference = options
         .reference
         .as_deref()
@@ -71,14 +89,19 @@ pub fn commit_container(
         change.apply(&mut image_config);
     }
 
-    let pause = options.pause && container.state.status == super::state::Status::Running;
-    if pause {
-        let _ = super::pause_container(engine, &container.record.id);
-    }
+    let wanted = options.pause && container.state.status == Status::Running;
     let staged = config
         .root
         .join("tmp")
         .join(format!("commit-{}", super::names::new_id()));
+    // The intent before the freeze and the staged file: a commit killed
+    // from here on is undone by the next command (see `super::repair`).
+    let mark = CommitMark::write(&paths, wanted, &staged)?;
+    // Paused by someone else meanwhile: that pause is not ours to undo.
+    let pause = wanted && super::pause_container(engine, &container.record.id).is_ok();
+    if wanted && !pause {
+        mark.update(false, &staged)?;
+    }
     let layer = (|| {
         let file = std::fs::File::create(&staged)
             .map_err(|error| EngineError::Start(format!("failed to create {staged:?}: {error}")))?;
@@ -118,7 +141,8 @@ pub fn commit_container(
         )
         .map_err(|error| EngineError::Start(format!("failed to commit: {error}")))
     });
-    let _ = std::fs::remove_file(&staged);
+    let _ = fs_err::remove_file(&staged);
+    drop(mark);
     let id = result?.id;
     // Docker's `tag` of the new image, then the container's `commit`.
     let image_id = id.to_string();

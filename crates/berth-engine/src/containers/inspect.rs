@@ -226,13 +226,18 @@ pub fn list_containers(
     config: &EngineConfig,
 ) -> Result<Vec<Container>, EngineError> {
     super::orphans::remove_orphans(store, config);
-    store
-        .containers()?
-        .iter()
-        .map(|row| {
-            parse_row(row).map(|container| super::reconcile::reconcile(store, config, container))
-        })
-        .collect()
+    let mut listed = Vec::new();
+    for row in store.containers()? {
+        let container = super::reconcile::reconcile(store, config, parse_row(&row)?);
+        // A `--rm` container whose dead monitor's removal the reconcile
+        // finished is gone.
+        if container.state.status != super::state::Status::Removing
+            || store.container(&container.record.id)?.is_some()
+        {
+            listed.push(container);
+        }
+    }
+    Ok(listed)
 }
 
 /// Docker's STATUS column: "Up 2 minutes", "Exited (0) 3 seconds ago",

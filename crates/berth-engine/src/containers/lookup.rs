@@ -55,13 +55,31 @@ fn corrupt(id: &str, what: &str, error: serde_json::Error) -> EngineError {
     )))
 }
 
-/// Finds and loads a container, reconciling a dead monitor first.
+/// Finds and loads a container, reconciling a dead monitor (and repairing
+/// what a killed `rm`, `commit` or `cp` left, [`super::repair`]) first.
 pub fn find_container(
     store: &Store,
     config: &crate::EngineConfig,
     text: &str,
 ) -> Result<Container, EngineError> {
+    find_container_unless_removed(store, config, text)?
+        .ok_or_else(|| EngineError::NoSuchContainer(text.to_owned()))
+}
+
+/// [`find_container`], with `None` for a container whose removal (begun
+/// by an `rm` that was killed) the lookup itself finished.
+pub(crate) fn find_container_unless_removed(
+    store: &Store,
+    config: &crate::EngineConfig,
+    text: &str,
+) -> Result<Option<Container>, EngineError> {
     let row = find_row(store, text)?;
     let container = parse_row(&row)?;
-    Ok(super::reconcile::reconcile(store, config, container))
+    let container = super::reconcile::reconcile(store, config, container);
+    if container.state.status == super::state::Status::Removing
+        && store.container(&container.record.id)?.is_none()
+    {
+        return Ok(None);
+    }
+    Ok(Some(container))
 }

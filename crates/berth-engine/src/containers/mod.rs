@@ -17,6 +17,7 @@ pub mod paths;
 mod reconcile;
 pub mod record;
 pub(crate) mod remove;
+mod repair;
 mod restart;
 mod size;
 pub(crate) mod spec;
@@ -27,7 +28,8 @@ mod top;
 mod unsupported;
 
 pub use changes::{
-    container_copied, container_diff, export_container, with_container_root, CopyDirection,
+    container_copied, container_diff, export_container, with_container_root, with_copy_root,
+    CopyDirection, CopyRoot,
 };
 pub use commit::{commit_container, CommitOptions};
 pub use create::{create_container, local_platform_mismatch, runtime_resources};

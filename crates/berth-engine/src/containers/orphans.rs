@@ -2,13 +2,15 @@
 //! monitor deletes the row and reports the exit before it removes the
 //! container's directories and cgroup (so that `run --rm` returns sooner);
 //! a monitor killed in between leaves those behind. Listing the containers
-//! (`ps`, `container prune`, the API's list) removes them.
+//! (`ps`, `container prune`, the API's list) removes them, unless a live
+//! monitor still holds the container's start record (`monitor/lock.rs`).
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use berth_store::Store;
 
+use super::monitor::lock::{MonitorLock, Taken};
 use super::paths::ContainerPaths;
 use crate::EngineConfig;
 
@@ -39,12 +41,22 @@ pub(crate) fn remove_orphans(store: &Store, config: &EngineConfig) {
         return;
     };
     for id in unclaimed.iter().filter(|id| !rows.contains(*id)) {
+        let paths = ContainerPaths::new(&config.root, &config.run_root, id);
+        // A `--rm` monitor between its row and its files holds its start
+        // record: it removes them itself.
+        let lock = match MonitorLock::try_take(&paths) {
+            Taken::Busy => continue,
+            Taken::Held(lock) => Some(lock),
+            Taken::NoRecord => None,
+        };
         tracing::debug!(container = %id, "removing the files of a removed container");
         if let Ok(cgroup) = super::manage::cgroup_of(id) {
             let _ = cgroup.delete();
         }
-        let paths = ContainerPaths::new(&config.root, &config.run_root, id);
         super::remove::remove_files(store, &paths, id);
+        if let Some(lock) = lock {
+            lock.release();
+        }
     }
 }
 

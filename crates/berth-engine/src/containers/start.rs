@@ -2,11 +2,13 @@
 //! until the container's program is running (or report why not).
 
 use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
 
 use berth_runtime::rootfs::mount_rootfs;
 use nix::unistd::{fork, ForkResult};
 
 use super::lookup::{find_container, Container};
+use super::monitor::lock::MonitorLock;
 use super::monitor::protocol::{MonitorMessage, MonitorReceiver};
 use super::monitor::{self, Attachment};
 use super::paths::ContainerPaths;
@@ -19,6 +21,9 @@ pub struct StartedContainer {
     pub pid: i32,
     pub monitor_pid: i32,
     receiver: MonitorReceiver,
+    /// False for a container that was running already: no monitor talks
+    /// to this one, and a closed pipe says nothing about its monitor.
+    started_here: bool,
 }
 
 impl StartedContainer {
@@ -37,6 +42,7 @@ impl StartedContainer {
                 pid,
                 monitor_pid,
                 receiver,
+                started_here: true,
             }),
             Some(MonitorMessage::Failed { message, status }) => failure(message, status),
             Some(MonitorMessage::Exited { code }) => failure(
@@ -51,10 +57,15 @@ impl StartedContainer {
     }
 
     /// Blocks until the monitor reports the exit (after `--rm` removal).
-    /// None when the monitor died without saying (it was killed).
+    /// None when the monitor died without saying (it was killed); it is
+    /// gone by then, so that a reconcile that follows sees it dead.
     pub fn wait_exit(&mut self) -> Option<i32> {
         loop {
-            match self.receiver.receive()? {
+            let Some(message) = self.receiver.receive() else {
+                self.wait_for_monitor_to_end();
+                return None;
+            };
+            match message {
                 MonitorMessage::Exited { code } => {
                     let _ = nix::sys::wait::waitpid(
                         nix::unistd::Pid::from_raw(self.monitor_pid),
@@ -65,6 +76,21 @@ impl StartedContainer {
                 MonitorMessage::Failed { status, .. } => return Some(status),
                 MonitorMessage::Started { .. } => continue,
             }
+        }
+    }
+
+    /// The status pipe closes while a killed process is still exiting
+    /// (descriptors go first): waits until /proc shows it gone, reaping it
+    /// when it is this process's child (a cold start's monitor).
+    fn wait_for_monitor_to_end(&self) {
+        let pid = nix::unistd::Pid::from_raw(self.monitor_pid);
+        if !self.started_here || self.monitor_pid <= 0 || nix::sys::wait::waitpid(pid, None).is_ok()
+        {
+            return;
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while super::state::process_alive(self.monitor_pid, 0) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 }
@@ -85,16 +111,31 @@ pub fn start_container(
     attachment: Option<Attachment>,
 ) -> Result<StartedContainer, EngineError> {
     let config = engine.config().clone();
-    let container = find_container(engine.store(), &config, text)?;
-    if container.state.is_running() {
-        return Ok(StartedContainer {
-            id: container.record.id.clone(),
-            pid: container.state.pid,
-            monitor_pid: container.state.monitor_pid,
-            receiver: MonitorReceiver::new(closed_pipe()?),
-        });
-    }
-    prepare(engine, &container)?;
+    let (container, lock) = match take_start_record(engine, text)? {
+        Claim::Running(container) => {
+            return Ok(StartedContainer {
+                id: container.record.id.clone(),
+                pid: container.state.pid,
+                monitor_pid: container.state.monitor_pid,
+                receiver: MonitorReceiver::new(closed_pipe()?),
+                started_here: false,
+            })
+        }
+        Claim::Start(container, lock) => (container, lock),
+    };
+    // Until the fork, a failure undoes the start record: nothing was done
+    // that a repair would have to undo.
+    let prepared = prepare(engine, &container).and_then(|()| {
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))
+    });
+    let (status_read, status_write) = match prepared {
+        Ok(pipe) => pipe,
+        Err(error) => {
+            lock.release();
+            return Err(error);
+        }
+    };
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
     // A new start clears an earlier stop request.
     let _ = std::fs::remove_file(paths.stop_marker());
@@ -103,35 +144,105 @@ pub fn start_container(
         restart_count: container.state.restart_count,
     };
     tracing::debug!(container = %container.record.id, "prepared");
-
-    let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
     let attachment = attachment.unwrap_or_default();
     // No SQLite connection may cross the fork (see Store::suspend).
-    engine.store_mut().suspend()?;
+    if let Err(error) = engine.store_mut().suspend() {
+        lock.release();
+        return Err(error.into());
+    }
     // SAFETY: the CLI is single-threaded here (no runtime, no worker
     // threads), so the child cannot inherit a lock held by another thread.
     // (The parent reopens the store lazily, when it next needs it.)
-    let forked = unsafe { fork() };
-    match forked
-        .map_err(|error| EngineError::Start(format!("failed to fork the monitor: {error}")))?
-    {
+    let forked = match unsafe { fork() } {
+        Ok(forked) => forked,
+        Err(error) => {
+            lock.release();
+            return Err(EngineError::Start(format!(
+                "failed to fork the monitor: {error}"
+            )));
+        }
+    };
+    match forked {
         ForkResult::Child => {
             drop(status_read);
-            monitor::run(config, container.record, known, attachment, status_write)
+            monitor::run(
+                config,
+                container.record,
+                known,
+                attachment,
+                status_write,
+                lock,
+            )
         }
         ForkResult::Parent { child } => {
             drop(status_write);
             drop(attachment);
+            // The monitor holds the record now (the lock is on the open
+            // file both share); closing this copy keeps it.
+            drop(lock);
+            let id = container.record.id;
             let started = StartedContainer::await_start(
-                container.record.id,
+                id.clone(),
                 child.as_raw(),
                 MonitorReceiver::new(status_read),
             );
             if started.is_err() {
                 let _ = nix::sys::wait::waitpid(child, None);
+                // A killed monitor left its work half done: finish it
+                // before reporting, so the container is shown as it is.
+                super::reconcile::after_failed_start(engine.store(), &config, &id);
             }
             started
+        }
+    }
+}
+
+/// How long `start` waits while another process starts the same container
+/// or its last monitor finishes (the container exited moments ago).
+const START_RECORD_WAIT: Duration = Duration::from_secs(30);
+
+enum Claim {
+    /// Running already (or started by another process meanwhile).
+    Running(Container),
+    /// Ours to start, with its start record.
+    Start(Container, MonitorLock),
+}
+
+/// Finds the container and takes its start record, before anything is
+/// done for the start: a kill -9 from here on leaves a record the next
+/// command repairs from (see `reconcile`).
+fn take_start_record(engine: &mut Engine, text: &str) -> Result<Claim, EngineError> {
+    let config = engine.config().clone();
+    let deadline = Instant::now() + START_RECORD_WAIT;
+    loop {
+        let container = find_container(engine.store(), &config, text)?;
+        super::repair::refuse_start(&container)?;
+        if container.state.is_running() {
+            return Ok(Claim::Running(container));
+        }
+        let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
+        berth_store::permissions::create_private_directory_all(&paths.runtime)?;
+        match MonitorLock::take_for_start(&paths)? {
+            Some(mut lock) if lock.leftover => {
+                // Left by a start that died after the lookup above looked.
+                let auto_remove = container.record.run.auto_remove;
+                super::reconcile::repair(engine.store(), &config, container, &paths);
+                if auto_remove {
+                    lock.release();
+                    return Err(EngineError::NoSuchContainer(text.to_owned()));
+                }
+                lock.repaired();
+                let container = find_container(engine.store(), &config, text)?;
+                return Ok(Claim::Start(container, lock));
+            }
+            Some(lock) => return Ok(Claim::Start(container, lock)),
+            None if Instant::now() >= deadline => {
+                return Err(EngineError::Start(format!(
+                    "container {} is being started or stopped by another process",
+                    container.record.id
+                )))
+            }
+            None => std::thread::sleep(Duration::from_millis(2)),
         }
     }
 }

@@ -136,7 +136,8 @@ pub fn extract_into_container(
     let root = container.open_root()?;
     let destination = extraction_point(&root, container, path)?;
     let owner = owner(&root, container, options.copy_uid_gid)?;
-    let mut extractor = Extractor::new(&root, destination, owner, options.no_overwrite_dir_non_dir);
+    let mut extractor = Extractor::new(&root, destination, owner, options.no_overwrite_dir_non_dir)
+        .with_journal(container.open_journal()?);
     read_archive(input, &mut extractor)?;
     extractor.finish()
 }

@@ -131,7 +131,8 @@ pub fn copy_host_to_container(
     let directory = String::from_utf8_lossy(&directory).into_owned();
     let extraction = archive::extraction_point(&root, container, &directory)?;
     let owner = archive::owner(&root, container, copy_uid_gid)?;
-    let mut extractor = Extractor::new(&root, extraction, owner, true);
+    let mut extractor =
+        Extractor::new(&root, extraction, owner, true).with_journal(container.open_journal()?);
     let host = host_root()?;
     let renames: Vec<Rebase> = rename.into_iter().collect();
     let spec = WalkSpec {

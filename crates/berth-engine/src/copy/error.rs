@@ -114,6 +114,12 @@ pub enum CopyError {
         #[source]
         source: io::Error,
     },
+    #[error("failed to open the copy journal {path}")]
+    OpenJournal {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 /// Why a path is neither a directory nor a regular file (docker/cli

@@ -26,6 +26,7 @@ use nix::sys::time::TimeSpec;
 
 use super::entry::{Data, Entry, EntryKind, Sink, Timestamp};
 use super::error::CopyError;
+use super::journal::{self, Journal};
 use super::paths;
 use super::resolve::{self, Missing};
 use super::sys::{self, RootDir};
@@ -51,6 +52,9 @@ pub(crate) struct Extractor<'a> {
     directories: Vec<(Vec<u8>, TimeSpec, TimeSpec)>,
     /// For copying file data out of a stream.
     buffer: Vec<u8>,
+    /// Where a temporary name is recorded before it exists (see
+    /// [`super::journal`]); none for a copy to the host.
+    journal: Option<Journal>,
 }
 
 impl<'a> Extractor<'a> {
@@ -67,7 +71,14 @@ impl<'a> Extractor<'a> {
             no_overwrite_dir_non_dir,
             directories: Vec::new(),
             buffer: Vec::new(),
+            journal: None,
         }
+    }
+
+    /// Records temporary names in `journal` (a copy into a container).
+    pub(crate) fn with_journal(mut self, journal: Option<Journal>) -> Self {
+        self.journal = journal;
+        self
     }
 
     /// Sets the directories' times; call once every entry is in.
@@ -131,7 +142,8 @@ impl<'a> Extractor<'a> {
                 });
             }
             merge = existing_directory && is_directory;
-            if !merge {
+            // A regular file replaces what is there only once it is complete.
+            if !merge && !matches!(entry.kind, EntryKind::Regular { .. }) {
                 sys::remove_all_at(parent, &base).map_err(extract_error("remove", &path))?;
             }
         }
@@ -141,8 +153,127 @@ impl<'a> Extractor<'a> {
             base: &base,
             path: &path,
         };
-        let node = self.create(entry, data, &place, merge, link_target)?;
+        if let EntryKind::Regular { size } = entry.kind {
+            let file = self.create_file(&place, data, size)?;
+            let temporary = file.temporary.clone();
+            let node = OwnedFd::from(file.file);
+            let placed = node
+                .try_clone()
+                .map_err(extract_error("duplicate the descriptor of", &path))
+                .and_then(|pinned| self.apply_metadata(entry, &place, Some(pinned)))
+                .and_then(|()| self.place_file(&place, &node, file.temporary, existing.as_ref()));
+            if placed.is_err() {
+                // A file that failed never gets a name (an unnamed one goes
+                // with its descriptor).
+                if let Some(name) = temporary {
+                    remove_temporary(parent, &name);
+                }
+            }
+            return placed;
+        }
+        let node = self.create(entry, &place, merge, link_target)?;
         self.apply_metadata(entry, &place, node)
+    }
+
+    /// Writes a regular file's data to a file with no name yet (or, where
+    /// the file system has no `O_TMPFILE`, a temporary name recorded first).
+    fn create_file(
+        &mut self,
+        place: &Place<'_, '_>,
+        data: Data<'_>,
+        size: u64,
+    ) -> Result<NewFile, CopyError> {
+        let Place { parent, path, .. } = *place;
+        let creation = |operation| extract_error(operation, path);
+        let (file, temporary) = match journal::open_unnamed(parent).map_err(creation("create"))? {
+            Some(file) => (file, None),
+            None => {
+                let name = journal::temporary_name();
+                self.record_temporary(path, &name)?;
+                let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL;
+                let fd = sys::open_at(parent, &name, flags, Mode::from_bits_truncate(0o600))
+                    .map_err(creation("create"))?;
+                (File::from(fd), Some(name))
+            }
+        };
+        let written = match data {
+            Data::File(source) => sys::copy_file_data(source, &file, size),
+            Data::Stream(reader) => {
+                sys::copy_stream(&mut reader.take(size), &mut &file, &mut self.buffer)
+            }
+            Data::None => Ok(0),
+        }
+        .map_err(creation("write"));
+        let written = match written {
+            Ok(written) => written,
+            Err(error) => {
+                if let Some(name) = &temporary {
+                    remove_temporary(parent, name);
+                }
+                return Err(error);
+            }
+        };
+        if written < size {
+            tracing::warn!(path = %sys::display(path), written, size, "source ended early");
+        }
+        Ok(NewFile { file, temporary })
+    }
+
+    /// Puts a complete file under its name: linked there when nothing has
+    /// it, else renamed over what is there (a directory, which may not be
+    /// renamed over, is removed first), so the name always holds the old
+    /// file or the new one.
+    fn place_file(
+        &self,
+        place: &Place<'_, '_>,
+        node: &OwnedFd,
+        temporary: Option<Vec<u8>>,
+        existing: Option<&nix::sys::stat::FileStat>,
+    ) -> Result<(), CopyError> {
+        let Place { parent, base, path } = *place;
+        let parent_raw = Some(parent.as_raw_fd());
+        let existing_directory =
+            existing.is_some_and(|stat| sys::file_type(stat) == SFlag::S_IFDIR);
+        if existing_directory {
+            sys::remove_all_at(parent, base).map_err(extract_error("remove", path))?;
+        }
+        let temporary = match temporary {
+            Some(name) => name,
+            None => {
+                let file = File::from(
+                    node.try_clone()
+                        .map_err(extract_error("duplicate the descriptor of", path))?,
+                );
+                match journal::link_unnamed(&file, parent, base) {
+                    Ok(()) => return Ok(()),
+                    Err(error) if error.raw_os_error() == Some(libc::EEXIST) => {}
+                    Err(error) => return Err(extract_error("link", path)(error)),
+                }
+                let name = journal::temporary_name();
+                self.record_temporary(path, &name)?;
+                journal::link_unnamed(&file, parent, &name).map_err(extract_error("link", path))?;
+                let renamed = nix::fcntl::renameat(parent_raw, name.as_slice(), parent_raw, base);
+                if renamed.is_err() {
+                    remove_temporary(parent, &name);
+                }
+                return renamed
+                    .map_err(|errno| extract_error("rename into place", path)(errno.into()));
+            }
+        };
+        // The caller removes a named temporary file that failed.
+        nix::fcntl::renameat(parent_raw, temporary.as_slice(), parent_raw, base)
+            .map_err(|errno| extract_error("rename into place", path)(errno.into()))
+    }
+
+    /// Records the temporary name `name` beside `path` in the journal.
+    fn record_temporary(&self, path: &[u8], name: &[u8]) -> Result<(), CopyError> {
+        let Some(journal) = &self.journal else {
+            return Ok(());
+        };
+        let temporary = paths::join(&paths::dir(path), name);
+        journal
+            .record(&temporary)
+            .map_err(extract_error("record the temporary name of", path))
     }
 
     /// Creates the file system object; returns a descriptor pinned to it, or `None` for
@@ -150,7 +281,6 @@ impl<'a> Extractor<'a> {
     fn create(
         &mut self,
         entry: &Entry,
-        data: Data<'_>,
         place: &Place<'_, '_>,
         merge: bool,
         link_target: Option<Vec<u8>>,
@@ -173,25 +303,7 @@ impl<'a> Extractor<'a> {
                 .map_err(creation("open"))?;
                 Ok(Some(fd))
             }
-            EntryKind::Regular { size } => {
-                let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL;
-                let file = File::from(
-                    sys::open_at(parent, base, flags, Mode::from_bits_truncate(0o600))
-                        .map_err(creation("create"))?,
-                );
-                let written = match data {
-                    Data::File(source) => sys::copy_file_data(source, &file, *size),
-                    Data::Stream(reader) => {
-                        sys::copy_stream(&mut reader.take(*size), &mut &file, &mut self.buffer)
-                    }
-                    Data::None => Ok(0),
-                }
-                .map_err(creation("write"))?;
-                if written < *size {
-                    tracing::warn!(path = %sys::display(path), written, size, "source ended early");
-                }
-                Ok(Some(OwnedFd::from(file)))
-            }
+            EntryKind::Regular { .. } => unreachable!("regular files are made by create_file"),
             EntryKind::Symlink { target } => {
                 nix::unistd::symlinkat(target.as_slice(), parent_raw, base)
                     .map_err(|errno| creation("create symlink")(errno.into()))?;
@@ -308,6 +420,11 @@ impl<'a> Extractor<'a> {
                 Ok(())
             }
             _ if is_symlink => Ok(()),
+            // Not linked in yet: through its descriptor.
+            EntryKind::Regular { .. } => {
+                nix::sys::stat::futimens(node.as_raw_fd(), &accessed, &modified)
+                    .map_err(|errno| extract_error("set times of", path)(errno.into()))
+            }
             _ => set_times(parent, base, &accessed, &modified)
                 .map_err(extract_error("set times of", path)),
         }
@@ -380,6 +497,22 @@ impl<'a> Extractor<'a> {
         }
         Ok(directory)
     }
+}
+
+/// Removes a temporary file of this copy that will not be put in place.
+fn remove_temporary(parent: BorrowedFd<'_>, name: &[u8]) {
+    let _ = nix::unistd::unlinkat(
+        Some(parent.as_raw_fd()),
+        name,
+        nix::unistd::UnlinkatFlags::NoRemoveDir,
+    );
+}
+
+/// A regular file's data written, not yet under its name.
+struct NewFile {
+    file: File,
+    /// The temporary name it has, where it could not be made unnamed.
+    temporary: Option<Vec<u8>>,
 }
 
 /// Where an entry goes: its parent directory, its name there, its path in the root.

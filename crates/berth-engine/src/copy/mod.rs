@@ -46,6 +46,7 @@ mod client;
 mod entry;
 mod error;
 mod extract;
+mod journal;
 mod paths;
 mod resolve;
 mod stat;
@@ -66,6 +67,7 @@ pub use client::{
     copy_stream_to_container, CopyReport,
 };
 pub use error::{CopyError, IrregularKind};
+pub use journal::remove_journaled_temporary;
 pub use stat::{file_mode, stat_path, PathStat};
 
 /// A container's file system as `cp` sees it.
@@ -77,6 +79,9 @@ pub struct ContainerFs<'a> {
     pub name: &'a str,
     /// The container's configured user (`Config.User`), which `cp -a` gives copied files.
     pub user: Option<&'a str>,
+    /// Where this copy records a temporary name before making it, so that
+    /// a copy killed part way leaves nothing behind (see [`journal`]).
+    pub journal: Option<&'a Path>,
 }
 
 impl<'a> ContainerFs<'a> {
@@ -85,11 +90,27 @@ impl<'a> ContainerFs<'a> {
             root,
             name,
             user: None,
+            journal: None,
         }
+    }
+
+    pub fn with_journal(self, journal: Option<&'a Path>) -> Self {
+        Self { journal, ..self }
     }
 
     pub fn with_user(self, user: Option<&'a str>) -> Self {
         Self { user, ..self }
+    }
+
+    fn open_journal(&self) -> Result<Option<journal::Journal>, CopyError> {
+        self.journal
+            .map(|path| {
+                journal::Journal::open(path).map_err(|source| CopyError::OpenJournal {
+                    path: path.to_owned(),
+                    source,
+                })
+            })
+            .transpose()
     }
 
     fn open_root(&self) -> Result<sys::RootDir, CopyError> {

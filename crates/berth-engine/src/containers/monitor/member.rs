@@ -35,7 +35,17 @@ pub(crate) fn run_member(
     status: OwnedFd,
 ) -> ! {
     run_monitor(status, &record.id, |sender| {
-        serve(&config, &record, &dir, info, sender)
+        // The member's start record, held while it lives (claimed or not):
+        // a claimed member killed before it recorded the start leaves a
+        // `created` row the next command repairs (see `reconcile`).
+        let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
+        berth_store::permissions::create_private_directory_all(&paths.runtime)?;
+        let lock = super::lock::MonitorLock::take_for_start(&paths)?.ok_or_else(|| {
+            EngineError::Start(format!("pool member {} is started twice", record.id))
+        })?;
+        let done = serve(&config, &record, &dir, info, sender);
+        lock.release();
+        done
     })
 }
 

@@ -5,6 +5,7 @@
 //! stays behind.
 
 mod io;
+pub(crate) mod lock;
 pub(crate) mod member;
 mod network;
 pub mod protocol;
@@ -27,16 +28,21 @@ use super::state::{now, process_start_time, ContainerState, Status};
 use crate::logs::LogWriter;
 use crate::{EngineConfig, EngineError};
 
-/// Runs in the forked monitor; never returns.
+/// Runs in the forked monitor; never returns. `lock` is the start record
+/// the forking command took: held (inherited) while this monitor lives,
+/// ended once the container is done and cleaned up.
 pub(crate) fn run(
     config: EngineConfig,
     record: ContainerRecord,
     known: Known,
     attachment: Attachment,
     status: OwnedFd,
+    lock: lock::MonitorLock,
 ) -> ! {
     run_monitor(status, &record.id, |sender| {
-        supervise(&config, &record, attachment, sender, Begin::Cold(known))
+        let done = supervise(&config, &record, attachment, sender, Begin::Cold(known));
+        lock.release();
+        done
     })
 }
 
@@ -280,6 +286,8 @@ fn supervise(
                 if record.run.auto_remove {
                     super::remove::remove_files_and_row(&store, &paths, &record.id);
                 }
+                // The host ports are free before `run` reports the failure.
+                drop(network);
                 sender.send(&MonitorMessage::Failed { message, status });
                 return Ok(());
             }
@@ -387,6 +395,10 @@ fn supervise(
     // reading them to EOF (`$(berth run …)`, a pipe) must not wait for the
     // cleanup and checkpoint below.
     drop(attachment);
+    // The host ports go back before the exit is reported (their addresses
+    // and rules went with `release` above): a `run` started as soon as this
+    // one returns may publish the same ports.
+    drop(network);
     let report = |sender: &mut MonitorSender| {
         sender.send(&MonitorMessage::Exited { code: exit_code });
         sender.close();

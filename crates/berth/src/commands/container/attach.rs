@@ -101,14 +101,21 @@ pub fn start_attached(
     }
     match started.wait_exit() {
         Some(code) => Ok(code),
-        None => Err(StatusError {
-            status: 125,
-            message: format!(
-                "the monitor of container {} exited unexpectedly",
-                started.id
-            ),
+        None => {
+            // The monitor was killed: what it left (its cgroup, addresses,
+            // ports, a `--rm` container's row) is repaired before the run
+            // returns, as the next command would.
+            let config = engine.config().clone();
+            let _ = berth_engine::containers::find_container(engine.store(), &config, &started.id);
+            Err(StatusError {
+                status: 125,
+                message: format!(
+                    "the monitor of container {} exited unexpectedly",
+                    started.id
+                ),
+            }
+            .into())
         }
-        .into()),
     }
 }
 

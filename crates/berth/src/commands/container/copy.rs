@@ -3,9 +3,7 @@
 
 use std::path::Path;
 
-use berth_engine::containers::{
-    container_copied, find_container, with_container_root, CopyDirection,
-};
+use berth_engine::containers::{container_copied, find_container, with_copy_root, CopyDirection};
 use berth_engine::copy::{
     copy_container_to_host, copy_container_to_stream, copy_host_to_container,
     copy_stream_to_container, ContainerFs,
@@ -56,8 +54,10 @@ pub fn run(engine: &Engine, args: &CpArgs) -> anyhow::Result<i32> {
         ((Some(name), path), (None, destination)) => {
             let container = find_container(engine.store(), &config, name)?;
             let user = Some(container.record.run.user.clone()).filter(|user| !user.is_empty());
-            with_container_root(engine, &container, |root| {
-                let fs = ContainerFs::new(root, name).with_user(user.as_deref());
+            with_copy_root(engine, &container, |root| {
+                let fs = ContainerFs::new(root.path, name)
+                    .with_user(user.as_deref())
+                    .with_journal(Some(root.journal));
                 if destination == "-" {
                     let stdout = std::io::stdout();
                     let mut writer = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
@@ -87,8 +87,10 @@ pub fn run(engine: &Engine, args: &CpArgs) -> anyhow::Result<i32> {
         ((None, source), (Some(name), path)) => {
             let container = find_container(engine.store(), &config, name)?;
             let user = Some(container.record.run.user.clone()).filter(|user| !user.is_empty());
-            with_container_root(engine, &container, |root| {
-                let fs = ContainerFs::new(root, name).with_user(user.as_deref());
+            with_copy_root(engine, &container, |root| {
+                let fs = ContainerFs::new(root.path, name)
+                    .with_user(user.as_deref())
+                    .with_journal(Some(root.journal));
                 if source == "-" {
                     copy_stream_to_container(&fs, std::io::stdin().lock(), path, args.archive)
                         .map_err(copy_error)?;
