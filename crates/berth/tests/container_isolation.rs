@@ -335,22 +335,37 @@ fn loopback_is_up_in_a_private_network_namespace() {
 #[test]
 fn network_host_sees_the_host_interfaces() {
     let berth = busybox();
+    // Other tests' roots make and remove bridges meanwhile: the container must see every
+    // interface the host had throughout, and none it never had.
+    let host_interfaces = || -> BTreeSet<String> {
+        std::fs::read_dir("/sys/class/net")
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let before = host_interfaces();
     let out = sh_ok(
         &berth,
         &["--network", "host"],
         "readlink /proc/self/ns/net; ls /sys/class/net",
     );
+    let after = host_interfaces();
     let mut lines = out.lines();
     assert_eq!(lines.next(), Some(host_namespace("net").as_str()), "{out}");
-    let inside: BTreeSet<&str> = lines.collect();
-    let host: BTreeSet<String> = std::fs::read_dir("/sys/class/net")
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(
-        inside,
-        host.iter().map(String::as_str).collect::<BTreeSet<_>>()
+    let inside: BTreeSet<String> = lines.map(str::to_owned).collect();
+    let throughout: BTreeSet<String> = before.intersection(&after).cloned().collect();
+    let ever: BTreeSet<String> = before.union(&after).cloned().collect();
+    assert!(
+        inside.is_superset(&throughout),
+        "{inside:?} vs {throughout:?}"
     );
+    // (A bridge or veth another test made and removed while this ran is no surprise.)
+    let transient = |name: &str| name.starts_with("berth") || name.starts_with("veth");
+    let unexpected: Vec<&String> = inside
+        .iter()
+        .filter(|name| !ever.contains(*name) && !transient(name))
+        .collect();
+    assert!(unexpected.is_empty(), "{unexpected:?} not on the host");
 }
 
 /// Docker: with `--network host` and no `--hostname`, the container takes
