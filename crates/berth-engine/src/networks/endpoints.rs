@@ -235,7 +235,6 @@ fn release(
     // The root's bridge and table stay when their last user goes (as Docker keeps docker0):
     // removing them here and making them again on the next run cost every `run --rm` in an
     // otherwise idle root ≈ 85 ms. `network prune` removes them (super::host).
-    let _ = removed;
 }
 
 /// The container's live endpoints.

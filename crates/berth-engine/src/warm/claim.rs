@@ -189,44 +189,56 @@ impl Drop for Refill {
     }
 }
 
-/// Takes a member of the pool for `request` when the pool is on, one
-/// exists for its image and the run is eligible; otherwise None (the
-/// caller starts cold). The container's row is stored here, with the
-/// member's id: a taken `--name` is Docker's error, as a cold run gives.
-/// Whether [`claim`] may find a member for `request`: the pool is on and holds an offered
-/// member of its image. Cheap (the pool's directory and one image lookup), and without side
-/// effects, so a caller can decide before claiming whether it will start the container itself.
-pub fn has_offered_member(engine: &Engine, request: &CreateRequest) -> bool {
-    let Ok(settings) = WarmSettings::from_env() else {
-        return false;
-    };
-    if settings.mode == WarmMode::Off {
-        return false;
-    }
-    let Ok(image) = resolve_image(engine.store(), &request.config.image) else {
-        return false;
-    };
-    let image_id = image.id.to_string();
-    members(&engine.config().run_root)
-        .iter()
-        .any(|(dir, info)| info.image_id == image_id && dir.is_offered())
+/// The pool members offered for `request`'s image, looked up once: without side effects,
+/// so a caller can decide whether it will start the container itself before [`claim`].
+pub struct Offered {
+    settings: WarmSettings,
+    candidates: Vec<(MemberDir, MemberInfo)>,
 }
 
-pub fn claim(engine: &mut Engine, request: &CreateRequest) -> Result<Option<Claimed>, EngineError> {
+impl Offered {
+    /// Whether [`claim`] may find a member: the pool is on and holds an offered member of
+    /// the image.
+    pub fn is_empty(&self) -> bool {
+        self.settings.mode == WarmMode::Off || self.candidates.is_empty()
+    }
+}
+
+/// Looks up the offered members (the pool's directory and one image lookup).
+pub fn offered(engine: &Engine, request: &CreateRequest) -> Result<Offered, EngineError> {
     let settings = WarmSettings::from_env()?;
+    let image_id = match resolve_image(engine.store(), &request.config.image) {
+        Ok(image) if settings.mode != WarmMode::Off => Some(image.id.to_string()),
+        _ => None,
+    };
+    let candidates = match image_id {
+        Some(image_id) => members(&engine.config().run_root)
+            .into_iter()
+            .filter(|(dir, info)| info.image_id == image_id && dir.is_offered())
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(Offered {
+        settings,
+        candidates,
+    })
+}
+
+/// Takes one of the `offered` members for `request` when the run is eligible; otherwise
+/// None (the caller starts cold). The container's row is stored here, with the member's id:
+/// a taken `--name` is Docker's error, as a cold run gives.
+pub fn claim(
+    engine: &mut Engine,
+    request: &CreateRequest,
+    offered: Offered,
+) -> Result<Option<Claimed>, EngineError> {
+    let Offered {
+        settings,
+        candidates,
+    } = offered;
     if settings.mode == WarmMode::Off {
         return Ok(None);
     }
-    let run_root = engine.config().run_root.clone();
-    let pool = members(&run_root);
-    let image_id = match resolve_image(engine.store(), &request.config.image) {
-        Ok(image) => image.id.to_string(),
-        Err(_) => return Ok(None),
-    };
-    let candidates: Vec<(MemberDir, MemberInfo)> = pool
-        .into_iter()
-        .filter(|(dir, info)| info.image_id == image_id && dir.is_offered())
-        .collect();
     if candidates.is_empty() {
         if settings.mode == WarmMode::On {
             if let Ok(reference) = super::pool_reference(&request.config.image) {

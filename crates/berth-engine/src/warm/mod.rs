@@ -5,7 +5,8 @@
 //! fill(engine, "busybox", depth)   forks member monitors (monitor/member.rs), each builds one
 //!                                  sandbox (runtime Sandbox: root mounted, network connected,
 //!                                  first process waiting) and offers it on a socket
-//! claim(engine, &request)          a run whose settings match a member's takes it (rename of
+//! offered(engine, &request)       the offered members of the run's image, looked up once
+//! claim(engine, &request, offered) a run whose settings match a member's takes it (rename of
 //!                                  the offer socket: one winner), stores its container row with
 //!                                  the member's id, and hands over its streams (Claimed::start);
 //!                                  the member's monitor is from then on the container's monitor
@@ -25,7 +26,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use claim::{claim, has_offered_member, Claimed, Refill, RefillGuard};
+pub use claim::{claim, offered, Claimed, Offered, Refill, RefillGuard};
 use member::{members, monitor_alive, MemberDir, MemberInfo, Taker};
 
 use crate::containers::monitor::protocol::{MonitorMessage, MonitorReceiver};

@@ -157,11 +157,13 @@ pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
     tracing::debug!("run: request resolved");
     // A cold start forks berth into the container, which must run from a sealed binary
     // (re-executing from here repeats only lookups); a claimed pool member already does.
-    if !berth_engine::warm::has_offered_member(engine, &request) {
+    let offered = berth_engine::warm::offered(engine, &request).map_err(engine_failure)?;
+    if offered.is_empty() {
         crate::commands::seal_before_entering_containers()?;
     }
     // A ready sandbox from the warm pool when the run is eligible for one.
-    let mut claimed = berth_engine::warm::claim(engine, &request).map_err(engine_failure)?;
+    let mut claimed =
+        berth_engine::warm::claim(engine, &request, offered).map_err(engine_failure)?;
     if claimed.is_none() {
         crate::commands::seal_before_entering_containers()?;
     }
