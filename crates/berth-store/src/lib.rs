@@ -35,7 +35,7 @@ pub use images::{ImageRecord, LayerRecord, MovedTag, NewImage, RemovedImage};
 pub use layers::{LayerStore, StagedLayer};
 pub use lock::StoreLock;
 pub use networks::{EndpointRow, NetworkRow, NetworkStoreError};
-pub use usage::{disk_usage, UsageCounter};
+pub use usage::{disk_usage, file_bytes, Measure, UsageCounter};
 pub use volumes::VolumeRow;
 
 /// An open berth root. Cheap to open; each `berth` process opens its own.

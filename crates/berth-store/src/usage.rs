@@ -12,16 +12,34 @@ use std::path::Path;
 
 use crate::StoreError;
 
+/// What a [`UsageCounter`] adds up for each inode.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    /// The disk blocks every file, directory and symlink holds (`du`).
+    #[default]
+    Blocks,
+    /// The sizes of regular files only (moby's `directory.Size`: `docker ps -s`, `SizeRw`).
+    FileBytes,
+}
+
 /// Counts inodes once across several calls, as one `du` over several
 /// paths does.
 #[derive(Debug, Default)]
 pub struct UsageCounter {
     seen: HashSet<(u64, u64)>,
+    measure: Measure,
 }
 
 impl UsageCounter {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    pub fn with_measure(measure: Measure) -> Self {
+        Self {
+            measure,
+            ..Self::default()
+        }
     }
 
     /// Bytes of disk `path` (a file or a whole tree) holds that this
@@ -65,13 +83,22 @@ impl UsageCounter {
         {
             return 0;
         }
-        metadata.blocks() * 512
+        match self.measure {
+            Measure::Blocks => metadata.blocks() * 512,
+            Measure::FileBytes if metadata.is_file() => metadata.len(),
+            Measure::FileBytes => 0,
+        }
     }
 }
 
 /// What `path` holds on disk (see [`UsageCounter`]).
 pub fn disk_usage(path: &Path) -> Result<u64, StoreError> {
     UsageCounter::new().measure(path)
+}
+
+/// The bytes of the regular files under `path`, each inode once ([`Measure::FileBytes`]).
+pub fn file_bytes(path: &Path) -> Result<u64, StoreError> {
+    UsageCounter::with_measure(Measure::FileBytes).measure(path)
 }
 
 /// Removes a file or a tree, returning the bytes of disk it held; a
@@ -125,5 +152,17 @@ mod tests {
         assert_eq!(remove_measured(&tree).unwrap(), own + file + link);
         assert!(!tree.exists());
         assert_eq!(remove_measured(&tree).unwrap(), 0);
+    }
+
+    #[test]
+    fn file_bytes_count_a_hard_link_once_and_directories_not_at_all() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("a/b")).unwrap();
+        std::fs::write(root.path().join("a/b/one"), vec![0u8; 1000]).unwrap();
+        std::fs::hard_link(root.path().join("a/b/one"), root.path().join("a/link")).unwrap();
+        std::fs::write(root.path().join("two"), vec![0u8; 234]).unwrap();
+        std::os::unix::fs::symlink("two", root.path().join("s")).unwrap();
+        assert_eq!(file_bytes(root.path()).unwrap(), 1234);
+        assert_eq!(file_bytes(&root.path().join("missing")).unwrap(), 0);
     }
 }
