@@ -155,7 +155,7 @@ pub fn list(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
         .iter()
         .any(|(key, _)| key == "status" || key == "exited");
     let show_all = all || limit > 0;
-    let filter = ContainerFilters::new(&filters, &containers)?;
+    let filter = ContainerFilters::new(&filters, engine.store())?;
     containers.retain(|container| {
         (show_all || has_status_filter || container.state.is_running()) && filter.matches(container)
     });

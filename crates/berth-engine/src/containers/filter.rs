@@ -3,6 +3,8 @@
 //! `publish=`/`expose=` are refused as unknown: Docker matches them against a running
 //! container's live port list (host ports for `publish`), which this filter cannot see.
 
+use berth_store::Store;
+
 use super::lookup::Container;
 use super::record::MountSource;
 use crate::EngineError;
@@ -21,24 +23,14 @@ pub struct ContainerFilters<'a> {
 }
 
 impl<'a> ContainerFilters<'a> {
-    /// `since=X`/`before=X` name a container by id, id prefix or name; an unknown one is
-    /// Docker's "No such container".
-    pub fn new(filters: &'a [(String, String)], all: &[Container]) -> Result<Self, EngineError> {
+    /// `since=X`/`before=X` name a container as every command does (id, name, unique id
+    /// prefix: [`super::lookup::find_row`]); an unknown one is Docker's "No such container".
+    pub fn new(filters: &'a [(String, String)], store: &Store) -> Result<Self, EngineError> {
         let created = |key: &str| -> Result<Option<String>, EngineError> {
-            let Some((_, text)) = filters.iter().rev().find(|(k, _)| k == key) else {
-                return Ok(None);
-            };
-            let name = text.trim_start_matches('/');
-            all.iter()
-                .find(|container| container.record.id == *text || container.record.name == name)
-                .or_else(|| {
-                    let mut prefixed = all.iter().filter(|container| {
-                        !text.is_empty() && container.record.id.starts_with(text.as_str())
-                    });
-                    prefixed.next().filter(|_| prefixed.next().is_none())
-                })
-                .map(|container| Some(container.record.created.clone()))
-                .ok_or_else(|| EngineError::NoSuchContainer(text.clone()))
+            match filters.iter().rev().find(|(k, _)| k == key) {
+                Some((_, text)) => Ok(Some(super::lookup::find_row(store, text)?.created)),
+                None => Ok(None),
+            }
         };
         Ok(Self {
             filters,

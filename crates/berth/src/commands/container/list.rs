@@ -83,7 +83,7 @@ pub fn run(engine: &Engine, args: &PsArgs) -> anyhow::Result<i32> {
     let has_status_filter = filters
         .iter()
         .any(|(key, _)| key == "status" || key == "exited");
-    let filter = ContainerFilters::new(&filters, &containers)?;
+    let filter = ContainerFilters::new(&filters, engine.store())?;
     containers.retain(|container| {
         (show_all || has_status_filter || container.state.is_running()) && filter.matches(container)
     });
