@@ -87,12 +87,7 @@ fn private(path: &Path) -> Result<(), EngineError> {
 }
 
 pub(crate) fn set_mode(path: &Path, mode: u32) -> Result<(), EngineError> {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|source| {
-        EngineError::Store(berth_store::StoreError::Io {
-            path: path.to_owned(),
-            source,
-        })
-    })
+    Ok(berth_store::permissions::set_mode(path, mode)?)
 }
 
 /// Creates `path` as a directory containers read: 0755 whatever the umask

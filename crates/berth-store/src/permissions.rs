@@ -92,7 +92,7 @@ pub(crate) fn create_private_file(path: &Path) -> Result<(), StoreError> {
     }
 }
 
-pub(crate) fn set_mode(path: &Path, mode: u32) -> Result<(), StoreError> {
+pub fn set_mode(path: &Path, mode: u32) -> Result<(), StoreError> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .map_err(StoreError::io(path))
 }
