@@ -38,24 +38,19 @@ pub(crate) struct InheritedStrings {
 impl InheritedStrings {
     /// Copies the strings aside and zeroes them in place.
     pub(crate) fn hide() -> Self {
-        let ranges = std::fs::read_to_string("/proc/self/stat")
-            .ok()
-            .and_then(|stat| start_ranges(&stat))
-            .unwrap_or_default();
         let mut saved = Vec::new();
-        for (start, end) in ranges {
-            if end <= start {
-                continue;
-            }
-            // SAFETY: [start, end) are the argument and environment blocks the kernel placed at
-            // the top of this process's stack at execve (fields 48–51 of /proc/self/stat); they
-            // stay mapped, readable and writable for the life of the process, and no Rust value
-            // borrows them (std::env copies what it returns).
-            let block = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, end - start) };
+        for (start, block) in inherited_blocks() {
             saved.push((start, block.to_vec()));
             block.fill(0);
         }
         Self { saved }
+    }
+
+    /// Zeroes them for good: for a process that will `execve` or exit and needs no copy.
+    pub(crate) fn wipe() {
+        for (_, block) in inherited_blocks() {
+            block.fill(0);
+        }
     }
 
     /// In the child: the strings stay zeroed, and the copy is zeroed too.
@@ -76,6 +71,28 @@ impl Drop for InheritedStrings {
             block.copy_from_slice(copy);
         }
     }
+}
+
+/// The argument and environment blocks the kernel placed at the top of this process's
+/// stack at execve, as `(start address, bytes)`; none when /proc/self/stat cannot say.
+fn inherited_blocks() -> Vec<(usize, &'static mut [u8])> {
+    let ranges = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| start_ranges(&stat))
+        .unwrap_or_default();
+    ranges
+        .into_iter()
+        .filter(|(start, end)| end > start)
+        .map(|(start, end)| {
+            // SAFETY: [start, end) are the argument and environment blocks the kernel placed
+            // at the top of this process's stack at execve (fields 48–51 of /proc/self/stat);
+            // they stay mapped, readable and writable for the life of the process, and no Rust
+            // value borrows them (std::env copies what it returns). The two ranges do not
+            // overlap, so the slices do not alias.
+            let block = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, end - start) };
+            (start, block)
+        })
+        .collect()
 }
 
 /// `(arg_start, arg_end)` and `(env_start, env_end)` from a `/proc/<pid>/stat` line

@@ -187,7 +187,7 @@ fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<N
     // nothing in the container may inspect it (init/conceal.rs).
     // It is the first process of a new pid namespace, so nothing sees it before this runs.
     conceal::forbid_inspection().map_err(|error| InitFailure::io("set PR_SET_DUMPABLE", error))?;
-    conceal::InheritedStrings::hide().discard();
+    conceal::InheritedStrings::wipe();
     set_container_umask();
     reset_signals();
     // First, so that everything below is charged to the container.
