@@ -37,11 +37,18 @@ pub fn split_version(path: &str) -> Result<((u32, u32), &str), String> {
     Ok((version, tail))
 }
 
+/// The commit berth was built from (`BERTH_GIT_COMMIT` at build time), or "unknown":
+/// what `berth version`, `berth --version` and `GET /version` show.
+pub const GIT_COMMIT: &str = match option_env!("BERTH_GIT_COMMIT") {
+    Some(commit) => commit,
+    None => "unknown",
+};
+
 /// `GET /version`'s document: the engine's version, as dockerd describes itself (also what
 /// `berth version` shows as its Server, since berth's engine is in every command).
 pub fn engine_version() -> serde_json::Value {
     let version = env!("CARGO_PKG_VERSION");
-    let commit = option_env!("BERTH_GIT_COMMIT").unwrap_or("unknown");
+    let commit = GIT_COMMIT;
     let arch = berth_image::host_architecture();
     let kernel = nix::sys::utsname::uname()
         .map(|uname| uname.release().to_string_lossy().into_owned())

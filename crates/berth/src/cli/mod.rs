@@ -44,7 +44,7 @@ fn version_line() -> &'static str {
         format!(
             "version {}, build {}",
             env!("CARGO_PKG_VERSION"),
-            option_env!("BERTH_GIT_COMMIT").unwrap_or("unknown")
+            berth_api::version::GIT_COMMIT
         )
     })
 }

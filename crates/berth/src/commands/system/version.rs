@@ -42,10 +42,7 @@ pub fn run(args: &VersionArgs) -> anyhow::Result<i32> {
     let (os, arch) = (std::env::consts::OS, berth_image::host_architecture());
     println!("berth:");
     println!(" Version:           {}", env!("CARGO_PKG_VERSION"));
-    println!(
-        " Git commit:        {}",
-        option_env!("BERTH_GIT_COMMIT").unwrap_or("unknown")
-    );
+    println!(" Git commit:        {}", berth_api::version::GIT_COMMIT);
     println!(" OS/Arch:           {os}/{arch}");
     println!(" Storage driver:    overlay");
     println!(" Daemon:            none (each command runs on its own)");
