@@ -410,10 +410,7 @@ fn a_connection_answers_mutated_requests() {
     let root = tempfile::tempdir().unwrap();
     let run_root = tempfile::tempdir().unwrap();
     let server: &'static Server = Box::leak(Box::new(Server::new(ServeConfig {
-        engine: berth_engine::EngineConfig {
-            root: root.path().to_owned(),
-            run_root: run_root.path().to_owned(),
-        },
+        engine: berth_engine::EngineConfig::new(root.path().to_owned(), run_root.path().to_owned()),
         hosts: Vec::new(),
         group: None,
         idle_timeout: None,

@@ -71,6 +71,9 @@ pub enum EngineError {
     StartFailed(crate::containers::StartFailure),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The container's runtime refused or failed (see `berth_runtime::backend`).
+    #[error(transparent)]
+    Runtime(Box<berth_runtime::RuntimeError>),
 }
 
 impl EngineError {

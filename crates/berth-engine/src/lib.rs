@@ -14,20 +14,44 @@ pub mod volumes;
 pub mod warm;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use berth_net::kernel::{HostKernel, Kernel};
+use berth_runtime::Runtime;
 use berth_store::Store;
 
 pub use error::EngineError;
 pub use networks::config_file;
 
-/// Where berth keeps its state.
+/// Where berth keeps its state, and the isolation backend its containers
+/// run on: the context every engine function gets, so unit tests can put a
+/// recording fake runtime in.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
     /// Persistent state (`--root`, default `/var/lib/berth`).
     pub root: PathBuf,
     /// Runtime state (`--run-root`, default `/run/berth`).
     pub run_root: PathBuf,
+    /// What a running container is asked through (stop, pause, exec, stats,
+    /// the repair of a container whose monitor died).
+    pub runtime: Arc<dyn Runtime>,
+}
+
+impl EngineConfig {
+    /// The roots, with containers on the namespace backend.
+    pub fn new(root: impl Into<PathBuf>, run_root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            run_root: run_root.into(),
+            runtime: Arc::new(berth_runtime::NamespaceRuntime),
+        }
+    }
+
+    /// The backend of `container`'s isolation (only namespaces today;
+    /// `--isolation=vm` is refused at create).
+    pub fn runtime_of(&self, _container: &containers::record::ContainerRecord) -> &dyn Runtime {
+        self.runtime.as_ref()
+    }
 }
 
 /// An open engine: the store, the kernel's network edge, and configuration.

@@ -2,6 +2,7 @@
 //! root, pivot_root, Docker's mounts, capabilities, seccomp, cgroups, and
 //! the exec path. The engine's monitor process drives it.
 
+pub mod backend;
 pub mod capabilities;
 pub mod cgroups;
 mod clone;
@@ -18,5 +19,6 @@ pub mod seccomp;
 pub mod spec;
 pub mod user;
 
+pub use backend::{ContainerRef, NamespaceRuntime, NetworkIo, Runtime, RuntimeError};
 pub use launch::{launch, wait_exit_code, LaunchError, Launched, Sandbox, Stdio};
 pub use spec::{ContainerSpec, MountKind, MountSpec, NetworkMode, ProcessSpec, Rlimit};

@@ -421,6 +421,7 @@ pub fn top(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
 fn stats_sample(engine: &berth_engine::Engine, container: &Container, previous: &Value) -> Value {
     let stats = container_stats(engine, container).ok();
     let stats = stats.as_ref();
+    let network = berth_engine::containers::container_network_io(engine, container);
     let memory_total = berth_engine::system::memory_total();
     let limit = match stats.and_then(|stats| stats.memory_limit) {
         Some(berth_runtime::cgroups::Limit::Value(limit)) if limit < memory_total => limit,
@@ -445,7 +446,8 @@ fn stats_sample(engine: &berth_engine::Engine, container: &Container, previous: 
             "stats": { "total_inactive_file": stats.and_then(|stats| stats.memory_inactive_file).unwrap_or(0) },
         },
         "blkio_stats": {},
-        "networks": {},
+        // One entry for all interfaces: what `docker stats` sums for NET I/O.
+        "networks": { "eth0": { "rx_bytes": network.received, "tx_bytes": network.sent } },
     })
 }
 

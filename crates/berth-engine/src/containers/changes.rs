@@ -57,7 +57,9 @@ pub fn with_copy_root<T>(
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
     if container.state.is_running() && container.state.pid > 0 {
         let hold = CopyHold::register(&paths, None)?;
-        let root = std::path::PathBuf::from(format!("/proc/{}/root", container.state.pid));
+        let root = config
+            .runtime_of(&container.record)
+            .root(super::manage::runtime_ref(container));
         let result = action(&CopyRoot {
             path: &root,
             journal: hold.journal(),

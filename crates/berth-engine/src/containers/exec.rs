@@ -9,8 +9,7 @@
 
 use std::path::PathBuf;
 
-use berth_runtime::cgroups::{new_manager, CgroupDriver, CgroupManager, CgroupVersion};
-use berth_runtime::{ProcessSpec, Stdio};
+use berth_runtime::{ContainerRef, ProcessSpec, Runtime, RuntimeError, Stdio};
 use nix::unistd::{fork, ForkResult, Pid};
 
 use super::lookup::find_container;
@@ -75,7 +74,7 @@ impl ExecProcess {
 struct PreparedExec {
     container_pid: i32,
     process: ProcessSpec,
-    cgroup: Box<dyn CgroupManager>,
+    runtime: std::sync::Arc<dyn Runtime>,
     record: ContainerRecord,
     id: String,
     root: PathBuf,
@@ -83,16 +82,19 @@ struct PreparedExec {
 
 impl PreparedExec {
     fn launch(self, stdio: Stdio) -> Result<ExecProcess, EngineError> {
-        let cgroup = self.cgroup.as_ref();
-        let launched =
-            berth_runtime::exec::exec_in(self.container_pid, &self.process, stdio, cgroup);
+        let container = ContainerRef {
+            id: &self.record.id,
+            pid: self.container_pid,
+        };
+        let launched = self.runtime.exec(container, &self.process, stdio);
         // Docker's exec answers 126 to any process that could not start,
         // a command not found included (`run` says 127 for that).
-        let pid = launched.map_err(|error| {
-            EngineError::StartFailed(super::StartFailure {
+        let pid = launched.map_err(|error| match error {
+            RuntimeError::Exec(error) => EngineError::StartFailed(super::StartFailure {
                 status: 126,
                 message: error.to_string(),
-            })
+            }),
+            other => EngineError::Runtime(Box::new(other)),
         })?;
         Ok(ExecProcess {
             pid,
@@ -203,16 +205,15 @@ fn prepare(
 ) -> Result<PreparedExec, EngineError> {
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
-    if !container.state.is_running() || container.state.pid <= 0 {
+    super::lifecycle::check(
+        container.state.status,
+        &container.record.id,
+        super::lifecycle::Operation::Exec,
+    )?;
+    if container.state.pid <= 0 {
         return Err(EngineError::ContainerNotRunning {
             id: container.record.id.clone(),
         });
-    }
-    if container.state.status == super::state::Status::Paused {
-        return Err(EngineError::InvalidArgument(format!(
-            "Container {} is paused, unpause the container before exec",
-            container.record.id
-        )));
     }
     let id = match &request.id {
         Some(id) => id.clone(),
@@ -232,7 +233,8 @@ fn prepare(
     // Docker resolves an exec's user in the running container's own
     // /etc/passwd and /etc/group (users added at run time included); the
     // numeric result then needs no further lookup in the image.
-    let live_root = std::path::PathBuf::from(format!("/proc/{}/root", container.state.pid));
+    let runtime = config.runtime_of(&container.record);
+    let live_root = runtime.root(super::manage::runtime_ref(&container));
     // An unknown user is Docker's 126 (the process cannot be invoked).
     let live_user =
         berth_runtime::user::resolve_user(&live_root, &record.run.user, &record.run.group_add)
@@ -249,7 +251,8 @@ fn prepare(
     }
     record.run.tty = request.tty;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
-    let version = CgroupVersion::detect().map_err(|error| EngineError::Start(error.to_string()))?;
+    let version = berth_runtime::cgroups::CgroupVersion::detect()
+        .map_err(|error| EngineError::Start(error.to_string()))?;
     let layers = super::start::container_layers(engine.store(), &record)?;
     let spec = build_spec(
         &record,
@@ -282,13 +285,10 @@ fn prepare(
         process.cwd = directory.clone();
     }
     process.console_size = request.console_size.filter(|_| request.tty);
-    let cgroup_path = CgroupDriver::default()
-        .container_path(None, &record.id)
-        .map_err(|error| EngineError::Start(error.to_string()))?;
     Ok(PreparedExec {
         container_pid: container.state.pid,
         process,
-        cgroup: new_manager(&version, cgroup_path),
+        runtime: std::sync::Arc::clone(&config.runtime),
         record: container.record,
         id,
         root: config.root.clone(),

@@ -1,22 +1,38 @@
 //! `pause`, `unpause`, `rename`, `top`, `stats`, `update`, `container prune`.
 
-use berth_runtime::cgroups::{
-    new_manager, CgroupDriver, CgroupManager, CgroupStats, CgroupVersion, Resources,
-};
+use berth_runtime::cgroups::{CgroupStats, Resources};
+use berth_runtime::{ContainerRef, NetworkIo, Runtime, RuntimeError};
 
+use super::lifecycle::{check, Operation};
 use super::lookup::{find_container, Container};
 use super::monitor::{read_state, write_state};
 use super::names::validate_name;
 use super::state::Status;
 use crate::{Engine, EngineError};
 
-/// The cgroup of container `id` on this machine's layout.
-pub(crate) fn cgroup_of(id: &str) -> Result<Box<dyn CgroupManager>, EngineError> {
-    let version = CgroupVersion::detect().map_err(|error| EngineError::Start(error.to_string()))?;
-    let path = CgroupDriver::default()
-        .container_path(None, id)
-        .map_err(|error| EngineError::Start(error.to_string()))?;
-    Ok(new_manager(&version, path))
+/// The container as its runtime knows it.
+pub(crate) fn runtime_ref(container: &Container) -> ContainerRef<'_> {
+    ContainerRef {
+        id: &container.record.id,
+        pid: container.state.pid,
+    }
+}
+
+/// The runtime `container` runs on.
+pub(crate) fn runtime_of<'a>(engine: &'a Engine, container: &Container) -> &'a dyn Runtime {
+    engine.config().runtime_of(&container.record)
+}
+
+/// Removes what the runtime keeps of container `id` after it is gone (a
+/// removed container's leftovers, a pool member whose monitor died).
+pub(crate) fn delete_runtime_leftovers(config: &crate::EngineConfig, id: &str) {
+    if let Err(error) = config.runtime.delete(ContainerRef { id, pid: 0 }) {
+        tracing::debug!(%error, container = %id, "runtime leftovers not removed");
+    }
+}
+
+fn runtime_failure(error: RuntimeError) -> EngineError {
+    EngineError::Runtime(Box::new(error))
 }
 
 fn running(engine: &Engine, text: &str) -> Result<Container, EngineError> {
@@ -32,32 +48,32 @@ fn running(engine: &Engine, text: &str) -> Result<Container, EngineError> {
 
 /// `pause`: freezes every process of the container (cgroup freezer).
 pub fn pause_container(engine: &mut Engine, text: &str) -> Result<(), EngineError> {
-    let container = running(engine, text)?;
-    if container.state.status == Status::Paused {
-        return Err(EngineError::InvalidArgument(format!(
-            "Container {} is already paused",
-            container.record.id
-        )));
-    }
-    cgroup_of(&container.record.id)?
-        .freeze()
-        .map_err(|error| EngineError::Start(format!("failed to pause: {error}")))?;
+    let config = engine.config().clone();
+    let container = find_container(engine.store(), &config, text)?;
+    check(
+        container.state.status,
+        &container.record.id,
+        Operation::Pause,
+    )?;
+    runtime_of(engine, &container)
+        .pause(runtime_ref(&container))
+        .map_err(runtime_failure)?;
     set_status(engine, &container.record.id, Status::Paused);
     crate::events::emit_container(engine.store(), "pause", &container.record);
     Ok(())
 }
 
 pub fn unpause_container(engine: &mut Engine, text: &str) -> Result<(), EngineError> {
-    let container = running(engine, text)?;
-    if container.state.status != Status::Paused {
-        return Err(EngineError::InvalidArgument(format!(
-            "Container {} is not paused",
-            container.record.id
-        )));
-    }
-    cgroup_of(&container.record.id)?
-        .thaw()
-        .map_err(|error| EngineError::Start(format!("failed to unpause: {error}")))?;
+    let config = engine.config().clone();
+    let container = find_container(engine.store(), &config, text)?;
+    check(
+        container.state.status,
+        &container.record.id,
+        Operation::Unpause,
+    )?;
+    runtime_of(engine, &container)
+        .resume(runtime_ref(&container))
+        .map_err(runtime_failure)?;
     set_status(engine, &container.record.id, Status::Running);
     crate::events::emit_container(engine.store(), "unpause", &container.record);
     Ok(())
@@ -110,18 +126,25 @@ pub fn rename_container(
 /// Host pids of the container's processes (for `top`).
 pub fn container_processes(engine: &Engine, text: &str) -> Result<Vec<i32>, EngineError> {
     let container = running(engine, text)?;
-    let pids = cgroup_of(&container.record.id)?
-        .processes()
-        .map_err(|error| EngineError::Start(error.to_string()))?;
-    Ok(pids.into_iter().map(|pid| pid.as_raw()).collect())
+    runtime_of(engine, &container)
+        .processes(runtime_ref(&container))
+        .map_err(runtime_failure)
 }
 
 /// `stats --no-stream` data.
 pub fn container_stats(engine: &Engine, container: &Container) -> Result<CgroupStats, EngineError> {
-    let _ = engine;
-    cgroup_of(&container.record.id)?
-        .stats()
-        .map_err(|error| EngineError::Start(error.to_string()))
+    runtime_of(engine, container)
+        .stats(runtime_ref(container))
+        .map_err(runtime_failure)
+}
+
+/// Bytes through the container's network interfaces but loopback (Docker
+/// counts its networks' interfaces); zero when it is not running.
+pub fn container_network_io(engine: &Engine, container: &Container) -> NetworkIo {
+    if !container.state.is_running() {
+        return NetworkIo::default();
+    }
+    runtime_of(engine, container).network_io(runtime_ref(container))
 }
 
 /// `update`: new limits, applied now when running and kept for later starts.
@@ -134,11 +157,16 @@ pub fn update_container(
     let config = engine.config().clone();
     let mut container = find_container(engine.store(), &config, text)?;
     if container.state.is_running() {
-        cgroup_of(&container.record.id)?
-            .apply(resources)
+        runtime_of(engine, &container)
+            .update(runtime_ref(&container), resources)
             .map_err(|error| {
+                // Docker's words, with the kernel's reason.
+                let reason = match &error {
+                    RuntimeError::Cgroup { source, .. } => source.to_string(),
+                    other => other.to_string(),
+                };
                 EngineError::InvalidArgument(format!(
-                    "Cannot update container {}: {error}",
+                    "Cannot update container {}: {reason}",
                     container.record.id
                 ))
             })?;

@@ -7,6 +7,9 @@ pub(crate) mod create;
 mod exec;
 mod filter;
 mod inspect;
+pub mod lifecycle;
+#[cfg(test)]
+mod lifecycle_tests;
 mod lookup;
 pub(crate) mod manage;
 pub mod merge;
@@ -38,8 +41,8 @@ pub use filter::{ContainerFilters, CONTAINER_FILTERS};
 pub use inspect::{inspect_container, list_containers, published_ports, status_text};
 pub use lookup::{find_container, Container};
 pub use manage::{
-    container_processes, container_stats, pause_container, prune_containers, rename_container,
-    unpause_container, update_container,
+    container_network_io, container_processes, container_stats, pause_container, prune_containers,
+    rename_container, unpause_container, update_container,
 };
 pub use monitor::Attachment;
 pub use remove::{remove_container, remove_container_with};

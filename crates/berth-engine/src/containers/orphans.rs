@@ -50,9 +50,7 @@ pub(crate) fn remove_orphans(store: &Store, config: &EngineConfig) {
             Taken::NoRecord => None,
         };
         tracing::debug!(container = %id, "removing the files of a removed container");
-        if let Ok(cgroup) = super::manage::cgroup_of(id) {
-            let _ = cgroup.delete();
-        }
+        super::manage::delete_runtime_leftovers(config, id);
         super::remove::remove_files(store, &paths, id);
         if let Some(lock) = lock {
             lock.release();

@@ -10,10 +10,8 @@
 
 use std::time::Duration;
 
-use berth_runtime::cgroups::{new_manager, CgroupDriver, CgroupVersion};
 use berth_runtime::rootfs::unmount_rootfs;
 use berth_store::Store;
-use nix::sys::signal::Signal;
 
 use super::lookup::Container;
 use super::monitor::lock::{MonitorLock, Taken};
@@ -113,14 +111,9 @@ pub(crate) fn repair(
 ) -> Container {
     let id = container.record.id.clone();
     tracing::debug!(container = %id, "monitor is gone; reconciling");
-    if let Ok(version) = CgroupVersion::detect() {
-        if let Ok(path) = CgroupDriver::default().container_path(None, &id) {
-            let cgroup = new_manager(&version, path);
-            kill_everything_in(cgroup.as_ref());
-            if let Err(error) = cgroup.delete() {
-                tracing::warn!(%error, "failed to delete the cgroup of a crashed container");
-            }
-        }
+    let runtime = config.runtime_of(&container.record);
+    if let Err(error) = runtime.delete(berth_runtime::ContainerRef { id: &id, pid: 0 }) {
+        tracing::warn!(%error, "failed to delete what a crashed container left");
     }
     crate::networks::disconnect_container(
         store,
@@ -144,24 +137,6 @@ pub(crate) fn repair(
     }
     container
 }
-
-/// Kills the cgroup's processes and waits (a while) until they are gone:
-/// on a loaded host a killed process can take longer to exit than the
-/// cgroup's removal retries.
-fn kill_everything_in(cgroup: &dyn berth_runtime::cgroups::CgroupManager) {
-    let deadline = std::time::Instant::now() + KILL_WAIT;
-    loop {
-        let _ = cgroup.kill_all(Signal::SIGKILL);
-        let left = cgroup.processes().map(|pids| pids.len()).unwrap_or(0);
-        if left == 0 || std::time::Instant::now() >= deadline {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// How long a repair waits for the processes it killed.
-const KILL_WAIT: Duration = Duration::from_secs(5);
 
 /// The state of a container whose monitor died: exited, as Docker reports
 /// a container whose shim vanished (killed, 137), unless the monitor had

@@ -21,8 +21,9 @@ impl RestartPolicy {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SeccompChoice {
+    #[default]
     Default,
     Unconfined,
     /// A profile in Docker's JSON format (`--security-opt seccomp=FILE`).
@@ -62,7 +63,7 @@ pub struct Ulimit {
 }
 
 /// Everything a start needs, already merged with the image config.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunSettings {
     pub args: Vec<String>,
     pub env: Vec<String>,

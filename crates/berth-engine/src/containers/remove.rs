@@ -256,9 +256,11 @@ pub fn remove_container_with(
     };
     if container.state.is_running() {
         if !force {
-            return Err(EngineError::ContainerRunning {
-                id: container.record.id.clone(),
-            });
+            super::lifecycle::check(
+                container.state.status,
+                &container.record.id,
+                super::lifecycle::Operation::Remove,
+            )?;
         }
         kill_and_wait(engine, &container, nix::sys::signal::Signal::SIGKILL)?;
     }
@@ -274,7 +276,7 @@ pub fn remove_container_with(
     match read_state(engine.store(), id) {
         None => return Ok(()),
         Some(state) if state.is_running() => {
-            return Err(EngineError::ContainerRunning { id: id.clone() })
+            super::lifecycle::check(state.status, id, super::lifecycle::Operation::Remove)?
         }
         Some(_) => {}
     }

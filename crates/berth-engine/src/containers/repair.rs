@@ -61,7 +61,7 @@ pub(crate) fn repair(store: &Store, config: &EngineConfig, mut container: Contai
             continue;
         };
         match intent.kind {
-            IntentKind::Commit => undo_commit(store, &mut container, &claimed),
+            IntentKind::Commit => undo_commit(store, config, &mut container, &claimed),
             IntentKind::Copy => {
                 end_copy(&container, &paths, &claimed);
                 copies_ended = true;
@@ -78,12 +78,11 @@ pub(crate) fn repair(store: &Store, config: &EngineConfig, mut container: Contai
 /// Docker refuses to start a container being removed, or whose removal
 /// failed.
 pub(crate) fn refuse_start(container: &Container) -> Result<(), EngineError> {
-    if matches!(container.state.status, Status::Removing | Status::Dead) {
-        return Err(EngineError::Conflict(
-            "container is marked for removal and cannot be started".to_owned(),
-        ));
-    }
-    Ok(())
+    super::lifecycle::check(
+        container.state.status,
+        &container.record.id,
+        super::lifecycle::Operation::Start,
+    )
 }
 
 fn finish_removal(store: &Store, paths: &ContainerPaths, container: &mut Container) {
@@ -251,7 +250,7 @@ impl Drop for CommitMark {
     }
 }
 
-fn undo_commit(store: &Store, container: &mut Container, claimed: &Path) {
+fn undo_commit(store: &Store, config: &EngineConfig, container: &mut Container, claimed: &Path) {
     let id = container.record.id.clone();
     // A mark cut short was written before anything it names happened.
     let intent: CommitIntent = fs_err::read(claimed)
@@ -260,10 +259,9 @@ fn undo_commit(store: &Store, container: &mut Container, claimed: &Path) {
         .unwrap_or_default();
     tracing::debug!(container = %id, froze = intent.froze, "undoing what a killed commit left");
     if intent.froze {
-        if let Ok(cgroup) = super::manage::cgroup_of(&id) {
-            if let Err(error) = cgroup.thaw() {
-                tracing::debug!(%error, "failed to thaw after a killed commit");
-            }
+        let runtime = config.runtime_of(&container.record);
+        if let Err(error) = runtime.resume(super::manage::runtime_ref(container)) {
+            tracing::debug!(%error, "failed to thaw after a killed commit");
         }
         if let Some(mut state) = read_state(store, &id) {
             if state.status == Status::Paused {

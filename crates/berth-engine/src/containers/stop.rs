@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::Signal;
-use nix::unistd::Pid;
 
 use super::lookup::{find_container, Container};
 use super::state::{process_alive, Status};
@@ -79,13 +78,14 @@ fn signal_container(
     let number = (signal as i32).to_string();
     let root = &engine.config().root;
     crate::events::emit_container_with(root, "kill", &container.record, &[("signal", &number)]);
-    match nix::sys::signal::kill(Pid::from_raw(pid), signal) {
-        Ok(()) | Err(nix::Error::ESRCH) => Ok(()),
-        Err(error) => Err(EngineError::Signal {
-            id: container.record.id.clone(),
-            source: error,
-        }),
-    }
+    super::manage::runtime_of(engine, container)
+        .signal(super::manage::runtime_ref(container), signal)
+        .map_err(|error| match error {
+            berth_runtime::RuntimeError::Signal { id, source } => {
+                EngineError::Signal { id, source }
+            }
+            other => EngineError::Runtime(Box::new(other)),
+        })
 }
 
 fn mark_stopped_by_user(engine: &Engine, id: &str) {
@@ -114,14 +114,12 @@ pub(crate) fn kill_and_wait(
 
 /// Thaws a paused container so that it can take the signal that ends it.
 fn thaw(engine: &Engine, container: &Container) {
-    use berth_runtime::cgroups::{new_manager, CgroupDriver, CgroupVersion};
-    if let (Ok(version), Ok(path)) = (
-        CgroupVersion::detect(),
-        CgroupDriver::default().container_path(None, &container.record.id),
-    ) {
-        if new_manager(&version, path).thaw().is_ok() {
-            crate::events::emit_container(engine.store(), "unpause", &container.record);
-        }
+    let runtime = super::manage::runtime_of(engine, container);
+    if runtime
+        .resume(super::manage::runtime_ref(container))
+        .is_ok()
+    {
+        crate::events::emit_container(engine.store(), "unpause", &container.record);
     }
 }
 

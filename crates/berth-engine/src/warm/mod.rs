@@ -179,9 +179,7 @@ fn discard_member(engine: &mut Engine, dir: &MemberDir, info: &MemberInfo) {
     let config = engine.config().clone();
     let paths =
         crate::containers::paths::ContainerPaths::new(&config.root, &config.run_root, &info.id);
-    if let Ok(cgroup) = crate::containers::manage::cgroup_of(&info.id) {
-        let _ = cgroup.delete();
-    }
+    crate::containers::manage::delete_runtime_leftovers(&config, &info.id);
     // The row is absent unless a claim got as far as storing it.
     if engine.store().container(&info.id).ok().flatten().is_none() {
         crate::containers::remove::remove_files_and_row(engine.store(), &paths, &info.id);

@@ -159,10 +159,10 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 pub fn open(global: &GlobalOptions) -> anyhow::Result<Engine> {
-    open_config(&EngineConfig {
-        root: global.root.clone(),
-        run_root: global.run_root.clone(),
-    })
+    open_config(&EngineConfig::new(
+        global.root.clone(),
+        global.run_root.clone(),
+    ))
 }
 
 pub fn open_config(config: &EngineConfig) -> anyhow::Result<Engine> {

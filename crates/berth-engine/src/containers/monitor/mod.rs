@@ -21,6 +21,7 @@ use berth_store::Store;
 pub use io::{frame, Attachment, ContainerIo};
 use protocol::{MonitorMessage, MonitorSender};
 
+use super::lifecycle::{self, EndStep};
 use super::paths::ContainerPaths;
 use super::record::ContainerRecord;
 use super::spec::{build_spec, cgroup_resources};
@@ -209,6 +210,9 @@ fn supervise(
         None => read_state(&store, &record.id).map_or(0, |state| state.restart_count),
     };
     let mut first = true;
+    // The restart backoff's last delay, and when the current run began.
+    let mut delay: Option<Duration> = None;
+    let mut run_began: std::time::Instant;
     let mut network = match network {
         Ok(network) => network,
         Err(message) => {
@@ -309,6 +313,7 @@ fn supervise(
         state.monitor_start_time = process_start_time(monitor_pid).unwrap_or(0);
         state.restart_count = restarts;
         write_state(&store, &record.id, &state);
+        run_began = std::time::Instant::now();
         crate::events::emit_container(&store, "start", record);
         if first {
             sender.send(&MonitorMessage::Started {
@@ -358,7 +363,14 @@ fn supervise(
         state.exit_code = code;
         state.oom_killed = oom_killed;
         state.finished_at = now();
-        let restart = !paths.stop_marker().exists() && should_restart(record, &state, restarts);
+        let exit = lifecycle::Exit {
+            code,
+            stopped_by_user: paths.stop_marker().exists(),
+            restarts,
+            ran_for: run_began.elapsed(),
+        };
+        let next = lifecycle::after_exit(&record.run.restart, record.run.auto_remove, exit, delay);
+        let restart = matches!(next, lifecycle::AfterExit::Restart { .. });
         state.status = if restart {
             Status::Restarting
         } else {
@@ -374,15 +386,14 @@ fn supervise(
         let root = store.root();
         crate::events::emit_container_with(root, "die", record, &[("exitCode", &code_text)]);
         tracing::debug!("exit recorded");
-        if !restart {
+        let lifecycle::AfterExit::Restart { delay: next_delay } = next else {
             break code;
-        }
+        };
         restarts += 1;
-        // Docker's backoff: 100 ms doubling, reset after a run of 10 s.
-        let delay = Duration::from_millis(100u64 << restarts.min(8)).min(Duration::from_secs(60));
+        delay = Some(next_delay);
         // The next run gets a fresh cgroup (its OOM counter included).
         let _ = cgroup.delete();
-        if !wait_unless_stopped(&store, &paths, &record.id, delay) {
+        if !wait_unless_stopped(&store, &paths, &record.id, next_delay) {
             if let Some(mut state) = read_state(&store, &record.id) {
                 state.status = Status::Exited;
                 write_state(&store, &record.id, &state);
@@ -395,33 +406,30 @@ fn supervise(
     // reading them to EOF (`$(berth run …)`, a pipe) must not wait for the
     // cleanup and checkpoint below.
     drop(attachment);
-    // The host ports go back before the exit is reported (their addresses
-    // and rules went with `release` above): a `run` started as soon as this
-    // one returns may publish the same ports.
-    drop(network);
-    let report = |sender: &mut MonitorSender| {
-        sender.send(&MonitorMessage::Exited { code: exit_code });
-        sender.close();
-    };
-    if record.run.auto_remove {
-        // `--rm`: what a user sees of the removal (the row, so the name is
-        // free, the `destroy` event, the anonymous volumes) happens before
-        // the report; the container's own directories and cgroup, which no
-        // command shows, go after it. Were this monitor killed in between,
-        // the next `ps` or `prune` removes them (`orphans`).
-        super::remove::remove_row(&store, &record.id);
-        super::remove::remove_anonymous_volumes(&store, &config.root, record);
-        tracing::debug!(container = %record.id, "removed");
-        report(sender);
-    }
-    cleanup(cgroup.as_ref(), &paths);
-    drop(attach_listener);
-    let _ = std::fs::remove_file(&attach_path);
-    tracing::debug!(container = %record.id, "cleaned up");
-    if record.run.auto_remove {
-        super::remove::remove_files(&store, &paths, &record.id);
-    } else {
-        report(sender);
+    // The order is the lifecycle's (see `lifecycle::end_steps`): the host
+    // ports (their addresses and rules went with `release` above) and, for
+    // `--rm`, the row, name and volumes are free before the exit is reported.
+    let mut network = Some(network);
+    let mut attach_listener = attach_listener;
+    for step in lifecycle::end_steps(record.run.auto_remove) {
+        match step {
+            EndStep::ReleasePorts => drop(network.take()),
+            EndStep::RemoveRow => super::remove::remove_row(&store, &record.id),
+            EndStep::RemoveAnonymousVolumes => {
+                super::remove::remove_anonymous_volumes(&store, &config.root, record)
+            }
+            EndStep::Report => {
+                sender.send(&MonitorMessage::Exited { code: exit_code });
+                sender.close();
+            }
+            EndStep::Cleanup => {
+                cleanup(cgroup.as_ref(), &paths);
+                drop(attach_listener.take());
+                let _ = std::fs::remove_file(&attach_path);
+            }
+            EndStep::RemoveFiles => super::remove::remove_files(&store, &paths, &record.id),
+        }
+        tracing::debug!(container = %record.id, ?step, "done");
     }
     drop(root_pin);
     // Nobody waits for this monitor any more: a good moment to checkpoint.
@@ -736,21 +744,6 @@ pub fn release_read_only_pages() {
 }
 
 /// Docker's restart rules.
-fn should_restart(record: &ContainerRecord, state: &ContainerState, restarts: u32) -> bool {
-    let policy = &record.run.restart;
-    if record.run.auto_remove {
-        return false;
-    }
-    match policy.name.as_str() {
-        "always" | "unless-stopped" => true,
-        "on-failure" => {
-            state.exit_code != 0
-                && (policy.maximum_retry_count == 0 || restarts < policy.maximum_retry_count)
-        }
-        _ => false,
-    }
-}
-
 pub(super) fn cleanup(cgroup: &dyn CgroupManager, paths: &ContainerPaths) {
     if let Err(error) = cgroup.delete() {
         tracing::warn!(%error, "failed to delete the container cgroup");

@@ -2,7 +2,9 @@
 
 use std::os::fd::AsRawFd;
 
-use berth_engine::containers::{container_stats, container_top, find_container, list_containers};
+use berth_engine::containers::{
+    container_network_io, container_stats, container_top, find_container, list_containers,
+};
 use berth_engine::Engine;
 use clap::Args;
 use serde_json::json;
@@ -142,7 +144,7 @@ fn sample_rows(
                 Some(berth_runtime::cgroups::Limit::Value(limit)) if limit < memory_total => limit,
                 _ => memory_total,
             };
-            let (received, sent) = network_io(container);
+            let berth_runtime::NetworkIo { received, sent } = container_network_io(engine, container);
             let block_io = after.as_ref().and_then(|s| s.block_io).unwrap_or_default();
             let id = &container.record.id;
             json!({
@@ -158,54 +160,6 @@ fn sample_rows(
             })
         })
         .collect()
-}
-
-/// Bytes received and sent on the container's interfaces but loopback (Docker counts its
-/// networks' interfaces), from its network namespace's /proc/net/dev; 0 when not running.
-fn network_io(container: &berth_engine::containers::Container) -> (u64, u64) {
-    if !container.state.is_running() || container.state.pid <= 0 {
-        return (0, 0);
-    }
-    let Ok(table) = std::fs::read_to_string(format!("/proc/{}/net/dev", container.state.pid))
-    else {
-        return (0, 0);
-    };
-    parse_net_dev(&table)
-}
-
-/// `(received, sent)` bytes summed over /proc/net/dev's interfaces other than `lo`.
-fn parse_net_dev(table: &str) -> (u64, u64) {
-    table
-        .lines()
-        .skip(2)
-        .filter_map(|line| {
-            let (name, counters) = line.split_once(':')?;
-            if name.trim() == "lo" {
-                return None;
-            }
-            let fields: Vec<u64> = counters
-                .split_whitespace()
-                .filter_map(|field| field.parse().ok())
-                .collect();
-            Some((*fields.first()?, *fields.get(8)?))
-        })
-        .fold((0, 0), |(received, sent), (r, s)| (received + r, sent + s))
-}
-
-#[cfg(test)]
-mod net_dev_tests {
-    use super::parse_net_dev;
-
-    #[test]
-    fn loopback_is_left_out_and_the_rest_summed() {
-        let table = "Inter-|   Receive                                                |  Transmit
- face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
-    lo:     140       2    0    0    0     0          0         0      140       2    0    0    0     0       0          0
-  eth0:    1296      12    0    0    0     0          0         0      726       9    0    0    0     0       0          0
-  eth1:       4       1    0    0    0     0          0         0        6       1    0    0    0     0       0          0
-";
-        assert_eq!(parse_net_dev(table), (1300, 732));
-    }
 }
 
 #[derive(Debug, Args)]

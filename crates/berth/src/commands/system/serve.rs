@@ -95,10 +95,7 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> anyhow::Result<i32> {
     // enter containers too.
     let helper = PathBuf::from(berth_runtime::sealed_exe::SELF_EXE);
     let config = berth_api::ServeConfig {
-        engine: berth_engine::EngineConfig {
-            root: global.root.clone(),
-            run_root: global.run_root.clone(),
-        },
+        engine: berth_engine::EngineConfig::new(global.root.clone(), global.run_root.clone()),
         hosts: args.hosts.clone(),
         group: args.group.clone(),
         idle_timeout,
@@ -180,9 +177,6 @@ pub struct ApiHelperArgs {
 }
 
 pub fn helper(global: &GlobalOptions, args: &ApiHelperArgs) -> anyhow::Result<i32> {
-    let config = berth_engine::EngineConfig {
-        root: global.root.clone(),
-        run_root: global.run_root.clone(),
-    };
+    let config = berth_engine::EngineConfig::new(global.root.clone(), global.run_root.clone());
     Ok(berth_api::helper::run(config, &args.kind, &args.request))
 }
