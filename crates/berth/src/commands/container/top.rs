@@ -166,8 +166,7 @@ fn network_io(container: &berth_engine::containers::Container) -> (u64, u64) {
     if !container.state.is_running() || container.state.pid <= 0 {
         return (0, 0);
     }
-    let Ok(table) = std::fs::read_to_string(format!("/proc/{}/net/dev", container.state.pid))
-    else {
+    let Ok(table) = fs_err::read_to_string(format!("/proc/{}/net/dev", container.state.pid)) else {
         return (0, 0);
     };
     parse_net_dev(&table)
