@@ -229,7 +229,7 @@ fn dup_standard(fd: i32) -> Option<OwnedFd> {
 /// its copies, the server's pipes must end when it does, not when the
 /// helper does.
 fn release_standard_streams() {
-    if let Ok(null) = std::fs::OpenOptions::new()
+    if let Ok(null) = fs_err::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/null")
@@ -308,7 +308,7 @@ fn exec(config: EngineConfig, request: &ExecHelperRequest, status: &mut UnixStre
         Err(error) => return failed(status, &error),
     };
     let null = || -> Option<OwnedFd> {
-        std::fs::OpenOptions::new()
+        fs_err::OpenOptions::new()
             .read(true)
             .write(true)
             .open("/dev/null")

@@ -169,7 +169,7 @@ impl AsFd for Socket {
 impl Drop for Listener {
     fn drop(&mut self) {
         if let Some(path) = &self.path {
-            let _ = std::fs::remove_file(path);
+            let _ = fs_err::remove_file(path);
         }
     }
 }
@@ -313,7 +313,7 @@ fn bind_unix(path: &Path, gid: Option<nix::unistd::Gid>) -> Result<Listener, Lis
         source,
     };
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(bind_error)?;
+        fs_err::create_dir_all(parent).map_err(bind_error)?;
     }
     if path.exists() {
         // A socket nobody answers on is left from a crash; a live one is
@@ -323,14 +323,14 @@ fn bind_unix(path: &Path, gid: Option<nix::unistd::Gid>) -> Result<Listener, Lis
                 path: path.to_owned(),
             });
         }
-        let metadata = std::fs::symlink_metadata(path).map_err(bind_error)?;
+        let metadata = fs_err::symlink_metadata(path).map_err(bind_error)?;
         if !std::os::unix::fs::FileTypeExt::is_socket(&metadata.file_type()) {
             return Err(bind_error(std::io::Error::new(
                 std::io::ErrorKind::AlreadyExists,
                 "exists and is not a socket",
             )));
         }
-        std::fs::remove_file(path).map_err(bind_error)?;
+        fs_err::remove_file(path).map_err(bind_error)?;
     }
     // Created 0600 (no window in which others may connect), then opened to
     // the group once it is set.
@@ -350,7 +350,7 @@ fn bind_unix(path: &Path, gid: Option<nix::unistd::Gid>) -> Result<Listener, Lis
         nix::unistd::chown(path, None, Some(gid))
             .map_err(|error| permission_error(std::io::Error::from(error)))?;
     }
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
+    fs_err::set_permissions(path, std::fs::Permissions::from_mode(0o660))
         .map_err(permission_error)?;
     Ok(listener)
 }
@@ -444,7 +444,7 @@ mod tests {
         let directory = tempfile::tempdir().unwrap();
         let path = directory.path().join("d.sock");
         let first = bind_unix(&path, None).unwrap();
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        let mode = fs_err::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o660);
         assert!(matches!(
             bind_unix(&path, None),

@@ -166,7 +166,7 @@ impl TlsAcceptor {
 }
 
 fn read_file(what: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|source| TlsError::Read {
+    fs_err::read(path).map_err(|source| TlsError::Read {
         what,
         path: path.to_owned(),
         source,

@@ -69,12 +69,11 @@ impl Context {
     pub fn scratch_dir(&self, name: &str) -> Result<PathBuf, String> {
         let path = self.scratch.join(name);
         if path.exists() {
-            let _ = std::fs::remove_dir_all(&path);
+            let _ = fs_err::remove_dir_all(&path);
         }
         fs_err::create_dir_all(&path).map_err(|error| error.to_string())?;
         // Containers may run as other users; the bench files are throw-away.
-        let _ =
-            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o777));
+        let _ = fs_err::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o777));
         Ok(path)
     }
 }

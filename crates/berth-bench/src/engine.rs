@@ -83,7 +83,7 @@ impl Engine {
             &process_table(),
             &self.residents,
             std::process::id(),
-            &|path| std::fs::read_to_string(path).ok(),
+            &|path| fs_err::read_to_string(path).ok(),
         )
     }
 

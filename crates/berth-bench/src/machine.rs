@@ -5,7 +5,7 @@ use std::path::Path;
 use crate::report::Machine;
 
 fn read(path: &str) -> String {
-    std::fs::read_to_string(path)
+    fs_err::read_to_string(path)
         .map(|text| text.trim().to_owned())
         .unwrap_or_default()
 }

@@ -70,7 +70,7 @@ impl ProcessInfo {
 /// Every process that can be read now (kernel threads included; they have no
 /// cmdline).
 pub fn process_table() -> Vec<ProcessInfo> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
+    let Ok(entries) = fs_err::read_dir("/proc") else {
         return Vec::new();
     };
     let mut table = Vec::new();
@@ -83,7 +83,7 @@ pub fn process_table() -> Vec<ProcessInfo> {
             continue;
         };
         let directory = entry.path();
-        let Some((comm, ppid)) = std::fs::read_to_string(directory.join("stat"))
+        let Some((comm, ppid)) = fs_err::read_to_string(directory.join("stat"))
             .ok()
             .and_then(|text| parse_stat(&text))
         else {
@@ -93,11 +93,11 @@ pub fn process_table() -> Vec<ProcessInfo> {
             pid,
             ppid,
             comm,
-            exe: std::fs::read_link(directory.join("exe"))
+            exe: fs_err::read_link(directory.join("exe"))
                 .ok()
                 .map(|path| strip_deleted(&path)),
-            cmdline: nul_separated(&std::fs::read(directory.join("cmdline")).unwrap_or_default()),
-            environ: nul_separated(&std::fs::read(directory.join("environ")).unwrap_or_default()),
+            cmdline: nul_separated(&fs_err::read(directory.join("cmdline")).unwrap_or_default()),
+            environ: nul_separated(&fs_err::read(directory.join("environ")).unwrap_or_default()),
         });
     }
     table.sort_by_key(|process| process.pid);
@@ -160,7 +160,7 @@ pub struct Usage {
 /// The summed memory of `pids`; a process that is gone counts 0.
 pub fn usage(pids: &[u32]) -> Usage {
     pids.iter()
-        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok())
+        .filter_map(|pid| fs_err::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok())
         .map(|text| parse_smaps_rollup(&text))
         .fold(Usage::default(), |total, one| Usage {
             rss: total.rss + one.rss,

@@ -87,7 +87,7 @@ impl LocalRegistry {
                 if matches!(child.try_wait(), Ok(Some(_))) || Instant::now() > deadline {
                     let _ = child.kill();
                     let _ = child.wait();
-                    last_error = std::fs::read_to_string(directory.path().join("registry.log"))
+                    last_error = fs_err::read_to_string(directory.path().join("registry.log"))
                         .unwrap_or_default();
                     break;
                 }

@@ -46,7 +46,7 @@ pub fn select(
 
 /// Paths compared after resolving symlinks (/var/run → /run) where they exist.
 fn same_path(left: &Path, right: &Path) -> bool {
-    let resolve = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    let resolve = |path: &Path| fs_err::canonicalize(path).unwrap_or_else(|_| path.to_owned());
     left == right || resolve(left) == resolve(right)
 }
 

@@ -70,7 +70,7 @@ pub fn add_layer(
         path: file.to_owned(),
         source,
     };
-    let input = std::fs::File::open(file).map_err(read_error)?;
+    let input = fs_err::File::open(file).map_err(read_error)?;
     let staged = store.layers().stage()?;
     let outcome = unpack::unpack_layer(
         std::io::BufReader::with_capacity(1 << 20, input),
@@ -96,7 +96,7 @@ pub fn add_layer(
     // A concurrent or earlier load may have unpacked this chain already; the
     // commit then keeps that copy and drops ours.
     staged.commit(&chain_id)?;
-    let blob_size = std::fs::metadata(file).map_err(read_error)?.len();
+    let blob_size = fs_err::metadata(file).map_err(read_error)?.len();
     let blob = store
         .blobs()
         .adopt(file, Some(&outcome.compressed_digest))?;

@@ -62,7 +62,7 @@ const RANGES: &str = "/run/lock/berth-ranges";
 
 impl HostNetworkLock {
     fn read_ranges() -> Vec<(Ipv4Net, std::path::PathBuf)> {
-        let Ok(text) = std::fs::read_to_string(RANGES) else {
+        let Ok(text) = fs_err::read_to_string(RANGES) else {
             return Vec::new();
         };
         text.lines()
@@ -82,8 +82,8 @@ impl HostNetworkLock {
             }
         }
         let staging = format!("{RANGES}.{}", std::process::id());
-        std::fs::write(&staging, text)?;
-        std::fs::rename(&staging, RANGES)
+        fs_err::write(&staging, text)?;
+        fs_err::rename(&staging, RANGES)
     }
 
     /// The ranges other roots (that still exist) chose.
@@ -123,12 +123,13 @@ impl HostNetworkLock {
 
 pub fn lock_host_networks() -> std::io::Result<HostNetworkLock> {
     let directory = Path::new("/run/lock");
-    std::fs::create_dir_all(directory)?;
-    let file = std::fs::OpenOptions::new()
+    fs_err::create_dir_all(directory)?;
+    let file = fs_err::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(directory.join("berth-networks.lock"))?;
+        .open(directory.join("berth-networks.lock"))?
+        .into_file();
     loop {
         // SAFETY: flock takes a descriptor this function owns and a flag.
         let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
@@ -155,15 +156,16 @@ pub struct RootNetworkLock {
 
 /// `<root>/locks/host-network.lock`, shared or exclusive; waits.
 pub fn lock_root_network(root: &Path, exclusive: bool) -> std::io::Result<RootNetworkLock> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use fs_err::os::unix::fs::OpenOptionsExt;
     let directory = root.join("locks");
-    std::fs::create_dir_all(&directory)?;
-    let mut file = std::fs::OpenOptions::new()
+    fs_err::create_dir_all(&directory)?;
+    let mut file = fs_err::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .mode(0o600)
-        .open(directory.join("host-network.lock"))?;
+        .open(directory.join("host-network.lock"))?
+        .into_file();
     let arg = if exclusive {
         nix::fcntl::FlockArg::LockExclusive
     } else {
@@ -203,7 +205,7 @@ mod tests {
         let one = tempfile::tempdir().unwrap();
         let two = tempfile::tempdir().unwrap();
         for root in [&one, &two] {
-            std::fs::write(root.path().join("metadata.db"), b"").unwrap();
+            fs_err::write(root.path().join("metadata.db"), b"").unwrap();
         }
         let range: Ipv4Net = "10.254.77.0/24".parse().unwrap();
         let moved: Ipv4Net = "10.254.78.0/24".parse().unwrap();
@@ -225,7 +227,7 @@ mod tests {
         assert!(!lock.ranges_of_other_roots(one.path()).contains(&range));
         // The next write drops the line of the root that is gone.
         lock.reserve_range(one.path(), moved, None).unwrap();
-        let text = std::fs::read_to_string(RANGES).unwrap();
+        let text = fs_err::read_to_string(RANGES).unwrap();
         assert!(!text.contains(path.to_str().unwrap()), "{text}");
         lock.release_range(one.path(), moved).unwrap();
     }
@@ -238,7 +240,7 @@ mod tests {
         let two = lock_root_network(root.path(), false).unwrap();
         let path = root.path().join("locks/host-network.lock");
         let probe = || {
-            let file = std::fs::File::open(&path).unwrap();
+            let file = fs_err::File::open(&path).unwrap().into_file();
             Flock::lock(file, FlockArg::LockExclusiveNonblock).is_ok()
         };
         assert!(!probe(), "users must keep the removal out");
@@ -247,7 +249,7 @@ mod tests {
         drop(two);
         assert!(probe());
         let removal = lock_root_network(root.path(), true).unwrap();
-        let file = std::fs::File::open(&path).unwrap();
+        let file = fs_err::File::open(&path).unwrap().into_file();
         assert!(Flock::lock(file, FlockArg::LockSharedNonblock).is_err());
         drop(removal);
     }

@@ -98,10 +98,10 @@ impl HostKernel {
 }
 
 fn write_sysctl(path: &str, value: &str) -> Result<(), KernelError> {
-    if std::fs::read_to_string(path).is_ok_and(|current| current.trim() == value) {
+    if fs_err::read_to_string(path).is_ok_and(|current| current.trim() == value) {
         return Ok(());
     }
-    std::fs::write(path, value).map_err(|source| KernelError::Sysctl {
+    fs_err::write(path, value).map_err(|source| KernelError::Sysctl {
         path: path.to_owned(),
         source,
     })

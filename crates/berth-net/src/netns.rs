@@ -36,19 +36,19 @@ mod tests {
 
     #[test]
     fn work_runs_in_the_other_namespace_and_the_caller_stays() {
-        let own = std::fs::read_link("/proc/thread-self/ns/net").unwrap();
+        let own = fs_err::read_link("/proc/thread-self/ns/net").unwrap();
         // A namespace of the test's own, made by a thread that keeps it open.
         let other = std::thread::spawn(|| {
             nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-            std::fs::File::open("/proc/thread-self/ns/net").unwrap()
+            fs_err::File::open("/proc/thread-self/ns/net").unwrap()
         })
         .join()
         .unwrap();
         let seen = in_netns(other.as_fd(), || {
-            std::fs::read_link("/proc/thread-self/ns/net").unwrap()
+            fs_err::read_link("/proc/thread-self/ns/net").unwrap()
         })
         .unwrap();
         assert_ne!(seen, own);
-        assert_eq!(std::fs::read_link("/proc/thread-self/ns/net").unwrap(), own);
+        assert_eq!(fs_err::read_link("/proc/thread-self/ns/net").unwrap(), own);
     }
 }

@@ -20,7 +20,7 @@ fn corrupt_blob_is_a_digest_mismatch() {
     let digest = Digest::of_bytes(&blob);
     push_bytes(&client, "bad/blob", &blob, None);
     // Same length, other bytes.
-    std::fs::write(registry.blob_data_path(&digest), common::bytes(71, 100_000)).unwrap();
+    fs_err::write(registry.blob_data_path(&digest), common::bytes(71, 100_000)).unwrap();
     let mut out = Vec::new();
     let error = client
         .get_blob("bad/blob", &digest, Some(100_000), &mut out)
@@ -34,7 +34,7 @@ fn corrupt_blob_is_a_digest_mismatch() {
         format!("filesystem layer verification failed for digest {digest}")
     );
     // Longer than the descriptor says: stopped at the size.
-    std::fs::write(registry.blob_data_path(&digest), common::bytes(72, 300_000)).unwrap();
+    fs_err::write(registry.blob_data_path(&digest), common::bytes(72, 300_000)).unwrap();
     let error = client
         .get_blob("bad/blob", &digest, Some(100_000), &mut Vec::new())
         .unwrap_err();
@@ -60,7 +60,7 @@ fn corrupt_manifest_is_a_digest_mismatch() {
     image.push(&client, "bad/manifest", "1");
     let mut tampered = image.manifest.clone();
     tampered.extend_from_slice(b"\n");
-    std::fs::write(registry.blob_data_path(&image.digest()), tampered).unwrap();
+    fs_err::write(registry.blob_data_path(&image.digest()), tampered).unwrap();
     let reference =
         Reference::parse_normalized(&format!("{}/bad/manifest:1", registry.host())).unwrap();
     for reference in [reference.clone(), reference.with_digest(image.digest())] {

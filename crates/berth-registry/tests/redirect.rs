@@ -38,7 +38,7 @@ fn serve_files(listener: TcpListener, root: PathBuf, seen: Arc<Mutex<Vec<(String
                 .to_owned();
             seen.lock().expect("lock").push((path.clone(), authorized));
             let file = root.join(path.trim_start_matches('/'));
-            let (status, body) = match std::fs::read(&file) {
+            let (status, body) = match fs_err::read(&file) {
                 Ok(body) => ("200 OK", body),
                 Err(_) => ("404 Not Found", Vec::new()),
             };

@@ -46,7 +46,7 @@ fn unknown_ca_is_refused() {
     let Some(registry) = start(tls()) else { return };
     // A certs.d entry for the host without the CA: HTTPS, system roots only.
     let certs_root = tempfile::tempdir().unwrap();
-    std::fs::create_dir(certs_root.path().join(registry.host())).unwrap();
+    fs_err::create_dir(certs_root.path().join(registry.host())).unwrap();
     let config = ClientConfig {
         certs_root: certs_root.path().to_owned(),
         ..registry.client_config()

@@ -67,7 +67,7 @@ pub fn name(capability: Capability) -> &'static str {
 /// (and `--cap-add ALL`) can grant. On hosts whose bounding set lacks some
 /// (this one lacks CAP_SYS_RESOURCE), asking for more would fail the run.
 pub fn host_bounding_set() -> BTreeSet<Capability> {
-    let mask = std::fs::read_to_string("/proc/self/status")
+    let mask = fs_err::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {
             status
@@ -223,7 +223,7 @@ pub fn set_process(set: &BTreeSet<Capability>, ambient: bool) -> Result<(), Capa
 }
 
 fn last_capability() -> Capability {
-    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+    fs_err::read_to_string("/proc/sys/kernel/cap_last_cap")
         .ok()
         .and_then(|text| text.trim().parse().ok())
         .unwrap_or((NAMES.len() - 1) as Capability)

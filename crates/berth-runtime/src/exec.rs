@@ -35,7 +35,7 @@ pub fn exec_in(
     cgroup: &dyn CgroupManager,
 ) -> Result<Pid, LaunchError> {
     let open = |name: &str| {
-        std::fs::File::open(format!("/proc/{container_pid}/ns/{name}")).map_err(|source| {
+        fs_err::File::open(format!("/proc/{container_pid}/ns/{name}")).map_err(|source| {
             LaunchError::JoinNetwork {
                 path: format!("/proc/{container_pid}/ns/{name}").into(),
                 source,
@@ -45,7 +45,7 @@ pub fn exec_in(
     let pid_namespace = open("pid")?;
     let others = NAMESPACES
         .iter()
-        .map(|(name, flags)| open(name).map(|file| (file, *flags)))
+        .map(|(name, flags)| open(name).map(|file| (file.into_file(), *flags)))
         .collect::<Result<Vec<_>, _>>()?;
     // The child is inside the container's pid namespace from its first instruction: it must be
     // undumpable from birth (it inherits this), so that no container process ever reads its

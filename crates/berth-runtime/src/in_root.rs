@@ -21,7 +21,7 @@ const RESOLVE_IN_ROOT: u64 = 0x10;
 /// Opens `path` (absolute or relative, interpreted inside `root`) with
 /// `flags` (`libc::O_*`).
 pub fn open_in_root(root: &Path, path: &Path, flags: i32, mode: u32) -> std::io::Result<OwnedFd> {
-    let root = File::open(root)?;
+    let root = fs_err::File::open(root)?.into_file();
     open_at_in_root(&root, path, flags, mode)
 }
 
@@ -80,7 +80,7 @@ pub fn read_in_root(root: &Path, path: &Path) -> std::io::Result<Option<Vec<u8>>
 /// components must exist.
 pub fn resolve_in_root(root: &Path, path: &Path) -> std::io::Result<std::path::PathBuf> {
     let fd = open_in_root(root, path, libc::O_PATH, 0)?;
-    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+    fs_err::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
 #[cfg(test)]
@@ -90,10 +90,11 @@ mod tests {
     #[test]
     fn symlinks_stay_inside_the_root() {
         let root = tempfile::tempdir().unwrap();
-        std::fs::create_dir(root.path().join("etc")).unwrap();
-        std::fs::write(root.path().join("etc/passwd"), "inside").unwrap();
-        std::os::unix::fs::symlink("/etc/passwd", root.path().join("absolute")).unwrap();
-        std::os::unix::fs::symlink("../../../../etc/passwd", root.path().join("climbing")).unwrap();
+        fs_err::create_dir(root.path().join("etc")).unwrap();
+        fs_err::write(root.path().join("etc/passwd"), "inside").unwrap();
+        fs_err::os::unix::fs::symlink("/etc/passwd", root.path().join("absolute")).unwrap();
+        fs_err::os::unix::fs::symlink("../../../../etc/passwd", root.path().join("climbing"))
+            .unwrap();
         for name in ["absolute", "climbing", "/etc/passwd", "../etc/passwd"] {
             let bytes = read_in_root(root.path(), Path::new(name)).unwrap().unwrap();
             assert_eq!(bytes, b"inside", "{name}");

@@ -346,7 +346,7 @@ impl Drop for Sandbox {
 /// `--network container:NAME`: the child inherits the namespace we enter
 /// here (the monitor is a throwaway process, so entering it is harmless).
 fn join_network(path: &std::path::Path) -> Result<(), LaunchError> {
-    let file = std::fs::File::open(path).map_err(|source| LaunchError::JoinNetwork {
+    let file = fs_err::File::open(path).map_err(|source| LaunchError::JoinNetwork {
         path: path.to_owned(),
         source,
     })?;

@@ -60,7 +60,7 @@ pub fn mount_rootfs(layers: &[PathBuf], paths: &RootfsPaths) -> Result<(), Rootf
 /// namespace, where the answer is known).
 pub fn mount_overlay(layers: &[PathBuf], paths: &RootfsPaths) -> Result<(), RootfsError> {
     for directory in [&paths.upper, &paths.work, &paths.merged] {
-        std::fs::create_dir_all(directory).map_err(|source| RootfsError::Create {
+        fs_err::create_dir_all(directory).map_err(|source| RootfsError::Create {
             path: directory.clone(),
             source,
         })?;
@@ -74,7 +74,7 @@ pub fn mount_overlay(layers: &[PathBuf], paths: &RootfsPaths) -> Result<(), Root
     // but a config with zero diff_ids is) still needs a lower dir.
     let lower = if lower.is_empty() {
         let empty = paths.work.with_file_name("empty-lower");
-        std::fs::create_dir_all(&empty).map_err(|source| RootfsError::Create {
+        fs_err::create_dir_all(&empty).map_err(|source| RootfsError::Create {
             path: empty.clone(),
             source,
         })?;
@@ -161,7 +161,7 @@ fn mount_root_attribute(path: &Path) -> Option<bool> {
 }
 
 fn listed_in_mountinfo(path: &Path) -> bool {
-    let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
+    let Ok(mountinfo) = fs_err::read_to_string("/proc/self/mountinfo") else {
         return false;
     };
     let wanted = path.display().to_string();
@@ -204,14 +204,14 @@ mod tests {
     fn mounts_and_unmounts_an_overlay() {
         let directory = tempfile::tempdir().unwrap();
         let lower = directory.path().join("lower");
-        std::fs::create_dir(&lower).unwrap();
-        std::fs::write(lower.join("file"), "lower").unwrap();
+        fs_err::create_dir(&lower).unwrap();
+        fs_err::write(lower.join("file"), "lower").unwrap();
         let paths = RootfsPaths::under(&directory.path().join("container"));
         mount_rootfs(std::slice::from_ref(&lower), &paths).unwrap();
         assert!(is_mounted(&paths.merged));
-        std::fs::write(paths.merged.join("new"), "upper").unwrap();
+        fs_err::write(paths.merged.join("new"), "upper").unwrap();
         assert_eq!(
-            std::fs::read_to_string(paths.merged.join("file")).unwrap(),
+            fs_err::read_to_string(paths.merged.join("file")).unwrap(),
             "lower"
         );
         unmount_rootfs(&paths).unwrap();
@@ -227,8 +227,8 @@ mod tests {
         let directory = tempfile::tempdir().unwrap();
         let source = directory.path().join("source");
         let target = directory.path().join("target");
-        std::fs::create_dir(&source).unwrap();
-        std::fs::create_dir(&target).unwrap();
+        fs_err::create_dir(&source).unwrap();
+        fs_err::create_dir(&target).unwrap();
         assert_eq!(mount_root_attribute(&target), Some(false));
         assert!(!listed_in_mountinfo(&target));
         mount(

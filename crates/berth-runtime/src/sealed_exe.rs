@@ -246,7 +246,7 @@ mod tests {
     fn copy_of(program: &std::path::Path) -> (tempfile::TempDir, std::path::PathBuf) {
         let directory = tempfile::tempdir().unwrap();
         let copy = directory.path().join("program");
-        std::fs::copy(program, &copy).unwrap();
+        fs_err::copy(program, &copy).unwrap();
         (directory, copy)
     }
 
@@ -257,28 +257,38 @@ mod tests {
             return;
         }
         let (_directory, copy) = copy_of(&std::env::current_exe().unwrap());
-        let before = std::fs::read(&copy).unwrap();
-        let file = std::fs::File::open(&copy).unwrap();
+        let before = fs_err::read(&copy).unwrap();
+        let file = fs_err::File::open(&copy).unwrap();
         let path = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
         let mount = read_only_mount_of(&path).unwrap();
         let through_mount = format!("/proc/self/fd/{}", mount.as_raw_fd());
-        let error = std::fs::OpenOptions::new()
+        let error = fs_err::OpenOptions::new()
             .write(true)
             .open(&through_mount)
             .unwrap_err();
-        assert_eq!(error.raw_os_error(), Some(libc::EROFS), "{error}");
-        assert_eq!(std::fs::read(&through_mount).unwrap(), before);
-        assert_eq!(std::fs::read(&copy).unwrap(), before);
+        // EROFS (fs-err keeps the kind, not the errno).
+        assert_eq!(
+            error.kind(),
+            std::io::ErrorKind::ReadOnlyFilesystem,
+            "{error}"
+        );
+        assert_eq!(fs_err::read(&through_mount).unwrap(), before);
+        assert_eq!(fs_err::read(&copy).unwrap(), before);
     }
 
     #[test]
     fn the_sealed_copy_refuses_writes() {
         let copy = sealed_copy_of_self().unwrap();
         let path = format!("/proc/self/fd/{}", copy.as_raw_fd());
-        let mut reopened = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        // std's File: the write's bare errno is checked.
+        let mut reopened = fs_err::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .into_file();
         let error = std::io::Write::write_all(&mut reopened, b"x").unwrap_err();
         assert_eq!(error.raw_os_error(), Some(libc::EPERM), "{error}");
-        let bytes = std::fs::read(&path).unwrap();
-        assert_eq!(bytes, std::fs::read(SELF_EXE).unwrap());
+        let bytes = fs_err::read(&path).unwrap();
+        assert_eq!(bytes, fs_err::read(SELF_EXE).unwrap());
     }
 }

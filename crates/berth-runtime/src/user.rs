@@ -183,13 +183,13 @@ mod tests {
 
     fn root() -> tempfile::TempDir {
         let root = tempfile::tempdir().unwrap();
-        std::fs::create_dir(root.path().join("etc")).unwrap();
-        std::fs::write(
+        fs_err::create_dir(root.path().join("etc")).unwrap();
+        fs_err::write(
             root.path().join("etc/passwd"),
             "root:x:0:0:root:/root:/bin/sh\nberthuser:x:1000:1000::/home/berthuser:/bin/sh\n",
         )
         .unwrap();
-        std::fs::write(
+        fs_err::write(
             root.path().join("etc/group"),
             "root:x:0:\nberthgroup:x:1000:\nextra:x:2000:berthuser\n",
         )

@@ -22,10 +22,11 @@ fn rootfs_tar() -> PathBuf {
                 .ancestors()
                 .nth(2)
                 .unwrap();
-            let lock = std::fs::File::create(
+            let lock = fs_err::File::create(
                 PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fixtures.lock"),
             )
-            .unwrap();
+            .unwrap()
+            .into_file();
             let _guard =
                 nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).unwrap();
             if !directory.join("image-ids.txt").exists() {
@@ -52,8 +53,8 @@ struct Container {
 fn container(args: &[&str]) -> Container {
     let directory = tempfile::tempdir().unwrap();
     let lower = directory.path().join("lower");
-    std::fs::create_dir(&lower).unwrap();
-    let mut archive = tar::Archive::new(std::fs::File::open(rootfs_tar()).unwrap());
+    fs_err::create_dir(&lower).unwrap();
+    let mut archive = tar::Archive::new(fs_err::File::open(rootfs_tar()).unwrap());
     archive.set_preserve_permissions(true);
     archive.set_preserve_ownerships(true);
     archive.unpack(&lower).unwrap();
@@ -61,7 +62,7 @@ fn container(args: &[&str]) -> Container {
     mount_rootfs(&[lower], &paths).unwrap();
     let id = format!("runtime-test-{}-{}", std::process::id(), rand_suffix());
     let etc = directory.path().join("hostname");
-    std::fs::write(&etc, "testhost\n").unwrap();
+    fs_err::write(&etc, "testhost\n").unwrap();
     let spec = ContainerSpec {
         id,
         rootfs: paths.merged.clone(),
@@ -270,7 +271,7 @@ fn a_given_device_is_made_and_can_be_opened() {
 fn pipes() -> (Stdio, OwnedFd, OwnedFd) {
     let (out_read, out_write) = nix::unistd::pipe().unwrap();
     let (err_read, err_write) = nix::unistd::pipe().unwrap();
-    let stdin: OwnedFd = std::fs::File::open("/dev/null").unwrap().into();
+    let stdin: OwnedFd = fs_err::File::open("/dev/null").unwrap().into();
     let stdio = Stdio {
         stdin,
         stdout: out_write,
@@ -299,7 +300,7 @@ fn a_prepared_sandbox_runs_the_claiming_process_as_pid_one() {
     assert!(cgroup.processes().unwrap().contains(&pid));
 
     let data = tempfile::tempdir().unwrap();
-    std::fs::write(data.path().join("note"), "from the host\n").unwrap();
+    fs_err::write(data.path().join("note"), "from the host\n").unwrap();
     let mut claimed = base.spec.clone();
     claimed.process.args = [
         "sh",

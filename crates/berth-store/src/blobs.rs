@@ -1,10 +1,10 @@
 //! Content-addressed blobs under `blobs/sha256/<hex>`.
 
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use berth_types::Digest;
+use fs_err::os::unix::fs::OpenOptionsExt;
 use sha2::{Digest as _, Sha256};
 
 use crate::StoreError;
@@ -29,7 +29,7 @@ impl BlobStore {
 
     pub fn size(&self, digest: &Digest) -> Result<u64, StoreError> {
         let path = self.path(digest);
-        match std::fs::metadata(&path) {
+        match fs_err::metadata(&path) {
             Ok(metadata) => Ok(metadata.len()),
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 Err(StoreError::BlobNotFound(digest.clone()))
@@ -40,7 +40,7 @@ impl BlobStore {
 
     pub fn read(&self, digest: &Digest) -> Result<Vec<u8>, StoreError> {
         let path = self.path(digest);
-        match std::fs::read(&path) {
+        match fs_err::read(&path) {
             Ok(bytes) => Ok(bytes),
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 Err(StoreError::BlobNotFound(digest.clone()))
@@ -72,7 +72,7 @@ impl BlobStore {
     /// A writer that hashes as it writes into staging.
     pub fn writer(&self) -> Result<BlobWriter, StoreError> {
         let path = self.staging.join(crate::staging_name("blob"));
-        let file = std::fs::OpenOptions::new()
+        let file = fs_err::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(crate::permissions::PRIVATE_FILE)
@@ -132,7 +132,7 @@ fn check_expected(expected: Option<&Digest>, actual: &Digest) -> Result<(), Stor
 /// Writes one blob. Nothing is visible in the store until `commit`; dropping
 /// the writer removes the staged file.
 pub struct BlobWriter {
-    file: Option<io::BufWriter<std::fs::File>>,
+    file: Option<io::BufWriter<fs_err::File>>,
     hash: Sha256,
     size: u64,
     path: PathBuf,
@@ -185,7 +185,7 @@ impl Drop for BlobWriter {
     fn drop(&mut self) {
         // After a successful commit the staged file has been renamed away and
         // this is a harmless NotFound.
-        let _ = std::fs::remove_file(&self.path);
+        let _ = fs_err::remove_file(&self.path);
     }
 }
 
@@ -226,7 +226,7 @@ mod tests {
         ));
         assert!(blobs.list().unwrap().is_empty());
         assert_eq!(
-            std::fs::read_dir(root.path().join("tmp")).unwrap().count(),
+            fs_err::read_dir(root.path().join("tmp")).unwrap().count(),
             0
         );
     }
@@ -239,7 +239,7 @@ mod tests {
         writer.write_all(b"partial").unwrap();
         drop(writer);
         assert_eq!(
-            std::fs::read_dir(root.path().join("tmp")).unwrap().count(),
+            fs_err::read_dir(root.path().join("tmp")).unwrap().count(),
             0
         );
         assert!(store.blobs().list().unwrap().is_empty());

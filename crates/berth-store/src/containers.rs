@@ -249,7 +249,7 @@ mod tests {
     }
 
     fn wal_size(root: &std::path::Path) -> u64 {
-        std::fs::metadata(root.join("metadata.db-wal"))
+        fs_err::metadata(root.join("metadata.db-wal"))
             .map(|metadata| metadata.len())
             .unwrap_or(0)
     }

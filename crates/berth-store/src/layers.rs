@@ -75,15 +75,17 @@ impl StagedLayer {
     /// process got there first, its copy is kept and ours is removed.
     pub fn commit(mut self, chain_id: &Digest) -> Result<(), StoreError> {
         let target = self.directory.join(chain_id.hex());
-        match std::fs::rename(&self.path, &target) {
+        match fs_err::rename(&self.path, &target) {
             Ok(()) => {
                 self.committed = true;
                 Ok(())
             }
+            // ENOTEMPTY or EEXIST (the kinds std gives exactly those two; fs-err keeps the
+            // kind but not the errno).
             Err(error)
                 if matches!(
-                    error.raw_os_error(),
-                    Some(libc_errno::ENOTEMPTY) | Some(libc_errno::EEXIST)
+                    error.kind(),
+                    io::ErrorKind::DirectoryNotEmpty | io::ErrorKind::AlreadyExists
                 ) =>
             {
                 tracing::debug!(%chain_id, "layer already unpacked by another process");
@@ -107,13 +109,8 @@ impl Drop for StagedLayer {
     }
 }
 
-mod libc_errno {
-    pub const EEXIST: i32 = nix::errno::Errno::EEXIST as i32;
-    pub const ENOTEMPTY: i32 = nix::errno::Errno::ENOTEMPTY as i32;
-}
-
 fn remove_tree(path: &Path) -> Result<(), StoreError> {
-    match std::fs::remove_dir_all(path) {
+    match fs_err::remove_dir_all(path) {
         Ok(()) => Ok(()),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(source) => Err(StoreError::Io {
@@ -136,18 +133,18 @@ mod tests {
         let chain_id = Digest::of_bytes(b"layer");
 
         let first = layers.stage().unwrap();
-        std::fs::write(first.path().join("a"), "first").unwrap();
+        fs_err::write(first.path().join("a"), "first").unwrap();
         let second = layers.stage().unwrap();
-        std::fs::write(second.path().join("a"), "second").unwrap();
+        fs_err::write(second.path().join("a"), "second").unwrap();
 
         first.commit(&chain_id).unwrap();
         second.commit(&chain_id).unwrap();
         assert_eq!(
-            std::fs::read_to_string(layers.path(&chain_id).join("a")).unwrap(),
+            fs_err::read_to_string(layers.path(&chain_id).join("a")).unwrap(),
             "first"
         );
         assert_eq!(
-            std::fs::read_dir(root.path().join("tmp")).unwrap().count(),
+            fs_err::read_dir(root.path().join("tmp")).unwrap().count(),
             0
         );
         assert_eq!(layers.list().unwrap(), vec![chain_id]);
@@ -158,10 +155,10 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let store = Store::open(root.path()).unwrap();
         let staged = store.layers().stage().unwrap();
-        std::fs::create_dir(staged.path().join("d")).unwrap();
+        fs_err::create_dir(staged.path().join("d")).unwrap();
         drop(staged);
         assert_eq!(
-            std::fs::read_dir(root.path().join("tmp")).unwrap().count(),
+            fs_err::read_dir(root.path().join("tmp")).unwrap().count(),
             0
         );
     }

@@ -188,7 +188,7 @@ impl Store {
     /// command that finds the lock free.
     fn recover_interrupted(&self) {
         let staging = self.root.join("tmp");
-        let Ok(mut entries) = std::fs::read_dir(&staging) else {
+        let Ok(mut entries) = fs_err::read_dir(&staging) else {
             return;
         };
         if entries.next().is_none() {
@@ -236,7 +236,7 @@ impl Store {
     /// the bytes freed.
     fn remove_staging(&self, select: impl Fn(&str) -> bool) -> u64 {
         let staging = self.root.join("tmp");
-        let Ok(entries) = std::fs::read_dir(&staging) else {
+        let Ok(entries) = fs_err::read_dir(&staging) else {
             return 0;
         };
         let mut freed = 0;

@@ -1,9 +1,9 @@
 //! Advisory `flock(2)` locks shared by every berth process on one root.
 
 use std::fs::File;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use fs_err::os::unix::fs::OpenOptionsExt;
 use nix::fcntl::{Flock, FlockArg};
 
 use crate::StoreError;
@@ -39,7 +39,7 @@ impl StoreLock {
 
     /// Marks this lock's holder as changing content (see `marker`).
     pub(crate) fn with_marker(mut self, marker: PathBuf) -> Result<Self, StoreError> {
-        std::fs::OpenOptions::new()
+        fs_err::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(crate::permissions::PRIVATE_FILE)
@@ -71,7 +71,7 @@ impl Drop for StoreLock {
         // Before the lock itself goes (fields drop after this): nobody may
         // see the lock free and the mark still there but ours.
         if let Some(marker) = &self.marker {
-            match std::fs::remove_file(marker) {
+            match fs_err::remove_file(marker) {
                 Ok(()) => {}
                 // Garbage collection under this lock clears all of tmp/.
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
@@ -83,12 +83,14 @@ impl Drop for StoreLock {
     }
 }
 
+/// A std `File`: `Flock` takes only std's.
 fn open(path: &Path) -> Result<File, StoreError> {
-    std::fs::OpenOptions::new()
+    fs_err::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .mode(crate::permissions::PRIVATE_FILE)
         .open(path)
+        .map(fs_err::File::into_file)
         .map_err(StoreError::io(path))
 }

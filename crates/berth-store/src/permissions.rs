@@ -19,8 +19,10 @@
 //! volume's `_data`, and container logs (0640, as dockerd's). They are made
 //! by the code that makes them; see berth-engine `permissions`.
 
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::Path;
+
+use fs_err::os::unix::fs::OpenOptionsExt;
 
 use crate::StoreError;
 
@@ -45,7 +47,7 @@ const PRIVATE_DIRECTORIES: [&str; 8] = [
 /// Makes `root` ready for use: created 0700 when missing, tightened when an
 /// older berth left it open. One `stat` when it is already right.
 pub fn prepare_root(root: &Path) -> Result<(), StoreError> {
-    match std::fs::metadata(root) {
+    match fs_err::metadata(root) {
         Ok(metadata) if metadata.is_dir() && metadata.mode() & 0o7777 == PRIVATE_DIRECTORY => {
             Ok(())
         }
@@ -67,6 +69,8 @@ pub fn prepare_root(root: &Path) -> Result<(), StoreError> {
 /// Creates `path` and any missing parents with mode 0700 (the umask may
 /// only narrow it; the last one is set exactly).
 pub fn create_private_directory_all(path: &Path) -> Result<(), StoreError> {
+    // fs-err has no DirBuilder (the mode has to be given at creation); the error names the path.
+    #[allow(clippy::disallowed_methods)]
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(PRIVATE_DIRECTORY)
@@ -77,7 +81,7 @@ pub fn create_private_directory_all(path: &Path) -> Result<(), StoreError> {
 
 /// Creates the file `path` empty with mode 0600 if it does not exist.
 pub(crate) fn create_private_file(path: &Path) -> Result<(), StoreError> {
-    match std::fs::OpenOptions::new()
+    match fs_err::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(PRIVATE_FILE)
@@ -93,7 +97,7 @@ pub(crate) fn create_private_file(path: &Path) -> Result<(), StoreError> {
 }
 
 pub fn set_mode(path: &Path, mode: u32) -> Result<(), StoreError> {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+    fs_err::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .map_err(StoreError::io(path))
 }
 
@@ -139,7 +143,7 @@ fn tighten(root: &Path) -> Result<(), StoreError> {
 /// Sets `path` to 0700 if it is a directory, else to `file_mode`, if it
 /// exists (a symbolic link is left alone: chmod would follow it).
 fn tighten_entry(path: &Path, file_mode: u32) -> Result<(), StoreError> {
-    match std::fs::symlink_metadata(path) {
+    match fs_err::symlink_metadata(path) {
         Ok(metadata) if metadata.file_type().is_symlink() => Ok(()),
         Ok(metadata) => {
             let wanted = if metadata.is_dir() {
@@ -161,7 +165,7 @@ fn tighten_entry(path: &Path, file_mode: u32) -> Result<(), StoreError> {
 }
 
 fn entries(directory: &Path) -> Vec<std::path::PathBuf> {
-    std::fs::read_dir(directory)
+    fs_err::read_dir(directory)
         .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
         .unwrap_or_default()
 }
@@ -173,7 +177,7 @@ mod tests {
     use super::*;
 
     fn mode(path: &Path) -> u32 {
-        std::fs::symlink_metadata(path).unwrap().mode() & 0o7777
+        fs_err::symlink_metadata(path).unwrap().mode() & 0o7777
     }
 
     #[test]
@@ -191,7 +195,7 @@ mod tests {
         let root = root.path();
         let open = |path: &Path, mode: u32| set_mode(path, mode).unwrap();
         for directory in ["blobs/sha256", "locks", "containers/c1/upper", "layers/l1"] {
-            std::fs::create_dir_all(root.join(directory)).unwrap();
+            fs_err::create_dir_all(root.join(directory)).unwrap();
             open(&root.join(directory), 0o755);
         }
         for file in [
@@ -202,7 +206,7 @@ mod tests {
             "containers/c1/hosts",
             "containers/c1/c1-json.log",
         ] {
-            std::fs::write(root.join(file), b"").unwrap();
+            fs_err::write(root.join(file), b"").unwrap();
             open(&root.join(file), 0o644);
         }
         open(&root.join("containers/c1/c1-json.log"), 0o640);
@@ -239,7 +243,7 @@ mod tests {
     fn a_file_where_the_root_should_be_is_refused() {
         let base = tempfile::tempdir().unwrap();
         let root = base.path().join("root");
-        std::fs::write(&root, b"").unwrap();
+        fs_err::write(&root, b"").unwrap();
         assert!(prepare_root(&root).is_err());
     }
 }

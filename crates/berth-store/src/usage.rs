@@ -139,13 +139,13 @@ mod tests {
     fn counts_blocks_and_hard_links_once() {
         let directory = tempfile::tempdir().unwrap();
         let tree = directory.path().join("tree");
-        std::fs::create_dir(&tree).unwrap();
-        std::fs::write(tree.join("a"), vec![7u8; 100_000]).unwrap();
-        std::fs::hard_link(tree.join("a"), tree.join("b")).unwrap();
-        std::os::unix::fs::symlink("a", tree.join("c")).unwrap();
-        let file = std::fs::metadata(tree.join("a")).unwrap().blocks() * 512;
-        let own = std::fs::metadata(&tree).unwrap().blocks() * 512;
-        let link = std::fs::symlink_metadata(tree.join("c")).unwrap().blocks() * 512;
+        fs_err::create_dir(&tree).unwrap();
+        fs_err::write(tree.join("a"), vec![7u8; 100_000]).unwrap();
+        fs_err::hard_link(tree.join("a"), tree.join("b")).unwrap();
+        fs_err::os::unix::fs::symlink("a", tree.join("c")).unwrap();
+        let file = fs_err::metadata(tree.join("a")).unwrap().blocks() * 512;
+        let own = fs_err::metadata(&tree).unwrap().blocks() * 512;
+        let link = fs_err::symlink_metadata(tree.join("c")).unwrap().blocks() * 512;
         assert!(file >= 100_000);
         assert_eq!(disk_usage(&tree).unwrap(), own + file + link);
         assert_eq!(disk_usage(&directory.path().join("missing")).unwrap(), 0);
@@ -157,11 +157,11 @@ mod tests {
     #[test]
     fn file_bytes_count_a_hard_link_once_and_directories_not_at_all() {
         let root = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(root.path().join("a/b")).unwrap();
-        std::fs::write(root.path().join("a/b/one"), vec![0u8; 1000]).unwrap();
-        std::fs::hard_link(root.path().join("a/b/one"), root.path().join("a/link")).unwrap();
-        std::fs::write(root.path().join("two"), vec![0u8; 234]).unwrap();
-        std::os::unix::fs::symlink("two", root.path().join("s")).unwrap();
+        fs_err::create_dir_all(root.path().join("a/b")).unwrap();
+        fs_err::write(root.path().join("a/b/one"), vec![0u8; 1000]).unwrap();
+        fs_err::hard_link(root.path().join("a/b/one"), root.path().join("a/link")).unwrap();
+        fs_err::write(root.path().join("two"), vec![0u8; 234]).unwrap();
+        fs_err::os::unix::fs::symlink("two", root.path().join("s")).unwrap();
         assert_eq!(file_bytes(root.path()).unwrap(), 1234);
         assert_eq!(file_bytes(&root.path().join("missing")).unwrap(), 0);
     }

@@ -400,9 +400,9 @@ fn cp_both_ways() {
         .ok();
     let host = tempfile::tempdir().unwrap();
     let source = host.path().join("in");
-    std::fs::create_dir(&source).unwrap();
-    std::fs::write(source.join("a.txt"), "alpha\n").unwrap();
-    std::fs::write(source.join("b.txt"), "beta\n").unwrap();
+    fs_err::create_dir(&source).unwrap();
+    fs_err::write(source.join("a.txt"), "alpha\n").unwrap();
+    fs_err::write(source.join("b.txt"), "beta\n").unwrap();
     server
         .docker(&["cp", source.to_str().unwrap(), "files:/tmp/copied"])
         .ok();
@@ -431,14 +431,14 @@ fn cp_both_ways() {
         .docker(&["cp", "files:/out", target.to_str().unwrap()])
         .ok();
     assert_eq!(
-        std::fs::read_to_string(target.join("sub/c.txt")).unwrap(),
+        fs_err::read_to_string(target.join("sub/c.txt")).unwrap(),
         "gamma\n"
     );
     let single = host.path().join("hostname");
     server
         .docker(&["cp", "files:/etc/hostname", single.to_str().unwrap()])
         .ok();
-    assert!(!std::fs::read_to_string(&single).unwrap().trim().is_empty());
+    assert!(!fs_err::read_to_string(&single).unwrap().trim().is_empty());
     let missing = server.docker(&["cp", "files:/no/such", host.path().to_str().unwrap()]);
     // CLI 20.10 asks with HEAD, which carries no message, and words the
     // 404 itself; newer CLIs print the daemon's message.
@@ -454,7 +454,7 @@ fn cp_both_ways() {
     server
         .docker(&["cp", "files:/tmp/copied/b.txt", after.to_str().unwrap()])
         .ok();
-    assert_eq!(std::fs::read_to_string(&after).unwrap(), "beta\n");
+    assert_eq!(fs_err::read_to_string(&after).unwrap(), "beta\n");
 }
 
 #[test]
@@ -654,7 +654,7 @@ fn sockets_modes_several_hosts_and_idle_timeout() {
     };
     server.wait_for_socket(&second);
     for socket in [&server.socket, &second] {
-        let mode = std::fs::metadata(socket).unwrap().permissions().mode();
+        let mode = fs_err::metadata(socket).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o660, "{socket:?}");
         let (status, _, body) =
             raw_request(socket, b"GET /_ping HTTP/1.1\r\nConnection: close\r\n\r\n");

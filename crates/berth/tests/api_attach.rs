@@ -485,7 +485,7 @@ fn run_with_a_terminal_takes_the_size_of_the_cli_terminal() {
 /// rootfs), `sh` and `cat` links to it, and a file to print.
 fn make_rootfs(path: &Path) {
     let mut fixture =
-        tar::Archive::new(std::fs::File::open(support::fixture("rootfs.tar")).unwrap());
+        tar::Archive::new(fs_err::File::open(support::fixture("rootfs.tar")).unwrap());
     let mut busybox = Vec::new();
     for entry in fixture.entries().unwrap() {
         let mut entry = entry.unwrap();
@@ -495,7 +495,7 @@ fn make_rootfs(path: &Path) {
         }
     }
     assert!(!busybox.is_empty(), "no bin/busybox in rootfs.tar");
-    let mut builder = tar::Builder::new(std::fs::File::create(path).unwrap());
+    let mut builder = tar::Builder::new(fs_err::File::create(path).unwrap());
     let mut add = |name: &str, kind: tar::EntryType, mode: u32, data: &[u8], link: Option<&str>| {
         let mut header = tar::Header::new_gnu();
         header.set_entry_type(kind);
@@ -610,10 +610,10 @@ fn import_through_the_docker_cli() {
         })
         .collect();
     let garbage = directory.path().join("garbage.tar");
-    std::fs::write(&garbage, noise).unwrap();
+    fs_err::write(&garbage, noise).unwrap();
     let truncated = directory.path().join("truncated.tar");
-    let whole = std::fs::read(&rootfs).unwrap();
-    std::fs::write(&truncated, &whole[..whole.len() / 2]).unwrap();
+    let whole = fs_err::read(&rootfs).unwrap();
+    fs_err::write(&truncated, &whole[..whole.len() / 2]).unwrap();
     for bad in [&garbage, &truncated] {
         let failed = server.docker(&["import", bad.to_str().unwrap(), "broken:v1"]);
         let stderr = failed.fails(1);

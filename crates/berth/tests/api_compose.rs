@@ -88,7 +88,7 @@ fn compose_up_ps_logs_and_down() {
         return;
     };
     let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("docker-compose.yml"), COMPOSE_FILE).unwrap();
+    fs_err::write(project.path().join("docker-compose.yml"), COMPOSE_FILE).unwrap();
     let compose = Compose {
         server: &server,
         program,

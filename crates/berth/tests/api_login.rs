@@ -82,7 +82,7 @@ fn docker_login_through_serve_checks_a_basic_auth_password() {
         Some(format!("{PASSWORD}\n").as_bytes()),
     );
     assert!(run.ok().ends_with("Login Succeeded\n"), "{}", run.stdout());
-    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let stored: Value = serde_json::from_str(&fs_err::read_to_string(&config).unwrap()).unwrap();
     assert_eq!(stored["auths"][&address]["auth"], "YWxpY2U6czNjcmV0");
 
     let closed = format!("127.0.0.1:{}", closed_port());
@@ -158,7 +158,7 @@ fn a_token_service_refusal_is_401_and_its_refresh_token_the_identity_token() {
     let run = server.docker(&["login", "-u", USER, "-p", PASSWORD, &address]);
     assert!(run.ok().ends_with("Login Succeeded\n"));
     let config = server.directory.path().join("docker-config/config.json");
-    let stored: Value = serde_json::from_str(&std::fs::read_to_string(config).unwrap()).unwrap();
+    let stored: Value = serde_json::from_str(&fs_err::read_to_string(config).unwrap()).unwrap();
     // The CLI keeps the identity token the server answered, not the password.
     assert_eq!(stored["auths"][&address]["identitytoken"], "refresh-1");
 

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use harness::raw_request;
 
 fn unit(name: &str) -> String {
-    std::fs::read_to_string(support::workspace_root().join("contrib/systemd").join(name)).unwrap()
+    fs_err::read_to_string(support::workspace_root().join("contrib/systemd").join(name)).unwrap()
 }
 
 /// The value of `key=` in a unit (the last one wins, as in systemd).
@@ -45,8 +45,8 @@ fn units_pass_systemd_analyze_verify() {
     let directory = tempfile::tempdir().unwrap();
     let service =
         unit("berth.service").replace("/usr/local/bin/berth", env!("CARGO_BIN_EXE_berth"));
-    std::fs::write(directory.path().join("berth.service"), service).unwrap();
-    std::fs::write(directory.path().join("berth.socket"), unit("berth.socket")).unwrap();
+    fs_err::write(directory.path().join("berth.service"), service).unwrap();
+    fs_err::write(directory.path().join("berth.socket"), unit("berth.socket")).unwrap();
     let output = Command::new(analyze)
         .arg("verify")
         .arg(directory.path().join("berth.socket"))

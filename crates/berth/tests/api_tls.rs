@@ -40,13 +40,13 @@ impl Certificates {
                 .unwrap(),
         };
         let root = certificates.directory.path();
-        std::fs::write(
+        fs_err::write(
             root.join("openssl.cnf"),
             berth_registry::testing::OPENSSL_CONFIG,
         )
         .unwrap();
         for directory in ["server", "client", "other", "empty"] {
-            std::fs::create_dir(root.join(directory)).unwrap();
+            fs_err::create_dir(root.join(directory)).unwrap();
         }
         certificates.authority("ca");
         certificates.authority("other-ca");
@@ -63,7 +63,7 @@ impl Certificates {
         );
         // Each client trusts the server's CA.
         for directory in ["client", "other", "empty"] {
-            std::fs::copy(root.join("ca.pem"), root.join(directory).join("ca.pem")).unwrap();
+            fs_err::copy(root.join("ca.pem"), root.join(directory).join("ca.pem")).unwrap();
         }
         Some(certificates)
     }
@@ -504,7 +504,7 @@ fn bad_certificate_files_are_refused_naming_the_file() {
     let key = certificates.path("server/key.pem");
 
     let corrupt = certificates.path("corrupt-key.pem");
-    std::fs::write(
+    fs_err::write(
         &corrupt,
         "-----BEGIN PRIVATE KEY-----\nnot*base64*at*all\n-----END PRIVATE KEY-----\n",
     )
@@ -518,7 +518,7 @@ fn bad_certificate_files_are_refused_naming_the_file() {
 
     // Well-formed PEM, but not a key.
     let garbage = certificates.path("garbage-key.pem");
-    std::fs::write(
+    fs_err::write(
         &garbage,
         "-----BEGIN PRIVATE KEY-----\naGVsbG8gd29ybGQ=\n-----END PRIVATE KEY-----\n",
     )
@@ -536,7 +536,7 @@ fn bad_certificate_files_are_refused_naming_the_file() {
     assert!(stderr.contains(other_key.to_str().unwrap()), "{stderr}");
 
     let empty = certificates.path("empty-key.pem");
-    std::fs::write(&empty, "").unwrap();
+    fs_err::write(&empty, "").unwrap();
     let stderr = serve_with(&ca, &certificate, &empty);
     assert!(stderr.contains("no private key in the TLS key"), "{stderr}");
 

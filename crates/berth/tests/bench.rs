@@ -52,14 +52,14 @@ fn quick_bench_writes_every_metric() {
     }
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("bench-results.json"), "{stdout}");
-    let text = std::fs::read_to_string(&markdown).unwrap();
+    let text = fs_err::read_to_string(&markdown).unwrap();
     println!("{text}");
     assert!(text.starts_with("# berth bench results"));
-    let chart = std::fs::read_to_string(&svg).unwrap();
+    let chart = fs_err::read_to_string(&svg).unwrap();
     assert!(chart.starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
 
     let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        serde_json::from_str(&fs_err::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["mode"], "quick");
     assert_eq!(report["engines"][0]["name"], "berth");
     assert!(report["engines"][0]["skipped"].is_null(), "{report:#}");

@@ -63,10 +63,10 @@ fn twenty_concurrent_loads_leave_a_consistent_store() {
         assert_eq!(id.trim(), fixture_id(archive, reference));
     }
     // Every layer is unpacked exactly once and nothing is left in staging.
-    let layer_count = std::fs::read_dir(berth.root().join("layers"))
+    let layer_count = fs_err::read_dir(berth.root().join("layers"))
         .unwrap()
         .count();
-    let tmp_count = std::fs::read_dir(berth.root().join("tmp")).unwrap().count();
+    let tmp_count = fs_err::read_dir(berth.root().join("tmp")).unwrap().count();
     assert_eq!(tmp_count, 0);
     // busybox rootfs (shared), 3 upper layers of layers:latest, and other:latest's own.
     let distinct_chains: std::collections::BTreeSet<String> =
@@ -140,7 +140,7 @@ fn listings_during_runs_and_removals_leave_live_containers_alone() {
     }
     // A listing now leaves no file of any of them.
     assert_eq!(berth.run(&["ps", "-aq"]).ok(), "");
-    let left: Vec<_> = std::fs::read_dir(berth.root().join("containers"))
+    let left: Vec<_> = fs_err::read_dir(berth.root().join("containers"))
         .unwrap()
         .flatten()
         .map(|entry| entry.file_name())

@@ -690,7 +690,7 @@ fn pause_freezes_and_unpause_resumes() {
         "-c",
         "i=0; while :; do i=$((i+1)); echo $i > /out/counter; sleep 0.02; done",
     ]);
-    let counter = || std::fs::read_to_string(&counter_file).unwrap_or_default();
+    let counter = || fs_err::read_to_string(&counter_file).unwrap_or_default();
     wait_until(5.0, "the counter to start", || !counter().is_empty());
 
     assert_eq!(berth.run(&["pause", &id]).ok(), format!("{id}\n"));
@@ -831,7 +831,7 @@ fn export_writes_the_container_file_system() {
         .run(&["export", "-o", archive.to_str().unwrap(), &live])
         .ok();
     let mut entries = std::collections::BTreeMap::new();
-    let mut reader = tar::Archive::new(std::fs::File::open(&archive).unwrap());
+    let mut reader = tar::Archive::new(fs_err::File::open(&archive).unwrap());
     for entry in reader.entries().unwrap() {
         let mut entry = entry.unwrap();
         let path = entry
@@ -946,7 +946,7 @@ fn read_only_root_with_writable_tmpfs() {
 fn bind_mounts_share_host_directories() {
     let berth = busybox();
     let share = tempfile::tempdir().unwrap();
-    std::fs::write(share.path().join("from-host"), "host\n").unwrap();
+    fs_err::write(share.path().join("from-host"), "host\n").unwrap();
     let bind = format!("{}:/data", share.path().display());
     assert_eq!(
         berth
@@ -964,7 +964,7 @@ fn bind_mounts_share_host_directories() {
         "host\n"
     );
     assert_eq!(
-        std::fs::read_to_string(share.path().join("f")).unwrap(),
+        fs_err::read_to_string(share.path().join("f")).unwrap(),
         "hi\n"
     );
 

@@ -135,8 +135,8 @@ fn a_default_container_cannot_open_host_devices() {
 
 /// A tar of the busybox rootfs plus char nodes of /dev/kmsg and /dev/kvm.
 fn rootfs_with_device_nodes(path: &Path) {
-    let mut builder = tar::Builder::new(std::fs::File::create(path).unwrap());
-    let mut archive = tar::Archive::new(std::fs::File::open(fixture("rootfs.tar")).unwrap());
+    let mut builder = tar::Builder::new(fs_err::File::create(path).unwrap());
+    let mut archive = tar::Archive::new(fs_err::File::open(fixture("rootfs.tar")).unwrap());
     for entry in archive.entries().unwrap() {
         let mut entry = entry.unwrap();
         let mut header = entry.header().clone();

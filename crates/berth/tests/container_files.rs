@@ -18,7 +18,7 @@ fn cp_copies_both_ways_and_streams_tar() {
     let berth = busybox();
     let id = berth.run_detached(&["busybox", "sleep", "100"]);
     let host = tempfile::tempdir().unwrap();
-    std::fs::write(host.path().join("in.txt"), "from the host\n").unwrap();
+    fs_err::write(host.path().join("in.txt"), "from the host\n").unwrap();
 
     berth
         .run(&[
@@ -46,7 +46,7 @@ fn cp_copies_both_ways_and_streams_tar() {
         .run(&["cp", &format!("{id}:/data"), out.to_str().unwrap()])
         .ok();
     assert_eq!(
-        std::fs::read_to_string(out.join("file")).unwrap(),
+        fs_err::read_to_string(out.join("file")).unwrap(),
         "inside\n"
     );
 
@@ -92,7 +92,7 @@ fn cp_works_on_a_stopped_container() {
     berth
         .run(&["cp", "done:/kept", target.to_str().unwrap()])
         .ok();
-    assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept\n");
+    assert_eq!(fs_err::read_to_string(&target).unwrap(), "kept\n");
     berth.run(&["rm", "done"]).ok();
 }
 

@@ -63,7 +63,7 @@ fn field<'a>(status: &'a str, name: &str) -> &'a str {
 }
 
 fn host_status() -> String {
-    std::fs::read_to_string("/proc/self/status").unwrap()
+    fs_err::read_to_string("/proc/self/status").unwrap()
 }
 
 fn capability_mask(hex: &str) -> u64 {
@@ -129,7 +129,7 @@ fn wait_for(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
 /// /proc/<pid>/cgroup. The test process lives in the host's cgroup
 /// namespace, so the paths are hierarchy paths.
 fn cgroup_dirs(pid: i32) -> Vec<(String, PathBuf)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let text = fs_err::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
     let unified = if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
         PathBuf::from("/sys/fs/cgroup")
     } else {
@@ -178,7 +178,7 @@ fn cgroup_v1_host() -> bool {
 
 #[track_caller]
 fn read_trimmed(path: &Path) -> String {
-    std::fs::read_to_string(path)
+    fs_err::read_to_string(path)
         .unwrap_or_else(|error| panic!("read {path:?}: {error}"))
         .trim()
         .to_owned()
@@ -186,7 +186,7 @@ fn read_trimmed(path: &Path) -> String {
 
 /// The readlink of /proc/self/ns/<kind> for the test process.
 fn host_namespace(kind: &str) -> String {
-    std::fs::read_link(format!("/proc/self/ns/{kind}"))
+    fs_err::read_link(format!("/proc/self/ns/{kind}"))
         .unwrap()
         .to_string_lossy()
         .into_owned()
@@ -338,7 +338,7 @@ fn network_host_sees_the_host_interfaces() {
     // Other tests' roots make and remove bridges meanwhile: the container must see every
     // interface the host had throughout, and none it never had.
     let host_interfaces = || -> BTreeSet<String> {
-        std::fs::read_dir("/sys/class/net")
+        fs_err::read_dir("/sys/class/net")
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
             .collect()
@@ -394,7 +394,7 @@ fn ipc_namespace_is_private() {
     let id = unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, libc::IPC_CREAT | 0o600) };
     assert!(id >= 0, "shmget: {}", std::io::Error::last_os_error());
     let _segment = Segment(id);
-    let host = std::fs::read_to_string("/proc/sysvipc/shm").unwrap();
+    let host = fs_err::read_to_string("/proc/sysvipc/shm").unwrap();
     assert!(
         host.lines()
             .skip(1)
@@ -817,7 +817,7 @@ fn custom_seccomp_profile_denying_mkdir() {
     let berth = busybox();
     let work = tempfile::tempdir().unwrap();
     let profile = work.path().join("no-mkdir.json");
-    std::fs::write(
+    fs_err::write(
         &profile,
         r#"{"defaultAction": "SCMP_ACT_ALLOW",
             "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO"}]}"#,
@@ -840,7 +840,7 @@ fn bad_seccomp_profile_fails_the_run() {
     let berth = busybox();
     let work = tempfile::tempdir().unwrap();
     let malformed = work.path().join("malformed.json");
-    std::fs::write(&malformed, "{\"defaultAction\": \n").unwrap();
+    fs_err::write(&malformed, "{\"defaultAction\": \n").unwrap();
     let option = format!("seccomp={}", malformed.display());
     let stderr = sh(&berth, &["--security-opt", &option], "echo ran").fails(125);
     // Docker: "compacting json for seccomp profile (PATH) failed: unexpected

@@ -255,7 +255,7 @@ fn environment_from_flags_files_host_and_image() {
     let berth = images();
     let work = tempfile::tempdir().unwrap();
     let env_file = work.path().join("env.list");
-    std::fs::write(
+    fs_err::write(
         &env_file,
         "B=2\n# a comment\n\nFROM_HOST\nSPACED=with space\n",
     )
@@ -1130,7 +1130,7 @@ fn files_a_removed_container_left_are_removed_by_the_next_listing() {
         .map(std::path::Path::new)
         .find(|path| path.is_dir())
         .expect("a berth cgroup parent exists after a run");
-    std::fs::create_dir(hierarchy.join(&id)).unwrap();
+    fs_err::create_dir(hierarchy.join(&id)).unwrap();
     let directories = [
         berth.root().join("containers").join(&id),
         berth.run_root.path().join("containers").join(&id),
@@ -1293,7 +1293,7 @@ fn run_matches_docker() {
     }
     let work = tempfile::tempdir().unwrap();
     let env_file = work.path().join("env.list");
-    std::fs::write(&env_file, "B=2\n# comment\n\nSPACED=with space\n").unwrap();
+    fs_err::write(&env_file, "B=2\n# comment\n\nSPACED=with space\n").unwrap();
     let env_file = env_file.to_str().unwrap();
     let strip = "env | grep -v -e ^HOSTNAME= | sort";
     let cases = [

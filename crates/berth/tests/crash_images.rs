@@ -28,7 +28,7 @@ const LAYER_BYTES: usize = 24 * 1024 * 1024;
 
 fn random_bytes(length: usize) -> Vec<u8> {
     let mut bytes = vec![0; length];
-    std::fs::File::open("/dev/urandom")
+    fs_err::File::open("/dev/urandom")
         .unwrap()
         .read_exact(&mut bytes)
         .unwrap();
@@ -39,7 +39,7 @@ fn random_bytes(length: usize) -> Vec<u8> {
 /// uncompressed layers of `bytes` random bytes each. Returns the image id.
 fn write_archive(path: &Path, name: &str, layers: usize, bytes: usize) -> Digest {
     let mut diff_ids = Vec::new();
-    let mut archive = tar::Builder::new(std::fs::File::create(path).unwrap());
+    let mut archive = tar::Builder::new(fs_err::File::create(path).unwrap());
     let mut layer_names = Vec::new();
     for index in 0..layers {
         let mut layer = tar::Builder::new(Vec::new());
@@ -85,7 +85,7 @@ fn write_archive(path: &Path, name: &str, layers: usize, bytes: usize) -> Digest
     id
 }
 
-fn append(archive: &mut tar::Builder<std::fs::File>, name: &str, data: &[u8]) {
+fn append(archive: &mut tar::Builder<fs_err::File>, name: &str, data: &[u8]) {
     let mut header = tar::Header::new_gnu();
     header.set_size(data.len() as u64);
     header.set_mode(0o644);
@@ -141,7 +141,7 @@ fn wait_for(child: &mut Child, ready: impl Fn() -> bool) -> bool {
 }
 
 fn entries(path: &Path) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir(path)
+    let mut found: Vec<PathBuf> = fs_err::read_dir(path)
         .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
         .unwrap_or_default();
     found.sort();
@@ -365,7 +365,7 @@ fn a_live_load_beside_a_killed_one_is_not_disturbed() {
     assert_eq!(image.layers.len(), LAYERS);
     for (index, layer) in image.layers.iter().enumerate() {
         let file = store.layers().path(layer).join(format!("layer{index}.bin"));
-        assert_eq!(std::fs::metadata(&file).unwrap().len(), LAYER_BYTES as u64);
+        assert_eq!(fs_err::metadata(&file).unwrap().len(), LAYER_BYTES as u64);
     }
 }
 
@@ -435,7 +435,7 @@ fn du_directories(root: &Path) -> u64 {
         .iter()
         .map(|directory| {
             use std::os::unix::fs::MetadataExt;
-            std::fs::metadata(root.join(directory)).unwrap().blocks() * 512
+            fs_err::metadata(root.join(directory)).unwrap().blocks() * 512
         })
         .sum()
 }
@@ -546,7 +546,7 @@ fn the_store_is_vacuumed_when_mostly_free() {
                 .unwrap();
         }
     }
-    let size = || std::fs::metadata(root.join("metadata.db")).unwrap().len();
+    let size = || fs_err::metadata(root.join("metadata.db")).unwrap().len();
     let grown = size();
     assert!(grown > 2 * 1024 * 1024, "{grown}");
     berth.run(&["image", "prune", "-f"]).ok();
@@ -568,21 +568,19 @@ fn the_event_log_rotates_by_size() {
     let root = berth.root().to_owned();
     berth.run(&["volume", "create", "first"]).ok();
     let log = root.join("events.jsonl");
-    let line = std::fs::read_to_string(&log).unwrap();
+    let line = fs_err::read_to_string(&log).unwrap();
     // Two megabytes of old events, as a long-lived root collects them
     // (another action, so that the listing below stays short).
     let line = line.replace("\"create\"", "\"update\"");
     let old = line.repeat(2 * 1024 * 1024 / line.len() + 1);
-    std::fs::write(&log, old).unwrap();
+    fs_err::write(&log, old).unwrap();
     // The write that crosses the limit rotates the file it went to.
     berth.run(&["volume", "create", "second"]).ok();
     assert!(!log.exists());
-    let rotated = std::fs::metadata(root.join("events.1.jsonl"))
-        .unwrap()
-        .len();
+    let rotated = fs_err::metadata(root.join("events.1.jsonl")).unwrap().len();
     assert!(rotated > 2 * 1024 * 1024, "{rotated}");
     berth.run(&["volume", "create", "third"]).ok();
-    let current = std::fs::metadata(&log).unwrap().len();
+    let current = fs_err::metadata(&log).unwrap().len();
     assert!(current < 1024, "{current}");
     // Until a second from now: past events, then the command ends.
     let until = (std::time::SystemTime::now() + Duration::from_secs(1))

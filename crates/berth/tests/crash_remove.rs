@@ -100,7 +100,7 @@ impl Root {
             .into_iter()
             .filter(|pid| pid.bytes().all(|byte| byte.is_ascii_digit()) && *pid != own)
             .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/environ"))
+                fs_err::read(format!("/proc/{pid}/environ"))
                     .map(|environ| {
                         environ
                             .split(|byte| *byte == 0)
@@ -124,7 +124,7 @@ impl Drop for Root {
 }
 
 fn names(directory: &Path) -> Vec<String> {
-    let mut found: Vec<String> = std::fs::read_dir(directory)
+    let mut found: Vec<String> = fs_err::read_dir(directory)
         .map(|entries| {
             entries
                 .flatten()
@@ -279,8 +279,8 @@ fn a_container_being_removed_is_shown_so_and_refuses_start_and_commit() {
 /// `freezer.state`, v2 `cgroup.freeze`).
 fn frozen(id: &str) -> bool {
     cgroup_dirs(id).iter().any(|directory| {
-        let v1 = std::fs::read_to_string(directory.join("freezer.state")).unwrap_or_default();
-        let v2 = std::fs::read_to_string(directory.join("cgroup.freeze")).unwrap_or_default();
+        let v1 = fs_err::read_to_string(directory.join("freezer.state")).unwrap_or_default();
+        let v2 = fs_err::read_to_string(directory.join("cgroup.freeze")).unwrap_or_default();
         v1.trim() == "FROZEN" || v1.trim() == "FREEZING" || v2.trim() == "1"
     })
 }
@@ -376,8 +376,8 @@ fn killed_cp_into_a_stopped_container_leaves_a_whole_file_and_no_mount() {
         state ^= state << 17;
         chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
     }
-    std::fs::write(&large, &data).unwrap();
-    std::fs::write(&old, b"the old content\n").unwrap();
+    fs_err::write(&large, &data).unwrap();
+    fs_err::write(&old, b"the old content\n").unwrap();
     let id = root
         .berth
         .run(&["create", "busybox", "sh", "-c", "wc -c < /data"])
@@ -399,7 +399,7 @@ fn killed_cp_into_a_stopped_container_leaves_a_whole_file_and_no_mount() {
         kill(&mut cp);
 
         // Under its name: the old file or the new one, whole.
-        let content = std::fs::read(&upper_file).unwrap();
+        let content = fs_err::read(&upper_file).unwrap();
         assert!(
             content == b"the old content\n" || content == data,
             "delay {delay}: /data has {} bytes",
@@ -429,7 +429,7 @@ fn killed_cp_into_a_stopped_container_leaves_a_whole_file_and_no_mount() {
     root.berth
         .run(&["cp", large.to_str().unwrap(), &target])
         .ok();
-    assert!(std::fs::read(&upper_file).unwrap() == data);
+    assert!(fs_err::read(&upper_file).unwrap() == data);
     root.berth.run(&["rm", &id]).ok();
     root.assert_gone(&id);
     root.assert_store_intact();

@@ -124,13 +124,11 @@ fn processes_running(words: &[&str]) -> Vec<i32> {
         .iter()
         .flat_map(|word| [word.as_bytes(), b"\0"].concat())
         .collect();
-    std::fs::read_dir("/proc")
+    fs_err::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|line| line == wanted)
-        })
+        .filter(|pid| fs_err::read(format!("/proc/{pid}/cmdline")).is_ok_and(|line| line == wanted))
         .filter(|pid| pid_alive(*pid))
         .collect()
 }
@@ -160,7 +158,7 @@ fn first_child(parent: &mut Child) -> Option<i32> {
     let children = format!("/proc/{pid}/task/{pid}/children");
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
-        if let Some(child) = std::fs::read_to_string(&children)
+        if let Some(child) = fs_err::read_to_string(&children)
             .ok()
             .and_then(|text| text.split_whitespace().next()?.parse().ok())
         {
@@ -410,7 +408,7 @@ fn a_monitor_killed_while_its_rm_container_starts_is_repaired() {
             "4322",
         ];
         let (_, started) = run_and_kill_monitor(&berth, &args, *delay);
-        let id = std::fs::read_to_string(&cidfile).unwrap();
+        let id = fs_err::read_to_string(&cidfile).unwrap();
         if !started {
             // Removed by the failed run itself.
             assert!(stored_ids(&berth).is_empty(), "{what}: the row is left");
@@ -428,11 +426,7 @@ fn a_monitor_killed_while_its_rm_container_starts_is_repaired() {
         assert_nothing_left(&berth, &network, Some(&id), port, "4322", &what);
         let directories: Vec<_> = [berth.root(), berth.run_root.path()]
             .iter()
-            .flat_map(|root| {
-                std::fs::read_dir(root.join("containers"))
-                    .unwrap()
-                    .flatten()
-            })
+            .flat_map(|root| fs_err::read_dir(root.join("containers")).unwrap().flatten())
             .map(|entry| entry.path())
             .collect();
         assert!(directories.is_empty(), "{what}: {directories:?}");

@@ -56,7 +56,7 @@ fn build_probe(directory: &Path) -> Option<PathBuf> {
 /// caller whose environment holds [`SECRET`], and returns the probe's counts.
 fn probe_during_execs(berth: &Berth, options: &[&str], execs: usize) -> Option<Counts> {
     let directory = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(directory.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    fs_err::set_permissions(directory.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     build_probe(directory.path())?;
     let volume = format!("{}:/probe", directory.path().display());
     let mut args = vec!["-v", volume.as_str()];
@@ -87,7 +87,7 @@ fn probe_during_execs(berth: &Berth, options: &[&str], execs: usize) -> Option<C
             .unwrap();
         assert!(output.status.success(), "{output:?}");
     }
-    std::fs::write(directory.path().join("stop"), b"").unwrap();
+    fs_err::write(directory.path().join("stop"), b"").unwrap();
     let result = directory.path().join("result");
     let deadline = Instant::now() + Duration::from_secs(10);
     while !result.exists() {
@@ -95,7 +95,7 @@ fn probe_during_execs(berth: &Berth, options: &[&str], execs: usize) -> Option<C
         std::thread::sleep(Duration::from_millis(20));
     }
     berth.run(&["rm", "-f", &id]).ok();
-    Some(Counts::parse(&std::fs::read_to_string(result).unwrap()))
+    Some(Counts::parse(&fs_err::read_to_string(result).unwrap()))
 }
 
 /// The probe's `name=N` counts.
@@ -178,8 +178,8 @@ fn a_container_cannot_overwrite_berth_through_proc_pid_exe() {
     // went through and the copy began with "x").
     let copies = tempfile::tempdir().unwrap();
     let copy = copies.path().join("berth");
-    std::fs::copy(env!("CARGO_BIN_EXE_berth"), &copy).unwrap();
-    let original = std::fs::read(&copy).unwrap();
+    fs_err::copy(env!("CARGO_BIN_EXE_berth"), &copy).unwrap();
+    let original = fs_err::read(&copy).unwrap();
 
     let id = berth.run_detached(&["busybox", "sleep", "300"]);
     // The program is a script whose interpreter is /proc/self/exe: the berth that execs it runs
@@ -219,7 +219,7 @@ echo done >> /result
     assert!(!result.contains("WROTE"), "{result}");
     assert!(result.contains("Read-only file system"), "{result}");
     assert!(
-        std::fs::read(&copy).unwrap() == original,
+        fs_err::read(&copy).unwrap() == original,
         "the copy of berth was changed"
     );
 }

@@ -163,7 +163,7 @@ fn rmi_keeps_layers_other_images_share() {
     // Three layers of its own go; the busybox rootfs layer stays.
     assert_eq!(output.matches("Deleted: ").count(), 4, "{output}");
     assert_eq!(
-        std::fs::read_dir(berth.root().join("layers"))
+        fs_err::read_dir(berth.root().join("layers"))
             .unwrap()
             .count(),
         1
@@ -310,7 +310,7 @@ fn support_layer_of_busybox(berth: &Berth) -> Value {
 #[test]
 fn import_from_stdin_and_failures_leave_nothing() {
     let berth = Berth::new();
-    let rootfs = std::fs::read(fixture("rootfs.tar")).unwrap();
+    let rootfs = fs_err::read(fixture("rootfs.tar")).unwrap();
     let output = berth.run_with_stdin(&["import", "-"], Some(&rootfs)).ok();
     assert!(output.starts_with("sha256:"));
     let images = berth.run(&["images"]).ok();
@@ -374,7 +374,7 @@ fn save_then_load_into_another_root_keeps_ids_and_tags() {
         .run(&["save", "-o", missing.to_str().unwrap(), "nosuch"])
         .fails(1);
     assert!(stderr.contains("No such image: nosuch:latest"), "{stderr}");
-    assert_eq!(std::fs::read_dir(archive.path()).unwrap().count(), 1);
+    assert_eq!(fs_err::read_dir(archive.path()).unwrap().count(), 1);
 }
 
 #[test]

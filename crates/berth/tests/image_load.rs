@@ -41,7 +41,7 @@ fn loads_an_oci_layout_archive() {
 #[test]
 fn loads_docker_25_dual_layout_from_stdin() {
     let berth = Berth::new();
-    let bytes = std::fs::read(fixture("busybox-oci-docker.tar")).unwrap();
+    let bytes = fs_err::read(fixture("busybox-oci-docker.tar")).unwrap();
     let output = berth.run_with_stdin(&["load"], Some(&bytes)).ok();
     assert_eq!(output, "Loaded image: busybox-oci-docker:latest\n");
 }
@@ -75,7 +75,7 @@ fn the_same_layer_is_unpacked_once_for_every_image() {
     berth.load("layers-docker.tar");
     // busybox, busybox-oci and the bottom layer of layers:latest share one
     // unpacked rootfs; layers:latest adds three more.
-    let layers = std::fs::read_dir(berth.root().join("layers"))
+    let layers = fs_err::read_dir(berth.root().join("layers"))
         .unwrap()
         .count();
     assert_eq!(layers, 4);
@@ -103,7 +103,7 @@ fn reloading_moves_the_tag_and_says_so() {
 
 /// Parses layers-expected.txt and checks every row against `merged`.
 fn check_expected(merged: &Path) {
-    let expected = std::fs::read_to_string(fixture("layers-expected.txt")).unwrap();
+    let expected = fs_err::read_to_string(fixture("layers-expected.txt")).unwrap();
     let mut checked = 0;
     for line in expected
         .lines()
@@ -112,7 +112,7 @@ fn check_expected(merged: &Path) {
         let fields: Vec<&str> = line.split('\t').collect();
         let (path, kind, mode, uid, gid) = (fields[0], fields[1], fields[2], fields[3], fields[4]);
         let full = merged.join(path.trim_start_matches('/'));
-        let metadata = std::fs::symlink_metadata(&full);
+        let metadata = fs_err::symlink_metadata(&full);
         if kind == "absent" {
             assert!(metadata.is_err(), "{path} should be absent");
             checked += 1;
@@ -144,11 +144,11 @@ fn check_expected(merged: &Path) {
             let (key, value) = extra.split_once('=').unwrap();
             let value = value.replace("\\n", "\n").replace("\\t", "\t");
             match key {
-                "content" => assert_eq!(std::fs::read_to_string(&full).unwrap(), value, "{path}"),
+                "content" => assert_eq!(fs_err::read_to_string(&full).unwrap(), value, "{path}"),
                 "nlink" => assert_eq!(metadata.nlink().to_string(), value, "{path} nlink"),
                 "same-inode-as" => {
                     let other =
-                        std::fs::metadata(merged.join(value.trim_start_matches('/'))).unwrap();
+                        fs_err::metadata(merged.join(value.trim_start_matches('/'))).unwrap();
                     assert_eq!(metadata.ino(), other.ino(), "{path} inode");
                 }
                 "xattr" => {
@@ -156,7 +156,7 @@ fn check_expected(merged: &Path) {
                     let actual = xattr_get(&full, name);
                     assert_eq!(actual.as_deref(), Some(wanted.as_bytes()), "{path} xattr");
                 }
-                "target" => assert_eq!(std::fs::read_link(&full).unwrap(), PathBuf::from(&value)),
+                "target" => assert_eq!(fs_err::read_link(&full).unwrap(), PathBuf::from(&value)),
                 "dev" => {
                     let rdev = metadata.rdev();
                     let actual = format!(
@@ -167,7 +167,7 @@ fn check_expected(merged: &Path) {
                     assert_eq!(actual, value, "{path} dev");
                 }
                 "entries" => {
-                    let mut names: Vec<String> = std::fs::read_dir(&full)
+                    let mut names: Vec<String> = fs_err::read_dir(&full)
                         .unwrap()
                         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
                         .collect();
@@ -257,7 +257,7 @@ fn rejects_garbage_and_truncated_archives() {
         b"this is not a tar archive at all, just text",
         "failed to load",
     );
-    let archive = std::fs::read(fixture("layers-docker.tar")).unwrap();
+    let archive = fs_err::read(fixture("layers-docker.tar")).unwrap();
     // Cuts off a 512-byte boundary land inside a member: a tar reader can
     // tell. (A cut exactly between members is indistinguishable from a
     // shorter archive, for Docker too.)
@@ -303,7 +303,7 @@ fn rewrite_member(
 #[test]
 fn rejects_a_layer_whose_diff_id_does_not_match_the_config() {
     let berth = Berth::new();
-    let archive = std::fs::read(fixture("busybox-docker.tar")).unwrap();
+    let archive = fs_err::read(fixture("busybox-docker.tar")).unwrap();
     let tampered = rewrite_member(
         &archive,
         |name| name.ends_with("layer.tar"),
@@ -344,7 +344,7 @@ fn rejects_a_layer_whose_diff_id_does_not_match_the_config() {
 #[test]
 fn rejects_an_oci_blob_whose_digest_does_not_match() {
     let berth = Berth::new();
-    let archive = std::fs::read(fixture("busybox-oci.tar")).unwrap();
+    let archive = fs_err::read(fixture("busybox-oci.tar")).unwrap();
     // Flip a byte inside the compressed layer blob (the largest member).
     let mut largest = (String::new(), 0);
     for entry in tar::Archive::new(archive.as_slice()).entries().unwrap() {

@@ -33,7 +33,7 @@ fn same_in_docker(berth: &Berth, options: &[&str], script: &str) -> String {
 }
 
 fn host_namespace(kind: &str) -> String {
-    std::fs::read_link(format!("/proc/self/ns/{kind}"))
+    fs_err::read_link(format!("/proc/self/ns/{kind}"))
         .unwrap()
         .to_string_lossy()
         .into_owned()
@@ -62,7 +62,7 @@ fn pid_host_shares_the_hosts_pid_namespace() {
         lines[1], "1",
         "the shell is not pid 1 in the host's namespace"
     );
-    let host_init = std::fs::read_to_string("/proc/1/comm").unwrap();
+    let host_init = fs_err::read_to_string("/proc/1/comm").unwrap();
     assert_eq!(lines[2], host_init.trim(), "{out}");
     // The default is still a namespace of its own.
     let own = berth
@@ -84,7 +84,7 @@ fn ipc_host_none_and_shareable() {
     let berth = busybox();
     let marker = format!("berth-test-{}", std::process::id());
     let host_file = std::path::Path::new("/dev/shm").join(&marker);
-    std::fs::write(&host_file, b"from the host").unwrap();
+    fs_err::write(&host_file, b"from the host").unwrap();
     let script = format!("readlink /proc/self/ns/ipc; cat /dev/shm/{marker}");
     let out = berth
         .run(&[
@@ -100,7 +100,7 @@ fn ipc_host_none_and_shareable() {
             &script,
         ])
         .ok();
-    std::fs::remove_file(&host_file).unwrap();
+    fs_err::remove_file(&host_file).unwrap();
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
         [host_namespace("ipc").as_str(), "from the host"],

@@ -556,7 +556,7 @@ fn the_embedded_dns_forwards_other_names() {
 #[test]
 fn host_none_and_container_network_modes() {
     let berth = busybox();
-    let host_net = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let host_net = fs_err::read_link("/proc/self/ns/net").unwrap();
     let out = berth
         .run(&[
             "run",
@@ -799,7 +799,7 @@ fn a_network_connected_while_running_resolves_and_survives_a_restart() {
 fn the_default_bridge_range_comes_from_the_config_file() {
     let berth = busybox();
     let config = berth.root().join("config.json");
-    std::fs::write(&config, r#"{"bip": "10.213.99.1/24"}"#).unwrap();
+    fs_err::write(&config, r#"{"bip": "10.213.99.1/24"}"#).unwrap();
     let output = berth
         .command()
         .env("BERTH_CONFIG", &config)

@@ -38,11 +38,11 @@ fn berth(
 }
 
 fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|error| panic!("read {path:?}: {error}"))
+    fs_err::read_to_string(path).unwrap_or_else(|error| panic!("read {path:?}: {error}"))
 }
 
 fn mode(path: &Path) -> u32 {
-    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+    fs_err::metadata(path).unwrap().permissions().mode() & 0o7777
 }
 
 fn json(path: &Path) -> serde_json::Value {
@@ -129,9 +129,9 @@ fn a_wrong_password_is_refused_and_nothing_is_stored() {
     assert!(!config.exists(), "nothing may be written on failure");
 
     // An existing file is left exactly as it was.
-    std::fs::create_dir_all(&config).unwrap();
+    fs_err::create_dir_all(&config).unwrap();
     let original = "{\"auths\": {}, \"psFormat\": \"{{.ID}}\"}";
-    std::fs::write(config.join("config.json"), original).unwrap();
+    fs_err::write(config.join("config.json"), original).unwrap();
     berth(&berth_cli, &config, &args, None, None).fails(1);
     assert_eq!(read(&config.join("config.json")), original);
 
@@ -243,7 +243,7 @@ fn logout_removes_the_credentials_as_docker_does() {
     // A form an older client saved goes too.
     let mut document = json(&config.join("config.json"));
     document["auths"][format!("http://{address}")] = serde_json::json!({"auth": "YTpi"});
-    std::fs::write(config.join("config.json"), document.to_string()).unwrap();
+    fs_err::write(config.join("config.json"), document.to_string()).unwrap();
 
     let removing = format!("Removing login credentials for {address}\n");
     let run = berth(&berth_cli, &config, &["logout", &address], None, None);
@@ -305,8 +305,8 @@ fn a_credential_helper_stores_gets_and_erases() {
     };
     let berth_helper = HelperDir::new();
     let (_keep, config) = config_dir();
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(config.join("config.json"), r#"{"credsStore": "test"}"#).unwrap();
+    fs_err::create_dir_all(&config).unwrap();
+    fs_err::write(config.join("config.json"), r#"{"credsStore": "test"}"#).unwrap();
     let path = berth_helper.path_variable();
     let after_login = std::cell::RefCell::new(None);
     let berth_transcript = steps(&|args| {
@@ -361,8 +361,8 @@ fn a_credential_helper_stores_gets_and_erases() {
     }
     let docker_helper = HelperDir::new();
     let (_keep_docker, docker_config) = config_dir();
-    std::fs::create_dir_all(&docker_config).unwrap();
-    std::fs::write(
+    fs_err::create_dir_all(&docker_config).unwrap();
+    fs_err::write(
         docker_config.join("config.json"),
         r#"{"credsStore": "test"}"#,
     )

@@ -245,8 +245,8 @@ fn a_blob_lost_mid_pull_leaves_no_layers_behind() {
     let manifest = registry_manifest(&registry, &name);
     let last = manifest.layers.last().unwrap();
     let data = registry.blob_data_path(&last.digest);
-    let saved = std::fs::read(&data).unwrap();
-    std::fs::remove_file(&data).unwrap();
+    let saved = fs_err::read(&data).unwrap();
+    fs_err::remove_file(&data).unwrap();
 
     // One download at a time: the first three layers are unpacked and
     // committed before the fourth fails.
@@ -262,7 +262,7 @@ fn a_blob_lost_mid_pull_leaves_no_layers_behind() {
     assert_eq!(stdout.matches(": Pull complete\n").count(), 3, "{stdout}");
     assert_empty(&berth);
 
-    std::fs::write(&data, saved).unwrap();
+    fs_err::write(&data, saved).unwrap();
     berth.run(&["pull", &name]).ok();
     assert_eq!(
         image_id(&berth, &name),
@@ -277,10 +277,10 @@ fn a_corrupt_blob_is_refused() {
     let _source = pushed(BUSYBOX_ARCHIVE, "busybox:latest", &name);
     let layer = registry_manifest(&registry, &name).layers[0].clone();
     let data = registry.blob_data_path(&layer.digest);
-    let mut bytes = std::fs::read(&data).unwrap();
+    let mut bytes = fs_err::read(&data).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0xff;
-    std::fs::write(&data, &bytes).unwrap();
+    fs_err::write(&data, &bytes).unwrap();
 
     let berth = Berth::new();
     let stderr = berth.run(&["pull", &name]).fails(1);

@@ -101,11 +101,11 @@ fn text(output: &Output) -> String {
 }
 
 fn set_mode(path: &Path, mode: u32) {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    fs_err::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 fn mode(path: &Path) -> u32 {
-    std::fs::symlink_metadata(path).unwrap().mode() & 0o7777
+    fs_err::symlink_metadata(path).unwrap().mode() & 0o7777
 }
 
 /// `cat PATH` as nobody.
@@ -210,7 +210,7 @@ fn violations(roots: &Roots) -> Vec<String> {
     let mut found = Vec::new();
     let mut pending = vec![root.clone(), run_root.clone()];
     while let Some(path) = pending.pop() {
-        let metadata = std::fs::symlink_metadata(&path).unwrap();
+        let metadata = fs_err::symlink_metadata(&path).unwrap();
         let mode = metadata.mode() & 0o7777;
         let kind = metadata.file_type();
         let relative = |base: &Path| path.strip_prefix(base).ok().map(Path::to_owned);
@@ -276,7 +276,7 @@ fn violations(roots: &Roots) -> Vec<String> {
         }
         let pruned = exception == Some(None);
         if kind.is_dir() && !pruned {
-            for entry in std::fs::read_dir(&path).unwrap() {
+            for entry in fs_err::read_dir(&path).unwrap() {
                 pending.push(entry.unwrap().path());
             }
         }
@@ -350,7 +350,7 @@ fn an_old_open_root_is_tightened_on_first_use() {
         set_mode(directory, 0o755);
     }
     let mut old_files = vec![root.join("metadata.db"), root.join("metadata.db-wal")];
-    for entry in std::fs::read_dir(root.join("blobs/sha256")).unwrap() {
+    for entry in fs_err::read_dir(root.join("blobs/sha256")).unwrap() {
         old_files.push(entry.unwrap().path());
     }
     for file in &old_files {
@@ -392,7 +392,7 @@ fn a_non_root_user_is_refused_and_nothing_is_written() {
         let output = roots.as_nobody(&args);
         assert_eq!(output.status.code(), Some(1), "{args:?}: {}", text(&output));
         assert_eq!(String::from_utf8_lossy(&output.stderr), message, "{args:?}");
-        let left: Vec<_> = std::fs::read_dir(roots.base.path())
+        let left: Vec<_> = fs_err::read_dir(roots.base.path())
             .unwrap()
             .map(|entry| entry.unwrap().path())
             .collect();
@@ -405,7 +405,7 @@ fn a_non_root_user_is_refused_and_nothing_is_written() {
     // An existing root gains nothing either (no -wal, no -shm).
     roots.ok(&["ps"]);
     let names = || {
-        let mut names: Vec<_> = std::fs::read_dir(roots.root())
+        let mut names: Vec<_> = fs_err::read_dir(roots.root())
             .unwrap()
             .map(|entry| entry.unwrap().file_name())
             .collect();
@@ -457,7 +457,7 @@ fn the_api_socket_is_0660_for_its_group_through_the_run_root() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let metadata = std::fs::metadata(&socket).unwrap();
+    let metadata = fs_err::metadata(&socket).unwrap();
     let request = |groups: &[&str]| {
         let mut command = Command::new("setpriv");
         command.args(["--reuid", NOBODY, "--regid", NOBODY]);

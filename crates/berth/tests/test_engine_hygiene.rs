@@ -92,7 +92,7 @@ impl Engine {
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self.data.path().join("dockerd.log")).unwrap_or_default()
+        fs_err::read_to_string(self.data.path().join("dockerd.log")).unwrap_or_default()
     }
 }
 
@@ -101,9 +101,9 @@ impl Drop for Engine {
         let _ = self.script("stop", BRIDGE);
         // The script's files beside its exec root.
         for extension in ["pid", "lock", "daemon.json", "bridge", "sock"] {
-            let _ = std::fs::remove_file(self.exec_root.with_extension(extension));
+            let _ = fs_err::remove_file(self.exec_root.with_extension(extension));
         }
-        let _ = std::fs::remove_dir_all(&self.exec_root);
+        let _ = fs_err::remove_dir_all(&self.exec_root);
         if ip(&["link", "show", "dev", BRIDGE]).status.success() {
             let _ = ip(&["link", "delete", BRIDGE, "type", "bridge"]);
         }
@@ -135,8 +135,9 @@ fn host_docker0_survives_a_private_engine_start_and_stop() {
     // One run of this test at a time on the machine: it may own the host's
     // docker0 and it uses a fixed bridge name. The lock is the script's own
     // file, so nothing is left behind.
-    let lock =
-        std::fs::File::open(support::workspace_root().join("scripts/docker-engine.sh")).unwrap();
+    let lock = fs_err::File::open(support::workspace_root().join("scripts/docker-engine.sh"))
+        .unwrap()
+        .into_file();
     let _serialised = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).unwrap();
 
     let data = tempfile::Builder::new()

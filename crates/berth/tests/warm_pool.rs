@@ -63,11 +63,11 @@ fn cgroup_exists(id: &str) -> bool {
 }
 
 fn member_info(berth: &Berth) -> Vec<serde_json::Value> {
-    std::fs::read_dir(berth.run_root.path().join("warm"))
+    fs_err::read_dir(berth.run_root.path().join("warm"))
         .map(|entries| {
             entries
                 .flatten()
-                .filter_map(|entry| std::fs::read(entry.path().join("member.json")).ok())
+                .filter_map(|entry| fs_err::read(entry.path().join("member.json")).ok())
                 .map(|bytes| serde_json::from_slice(&bytes).unwrap())
                 .collect()
         })
@@ -130,7 +130,7 @@ fn the_eligible_flags_reach_the_process() {
     let berth = pool("1");
     let before = members(&berth);
     let data = tempfile::tempdir().unwrap();
-    std::fs::write(data.path().join("note"), "from the host\n").unwrap();
+    fs_err::write(data.path().join("note"), "from the host\n").unwrap();
     let volume = format!("{}:/data:ro", data.path().display());
     let output = berth
         .run(&[
@@ -300,7 +300,7 @@ fn a_member_whose_directory_vanished_still_ends() {
     let infos = member_info(&berth);
     let id = infos[0]["id"].as_str().unwrap().to_owned();
     let monitor = infos[0]["monitor_pid"].as_i64().unwrap() as i32;
-    std::fs::remove_dir_all(berth.run_root.path().join("warm")).unwrap();
+    fs_err::remove_dir_all(berth.run_root.path().join("warm")).unwrap();
     eventually("the member's monitor exits", || {
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(monitor), None).is_err()
     });

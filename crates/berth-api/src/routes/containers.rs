@@ -454,7 +454,7 @@ fn stats_sample(engine: &berth_engine::Engine, container: &Container, previous: 
 /// The host's CPU time in nanoseconds (/proc/stat's first line, in
 /// USER_HZ ticks), as dockerd reports `system_cpu_usage`.
 fn system_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/stat")
+    fs_err::read_to_string("/proc/stat")
         .ok()
         .and_then(|text| {
             text.lines().next().map(|line| {

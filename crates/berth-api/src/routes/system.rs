@@ -102,7 +102,7 @@ pub fn info(server: &Server) -> Handled {
 }
 
 fn machine_id() -> String {
-    std::fs::read_to_string("/etc/machine-id")
+    fs_err::read_to_string("/etc/machine-id")
         .map(|id| id.trim().to_owned())
         .unwrap_or_default()
 }

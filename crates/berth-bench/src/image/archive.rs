@@ -145,7 +145,7 @@ mod tests {
             id,
             format!("sha256:{}", hex::encode(Sha256::digest(&config)))
         );
-        let bytes = std::fs::read(&archive).unwrap();
+        let bytes = fs_err::read(&archive).unwrap();
         let mut tar = tar::Archive::new(&bytes[..]);
         let mut manifest = None;
         let mut names = Vec::new();

@@ -85,7 +85,7 @@ pub fn populate(root: &Path, busybox: &Path, applets: &[String]) -> std::io::Res
         }
         let link = root.join("bin").join(applet);
         if link.symlink_metadata().is_err() {
-            std::os::unix::fs::symlink("busybox", &link)?;
+            fs_err::os::unix::fs::symlink("busybox", &link)?;
         }
     }
     Ok(())
@@ -125,21 +125,21 @@ mod tests {
     fn populate_keeps_what_is_there() {
         let directory = tempfile::tempdir().unwrap();
         let root = directory.path().join("root");
-        std::fs::create_dir_all(root.join("bin")).unwrap();
-        std::fs::write(root.join("bin/ar"), b"binutils ar").unwrap();
+        fs_err::create_dir_all(root.join("bin")).unwrap();
+        fs_err::write(root.join("bin/ar"), b"binutils ar").unwrap();
         let fake = directory.path().join("busybox");
-        std::fs::write(&fake, b"busybox").unwrap();
+        fs_err::write(&fake, b"busybox").unwrap();
         populate(&root, &fake, &["sh".into(), "ar".into(), "../x".into()]).unwrap();
-        assert_eq!(std::fs::read(root.join("bin/ar")).unwrap(), b"binutils ar");
+        assert_eq!(fs_err::read(root.join("bin/ar")).unwrap(), b"binutils ar");
         assert_eq!(
-            std::fs::read_link(root.join("bin/sh")).unwrap(),
+            fs_err::read_link(root.join("bin/sh")).unwrap(),
             Path::new("busybox")
         );
         assert!(!directory.path().join("x").exists());
-        let tmp = std::fs::metadata(root.join("tmp")).unwrap();
+        let tmp = fs_err::metadata(root.join("tmp")).unwrap();
         assert_eq!(tmp.permissions().mode() & 0o7777, 0o1777);
         assert_eq!(
-            std::fs::read_to_string(root.join("etc/passwd")).unwrap(),
+            fs_err::read_to_string(root.join("etc/passwd")).unwrap(),
             PASSWD
         );
     }

@@ -172,7 +172,7 @@ pub fn fetch(packages: &[Package], cache: &Path) -> Result<Vec<PathBuf>, DebianE
             .tempdir_in(cache)
             .map_err(io(cache))?;
         // apt drops to the _apt user to download: let it write there.
-        let _ = std::fs::set_permissions(
+        let _ = fs_err::set_permissions(
             download.path(),
             std::os::unix::fs::PermissionsExt::from_mode(0o777),
         );
@@ -243,7 +243,7 @@ pub fn prune(root: &Path) {
         "usr/share/lintian",
         "usr/share/bug",
     ] {
-        let _ = std::fs::remove_dir_all(root.join(directory));
+        let _ = fs_err::remove_dir_all(root.join(directory));
     }
 }
 

@@ -252,7 +252,7 @@ mod tests {
             let long = format!("deep/{}/file", "d".repeat(150));
             writer.file(&long, 0o600, b"long name").unwrap();
             let layer = writer.finish().unwrap();
-            let stored = std::fs::read(&path).unwrap();
+            let stored = fs_err::read(&path).unwrap();
             assert_eq!(layer.digest, sha256(&stored));
             assert_eq!(layer.size, stored.len() as u64);
             let plain = if gzip {
@@ -280,11 +280,11 @@ mod tests {
     fn trees_are_sorted_with_links_kept() {
         let directory = tempfile::tempdir().unwrap();
         let root = directory.path().join("root");
-        std::fs::create_dir_all(root.join("usr/bin")).unwrap();
-        std::fs::write(root.join("usr/bin/b"), b"b").unwrap();
-        std::fs::write(root.join("usr/bin/a"), b"a").unwrap();
-        std::fs::hard_link(root.join("usr/bin/a"), root.join("usr/bin/c")).unwrap();
-        std::os::unix::fs::symlink("usr/bin", root.join("bin")).unwrap();
+        fs_err::create_dir_all(root.join("usr/bin")).unwrap();
+        fs_err::write(root.join("usr/bin/b"), b"b").unwrap();
+        fs_err::write(root.join("usr/bin/a"), b"a").unwrap();
+        fs_err::hard_link(root.join("usr/bin/a"), root.join("usr/bin/c")).unwrap();
+        fs_err::os::unix::fs::symlink("usr/bin", root.join("bin")).unwrap();
         let write = |name: &str| {
             let path = directory.path().join(name);
             let mut writer = LayerWriter::create(&path, false).unwrap();
@@ -293,7 +293,7 @@ mod tests {
         };
         let first = write("one.tar");
         assert_eq!(first.diff_id, write("two.tar").diff_id, "deterministic");
-        let bytes = std::fs::read(&first.path).unwrap();
+        let bytes = fs_err::read(&first.path).unwrap();
         let mut archive = tar::Archive::new(&bytes[..]);
         let entries: Vec<(String, EntryType)> = archive
             .entries()

@@ -137,7 +137,7 @@ impl Images {
         let _lock = self.lock()?;
         let mut bytes = None;
         for candidate in ["/bin/busybox", "/usr/bin/busybox"] {
-            if let Ok(content) = std::fs::read(candidate) {
+            if let Ok(content) = fs_err::read(candidate) {
                 if busybox::is_static_elf(&content) {
                     bytes = Some(content);
                     break;
@@ -155,7 +155,7 @@ impl Images {
             let temporary = self.temporary()?;
             debian::extract(&debs, temporary.path()).map_err(|error| chain(&error))?;
             for inside in ["bin/busybox", "usr/bin/busybox"] {
-                if let Ok(content) = std::fs::read(temporary.path().join(inside)) {
+                if let Ok(content) = fs_err::read(temporary.path().join(inside)) {
                     bytes = Some(content);
                     break;
                 }
@@ -192,7 +192,7 @@ impl Images {
         let archive = self.images_dir()?.join(format!("{name}-{key}.tar"));
         let id_file = archive.with_extension("id");
         let _lock = self.lock()?;
-        if let (true, Ok(id)) = (archive.exists(), std::fs::read_to_string(&id_file)) {
+        if let (true, Ok(id)) = (archive.exists(), fs_err::read_to_string(&id_file)) {
             return Ok(BuiltImage {
                 reference,
                 id: id.trim().to_owned(),
@@ -239,7 +239,7 @@ impl Images {
     pub fn busybox(&mut self) -> Result<BuiltImage, String> {
         self.cached("busybox", |images| {
             let binary = images.busybox_binary()?;
-            let bytes = std::fs::read(&binary).map_err(text("failed to read busybox"))?;
+            let bytes = fs_err::read(&binary).map_err(text("failed to read busybox"))?;
             let key = short_hash(&[&bytes, images.applets.join(" ").as_bytes()]);
             images.rootfs_image("busybox", &key, &["sh"], &|_| Ok(()))
         })
@@ -253,7 +253,7 @@ impl Images {
         cmd: &[&str],
     ) -> Result<BuiltImage, String> {
         let binary = self.busybox_binary()?;
-        let busybox_bytes = std::fs::read(&binary).map_err(text("failed to read busybox"))?;
+        let busybox_bytes = fs_err::read(&binary).map_err(text("failed to read busybox"))?;
         let packages = debian::resolve(set).map_err(|error| chain(&error))?;
         let files: Vec<&str> = packages
             .iter()
@@ -296,13 +296,13 @@ impl Images {
         let name = format!("pull-{layers}x{}", bytes >> 20);
         self.cached(&name.clone(), |images| {
             let binary = images.busybox_binary()?;
-            let busybox_bytes = std::fs::read(&binary).map_err(text("failed to read busybox"))?;
+            let busybox_bytes = fs_err::read(&binary).map_err(text("failed to read busybox"))?;
             let key = short_hash(&[name.as_bytes(), &busybox_bytes]);
             let reference = format!("berth-bench/pull:{layers}x{}m", bytes >> 20);
             let archive = images.images_dir()?.join(format!("{name}-{key}.tar"));
             let id_file = archive.with_extension("id");
             let _lock = images.lock()?;
-            if let (true, Ok(id)) = (archive.exists(), std::fs::read_to_string(&id_file)) {
+            if let (true, Ok(id)) = (archive.exists(), fs_err::read_to_string(&id_file)) {
                 return Ok(BuiltImage {
                     reference,
                     id: id.trim().to_owned(),

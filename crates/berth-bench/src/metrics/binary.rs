@@ -78,7 +78,7 @@ pub fn run(context: &mut Context) -> MetricReport {
         let mut total = 0u64;
         let mut parts = Vec::new();
         for (role, path) in &files {
-            let size = std::fs::metadata(path)
+            let size = fs_err::metadata(path)
                 .map(|metadata| metadata.len())
                 .unwrap_or(0);
             total += size;
@@ -223,7 +223,7 @@ fn dockerd_start_up(dockerd: &Path, scratch: &Path) -> Result<f64, String> {
             break Ok(started.elapsed().as_secs_f64());
         }
         if let Ok(Some(status)) = child.try_wait() {
-            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let log = fs_err::read_to_string(&log_path).unwrap_or_default();
             let tail: Vec<&str> = log.lines().rev().take(3).collect();
             break Err(format!("dockerd exited ({status}): {}", tail.join(" / ")));
         }
@@ -234,9 +234,9 @@ fn dockerd_start_up(dockerd: &Path, scratch: &Path) -> Result<f64, String> {
     };
     stop(&mut child, &exec_root);
     for path in [&socket, &pidfile] {
-        let _ = std::fs::remove_file(path);
+        let _ = fs_err::remove_file(path);
     }
-    let _ = std::fs::remove_dir_all(&exec_root);
+    let _ = fs_err::remove_dir_all(&exec_root);
     result
 }
 
@@ -255,7 +255,7 @@ fn stop(child: &mut std::process::Child, exec_root: &Path) {
     }
     let _ = child.kill();
     let _ = child.wait();
-    if let Some(containerd) = std::fs::read_to_string(exec_root.join("containerd/containerd.pid"))
+    if let Some(containerd) = fs_err::read_to_string(exec_root.join("containerd/containerd.pid"))
         .ok()
         .and_then(|text| text.trim().parse::<libc::pid_t>().ok())
     {

@@ -132,6 +132,6 @@ pub fn run(context: &mut Context) -> MetricReport {
     for name in [&write, &read] {
         report.compare_with(name, "host", "host");
     }
-    let _ = std::fs::remove_dir_all(&directory);
+    let _ = fs_err::remove_dir_all(&directory);
     report
 }

@@ -32,7 +32,7 @@ fn cargo_registries() -> Vec<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")))
         .unwrap_or_else(|| PathBuf::from("/root/.cargo"));
-    let mut found: Vec<PathBuf> = std::fs::read_dir(home.join("registry/src"))
+    let mut found: Vec<PathBuf> = fs_err::read_dir(home.join("registry/src"))
         .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
         .unwrap_or_default();
     found.sort();
@@ -44,7 +44,7 @@ fn newest_crate(prefix: &str) -> Option<PathBuf> {
     let mut candidates: Vec<PathBuf> = cargo_registries()
         .iter()
         .flat_map(|registry| {
-            std::fs::read_dir(registry)
+            fs_err::read_dir(registry)
                 .map(|entries| {
                     entries
                         .flatten()
@@ -66,7 +66,7 @@ fn newest_crate(prefix: &str) -> Option<PathBuf> {
 fn c_files(root: &Path, directories: &[&str]) -> Vec<(String, u64)> {
     let mut files = Vec::new();
     for directory in directories {
-        let Ok(entries) = std::fs::read_dir(root.join(directory)) else {
+        let Ok(entries) = fs_err::read_dir(root.join(directory)) else {
             continue;
         };
         for entry in entries.flatten() {
@@ -105,7 +105,7 @@ fn find_source(quick: bool) -> Result<Source, String> {
     }
     if let Some(krate) = newest_crate("libsqlite3-sys-") {
         let directory = krate.join("sqlite3");
-        let size = std::fs::metadata(directory.join("sqlite3.c"))
+        let size = fs_err::metadata(directory.join("sqlite3.c"))
             .map(|metadata| metadata.len())
             .unwrap_or(0);
         if size > 0 {
@@ -176,7 +176,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 
 fn check_output(directory: &Path) -> Result<(), String> {
     let library = directory.join("libbench.a");
-    match std::fs::metadata(&library) {
+    match fs_err::metadata(&library) {
         Ok(metadata) if metadata.len() > 0 => Ok(()),
         _ => Err(format!("the build left no {}", library.display())),
     }
@@ -309,7 +309,7 @@ pub fn run(context: &mut Context) -> MetricReport {
             };
             let result = run_usage(&mut command, 1, TIMEOUT)
                 .and_then(|steps| check_output(&out).map(|()| steps[0]));
-            let _ = std::fs::remove_dir_all(&out);
+            let _ = fs_err::remove_dir_all(&out);
             match result {
                 Ok(usage) => {
                     if let Ok(list) = &mut samples[index] {
@@ -342,7 +342,7 @@ pub fn run(context: &mut Context) -> MetricReport {
     }
     report.compare_with(&wall_name, "host", "host");
     report.compare_with(&cpu_name, "host", "host");
-    let _ = std::fs::remove_dir_all(&directory);
+    let _ = fs_err::remove_dir_all(&directory);
     report
 }
 

@@ -137,7 +137,7 @@ pub fn run(context: &mut Context) -> MetricReport {
                 Ok(seconds) => host.push(seconds),
                 Err(why) => host_error = Some(why),
             }
-            let _ = std::fs::remove_file(&destination);
+            let _ = fs_err::remove_file(&destination);
             for (index, engine) in context.engines.iter().enumerate() {
                 let Ok(name) = &containers[index] else {
                     continue;
@@ -154,7 +154,7 @@ pub fn run(context: &mut Context) -> MetricReport {
                     let mut command = engine.command(["cp"]);
                     command.arg(format!("{name}:/tmp/blob")).arg(&destination);
                     let copied = timed(&mut command, size).and_then(|seconds| {
-                        let length = std::fs::metadata(&destination)
+                        let length = fs_err::metadata(&destination)
                             .map(|metadata| metadata.len())
                             .unwrap_or(0);
                         if length == size {
@@ -167,11 +167,11 @@ pub fn run(context: &mut Context) -> MetricReport {
                         Ok(seconds) => samples.push(seconds),
                         Err(why) => engines_out[index] = Err(why),
                     }
-                    let _ = std::fs::remove_file(&destination);
+                    let _ = fs_err::remove_file(&destination);
                 }
             }
         }
-        let _ = std::fs::remove_file(&source);
+        let _ = fs_err::remove_file(&source);
         report.measurements.push(Measurement::from_result(
             &plain,
             "host",
@@ -220,7 +220,7 @@ pub fn run(context: &mut Context) -> MetricReport {
     for (index, name) in names {
         context.remove(index, &[name]);
     }
-    let _ = std::fs::remove_dir_all(&directory);
+    let _ = fs_err::remove_dir_all(&directory);
     report
 }
 

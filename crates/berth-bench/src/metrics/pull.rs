@@ -65,7 +65,7 @@ pub fn run(context: &mut Context) -> MetricReport {
             return report;
         }
     };
-    let size = std::fs::metadata(&image.archive)
+    let size = fs_err::metadata(&image.archive)
         .map(|metadata| metadata.len())
         .unwrap_or(0);
     let registry = match LocalRegistry::start(&program, &context.scratch) {

@@ -165,7 +165,7 @@ pub fn run(context: &mut Context) -> MetricReport {
 
     // What the kernel shows inside each variant.
     let spec_store_bypass =
-        std::fs::read_to_string("/sys/devices/system/cpu/vulnerabilities/spec_store_bypass")
+        fs_err::read_to_string("/sys/devices/system/cpu/vulnerabilities/spec_store_bypass")
             .unwrap_or_default();
     for variant in &variants {
         let script = if variant.engine == "host" {

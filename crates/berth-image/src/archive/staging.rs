@@ -113,7 +113,7 @@ impl StagedArchive {
 
 impl Drop for StagedArchive {
     fn drop(&mut self) {
-        if let Err(error) = std::fs::remove_dir_all(&self.directory) {
+        if let Err(error) = fs_err::remove_dir_all(&self.directory) {
             tracing::warn!(path = %self.directory.display(), %error, "failed to remove archive staging");
         }
     }

@@ -146,7 +146,7 @@ fn names(directory: &Path) -> Result<Vec<OsString>, ChangesError> {
         source,
     };
     let mut names = Vec::new();
-    for entry in std::fs::read_dir(directory).map_err(list_error)? {
+    for entry in fs_err::read_dir(directory).map_err(list_error)? {
         names.push(entry.map_err(list_error)?.file_name());
     }
     names.sort_unstable_by(|left, right| left.as_bytes().cmp(right.as_bytes()));

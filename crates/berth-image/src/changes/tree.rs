@@ -117,7 +117,7 @@ impl DirHandle {
         // Through `/proc/self/fd/N`, which names this very directory (see `proc_path`).
         let proc_path = Path::new(PROC_FDS).join(self.file.as_raw_fd().to_string());
         let mut names = Vec::new();
-        for entry in std::fs::read_dir(proc_path).map_err(list_error)? {
+        for entry in fs_err::read_dir(proc_path).map_err(list_error)? {
             names.push(entry.map_err(list_error)?.file_name());
         }
         names.sort_unstable_by(|left, right| left.as_bytes().cmp(right.as_bytes()));

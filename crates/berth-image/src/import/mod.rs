@@ -77,7 +77,7 @@ fn import_locked(
         drop(file);
         add_layer(store, &staged_file, None, None).map_err(ImportError::from)
     })();
-    let _ = std::fs::remove_file(&staged_file);
+    let _ = fs_err::remove_file(&staged_file);
     let layer = result?;
 
     let mut container_config = ContainerConfig::default();

@@ -32,7 +32,7 @@ fn new_namespace() -> Option<OwnedFd> {
             return None;
         }
         Some(OwnedFd::from(
-            File::open("/proc/thread-self/ns/net").unwrap(),
+            fs_err::File::open("/proc/thread-self/ns/net").unwrap(),
         ))
     })
     .join()
@@ -290,7 +290,7 @@ fn errors_name_the_operation() {
 #[test]
 fn open_in_leaves_the_calling_thread_where_it_is() {
     let Some(host) = new_namespace() else { return };
-    let own = || std::fs::metadata("/proc/thread-self/ns/net").unwrap().ino();
+    let own = || fs_err::metadata("/proc/thread-self/ns/net").unwrap().ino();
     let before = own();
     let _netlink = Netlink::open_in(host.as_fd()).unwrap();
     assert_eq!(own(), before);

@@ -196,7 +196,7 @@ mod tests {
     #[test]
     fn a_certs_dir_makes_a_loopback_host_https() {
         let root = tempfile::tempdir().unwrap();
-        std::fs::create_dir(root.path().join("127.0.0.1:5443")).unwrap();
+        fs_err::create_dir(root.path().join("127.0.0.1:5443")).unwrap();
         let config = ClientConfig {
             certs_root: root.path().to_owned(),
             ..ClientConfig::default()

@@ -111,7 +111,7 @@ impl Default for RegistryConfig {
 impl RegistryConfig {
     /// Reads and checks the file at `path`; a missing file is an error.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = fs_err::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
             source,
         })?;
@@ -127,7 +127,7 @@ impl RegistryConfig {
     /// As [`load`](Self::load), but a missing file means the defaults (as
     /// dockerd treats its default `daemon.json`).
     pub fn load_or_default(path: &Path) -> Result<Self, ConfigError> {
-        match std::fs::metadata(path) {
+        match fs_err::metadata(path) {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             _ => Self::load(path),
         }

@@ -139,12 +139,12 @@ fn files_load_with_their_path_in_errors() {
         RegistryConfig::load(&path),
         Err(ConfigError::Read { .. })
     ));
-    std::fs::write(&path, "{\"registry-mirrors\": [").unwrap();
+    fs_err::write(&path, "{\"registry-mirrors\": [").unwrap();
     match RegistryConfig::load_or_default(&path) {
         Err(ConfigError::Parse { path: reported, .. }) => assert_eq!(reported, path),
         other => panic!("expected a parse error, got {other:?}"),
     }
-    std::fs::write(&path, r#"{"max-concurrent-downloads": 0}"#).unwrap();
+    fs_err::write(&path, r#"{"max-concurrent-downloads": 0}"#).unwrap();
     // Docker accepts 0; berth reads it as 1 so a pull can make progress.
     assert_eq!(
         RegistryConfig::load(&path)

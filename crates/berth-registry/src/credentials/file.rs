@@ -8,12 +8,13 @@
 //! back as it was read.
 
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
+use fs_err::os::unix::fs::OpenOptionsExt;
 use serde_json::{Map, Value};
 
 use super::{AuthEntry, CredentialsError};
@@ -27,7 +28,7 @@ pub(super) struct ConfigFile {
 
 impl ConfigFile {
     pub fn load(path: &Path) -> Result<Self, CredentialsError> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match fs_err::read_to_string(path) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(source) => {
@@ -239,6 +240,9 @@ impl ConfigFile {
             let path = path.to_owned();
             move |source| CredentialsError::Write { path, source }
         };
+        // fs-err has no DirBuilder (the mode has to be given at creation); the error names
+        // the path.
+        #[allow(clippy::disallowed_methods)]
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -248,11 +252,11 @@ impl ConfigFile {
         let result = write_new_file(&temporary, &text)
             .and_then(|()| {
                 copy_permissions(&target, &temporary);
-                std::fs::rename(&temporary, &target)
+                fs_err::rename(&temporary, &target)
             })
             .map_err(write_error(&temporary));
         if result.is_err() {
-            let _ = std::fs::remove_file(&temporary);
+            let _ = fs_err::remove_file(&temporary);
         }
         result
     }
@@ -333,9 +337,9 @@ fn docker_order(mut document: Map<String, Value>) -> Map<String, Value> {
 /// Where writing `path` has to go: the target of a symlink (dangling or
 /// not), else `path` itself.
 fn resolve_symlink(path: &Path) -> PathBuf {
-    match std::fs::canonicalize(path) {
+    match fs_err::canonicalize(path) {
         Ok(target) => target,
-        Err(_) => match std::fs::read_link(path) {
+        Err(_) => match fs_err::read_link(path) {
             Ok(link) => path.parent().map_or(link.clone(), |dir| dir.join(link)),
             Err(_) => path.to_owned(),
         },
@@ -361,7 +365,7 @@ fn temporary_name(target: &Path) -> PathBuf {
 
 /// A new file, mode 0600 (the secrets are in it), written and flushed.
 fn write_new_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = std::fs::OpenOptions::new()
+    let mut file = fs_err::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
@@ -373,16 +377,16 @@ fn write_new_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// docker/cli `copyFilePermissions`: the old file's mode and owner, best
 /// effort (a failure leaves the new file at 0600, owned by us).
 fn copy_permissions(from: &Path, to: &Path) {
-    let Ok(metadata) = std::fs::metadata(from) else {
+    let Ok(metadata) = fs_err::metadata(from) else {
         return;
     };
     if metadata.is_file() {
         let mode = metadata.permissions().mode() & 0o7777;
-        if std::fs::set_permissions(to, std::fs::Permissions::from_mode(mode)).is_err() {
+        if fs_err::set_permissions(to, std::fs::Permissions::from_mode(mode)).is_err() {
             return;
         }
     }
     if metadata.uid() > 0 && metadata.gid() > 0 {
-        let _ = std::os::unix::fs::chown(to, Some(metadata.uid()), Some(metadata.gid()));
+        let _ = fs_err::os::unix::fs::chown(to, Some(metadata.uid()), Some(metadata.gid()));
     }
 }

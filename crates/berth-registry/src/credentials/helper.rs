@@ -155,7 +155,7 @@ fn find_program(program: &str, search_path: Option<&OsStr>) -> Option<PathBuf> {
     std::env::split_paths(&search_path)
         .map(|directory| directory.join(program))
         .find(|candidate| {
-            std::fs::metadata(candidate).is_ok_and(|metadata| {
+            fs_err::metadata(candidate).is_ok_and(|metadata| {
                 metadata.is_file() && metadata.permissions().mode() & 0o111 != 0
             })
         })

@@ -14,15 +14,15 @@ fn credentials(username: &str, secret: &str) -> Credentials {
 }
 
 fn write(path: &Path, text: &str) {
-    std::fs::write(path, text).unwrap();
+    fs_err::write(path, text).unwrap();
 }
 
 fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap()
+    fs_err::read_to_string(path).unwrap()
 }
 
 fn mode(path: &Path) -> u32 {
-    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+    fs_err::metadata(path).unwrap().permissions().mode() & 0o7777
 }
 
 /// A helper in the docker-credential-helpers protocol, keeping what it is
@@ -50,7 +50,7 @@ esac
 fn install_helper(directory: &Path, name: &str, script: &str) {
     let path = directory.join(format!("docker-credential-{name}"));
     write(&path, script);
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// A configuration directory and an empty helper search path.
@@ -63,7 +63,7 @@ struct Setup {
 fn setup() -> Setup {
     let temporary = tempfile::tempdir().unwrap();
     let bin = temporary.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
+    fs_err::create_dir(&bin).unwrap();
     let config = DockerConfig::new(temporary.path().join("docker")).with_search_path(&bin);
     Setup {
         _temporary: temporary,
@@ -73,7 +73,7 @@ fn setup() -> Setup {
 }
 
 fn helper_log(setup: &Setup) -> String {
-    std::fs::read_to_string(setup.bin.join("state/log")).unwrap_or_default()
+    fs_err::read_to_string(setup.bin.join("state/log")).unwrap_or_default()
 }
 
 #[test]
@@ -90,7 +90,7 @@ fn no_file_means_no_credentials() {
 #[test]
 fn auths_entries_decode_as_docker_writes_them() {
     let setup = setup();
-    std::fs::create_dir_all(setup.config.dir()).unwrap();
+    fs_err::create_dir_all(setup.config.dir()).unwrap();
     write(
         &setup.config.file(),
         r#"{
@@ -141,7 +141,7 @@ fn auths_entries_decode_as_docker_writes_them() {
 #[test]
 fn unreadable_files_are_errors() {
     let setup = setup();
-    std::fs::create_dir_all(setup.config.dir()).unwrap();
+    fs_err::create_dir_all(setup.config.dir()).unwrap();
     write(&setup.config.file(), "{not json");
     assert!(matches!(
         setup.config.credentials_for("x.example"),
@@ -188,10 +188,10 @@ fn a_new_file_is_written_as_docker_writes_it() {
 #[test]
 fn storing_keeps_everything_else() {
     let setup = setup();
-    std::fs::create_dir_all(setup.config.dir()).unwrap();
+    fs_err::create_dir_all(setup.config.dir()).unwrap();
     let original = r#"{"psFormat": "table {{.ID}}", "auths": {"z.example": {"auth": "ejp6", "email": "z@example"}}, "proxies": {"default": {"httpProxy": "http://proxy:3128"}}, "someFutureKey": [1, 2]}"#;
     write(&setup.config.file(), original);
-    std::fs::set_permissions(setup.config.file(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    fs_err::set_permissions(setup.config.file(), std::fs::Permissions::from_mode(0o644)).unwrap();
     setup
         .config
         .store_credentials("a.example", &credentials("a", "b"))
@@ -221,7 +221,7 @@ fn storing_keeps_everything_else() {
         "an existing file keeps its mode"
     );
     // No temporary file is left beside it.
-    let names: Vec<_> = std::fs::read_dir(setup.config.dir())
+    let names: Vec<_> = fs_err::read_dir(setup.config.dir())
         .unwrap()
         .map(|entry| entry.unwrap().file_name())
         .collect();
@@ -249,15 +249,15 @@ fn identity_tokens_replace_the_password() {
 #[test]
 fn a_symlinked_file_is_written_through_the_link() {
     let setup = setup();
-    std::fs::create_dir_all(setup.config.dir()).unwrap();
+    fs_err::create_dir_all(setup.config.dir()).unwrap();
     let real = setup.config.dir().join("real.json");
     write(&real, "{}");
-    std::os::unix::fs::symlink("real.json", setup.config.file()).unwrap();
+    fs_err::os::unix::fs::symlink("real.json", setup.config.file()).unwrap();
     setup
         .config
         .store_credentials("a.example", &credentials("a", "b"))
         .unwrap();
-    assert!(std::fs::symlink_metadata(setup.config.file())
+    assert!(fs_err::symlink_metadata(setup.config.file())
         .unwrap()
         .file_type()
         .is_symlink());
@@ -267,7 +267,7 @@ fn a_symlinked_file_is_written_through_the_link() {
 #[test]
 fn logout_removes_every_legacy_form_and_nothing_else() {
     let setup = setup();
-    std::fs::create_dir_all(setup.config.dir()).unwrap();
+    fs_err::create_dir_all(setup.config.dir()).unwrap();
     write(
         &setup.config.file(),
         r#"{"auths": {"r.example:5000": {"auth": "YTpi"}, "http://r.example:5000": {"auth": "YTpi"}, "https://r.example:5000/v1/": {"auth": "YTpi"}, "other.example": {"auth": "YTpi"}}}"#,
@@ -295,7 +295,7 @@ fn logout_removes_every_legacy_form_and_nothing_else() {
 fn credential_helpers_get_store_and_erase() {
     let setup = setup();
     install_helper(&setup.bin, "test", TEST_HELPER);
-    std::fs::create_dir_all(setup.config.dir()).unwrap();
+    fs_err::create_dir_all(setup.config.dir()).unwrap();
     write(
         &setup.config.file(),
         r#"{"auths": {}, "credHelpers": {"helped.example": "test"}}"#,
@@ -340,7 +340,7 @@ fn credential_helpers_get_store_and_erase() {
 fn a_creds_store_holds_every_server_and_identity_tokens() {
     let setup = setup();
     install_helper(&setup.bin, "test", TEST_HELPER);
-    std::fs::create_dir_all(setup.config.dir()).unwrap();
+    fs_err::create_dir_all(setup.config.dir()).unwrap();
     write(&setup.config.file(), r#"{"credsStore": "test"}"#);
     setup
         .config
@@ -361,7 +361,7 @@ fn a_creds_store_holds_every_server_and_identity_tokens() {
 fn helper_failures_use_dockers_words() {
     let setup = setup();
     install_helper(&setup.bin, "broken", "#!/bin/sh\necho boom\nexit 3\n");
-    std::fs::create_dir_all(setup.config.dir()).unwrap();
+    fs_err::create_dir_all(setup.config.dir()).unwrap();
     write(
         &setup.config.file(),
         r#"{"credHelpers": {"broken.example": "broken", "missing.example": "missing"}}"#,
@@ -423,7 +423,7 @@ fn the_platform_default_helper_is_used_only_for_an_empty_config() {
     install_helper(&other.bin, "pass", TEST_HELPER);
     install_helper(&other.bin, "secretservice", TEST_HELPER);
     write(&other.bin.join("pass"), "#!/bin/sh\n");
-    std::fs::set_permissions(
+    fs_err::set_permissions(
         other.bin.join("pass"),
         std::fs::Permissions::from_mode(0o755),
     )

@@ -215,7 +215,7 @@ mod tests {
 
     fn write_mountinfo(dir: &Path, text: &str) -> PathBuf {
         let path = dir.join("mountinfo");
-        std::fs::write(&path, text).unwrap();
+        fs_err::write(&path, text).unwrap();
         path
     }
 
@@ -247,8 +247,8 @@ mod tests {
     fn unified_root_is_v2_with_its_controllers() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("cgroup");
-        std::fs::create_dir(&root).unwrap();
-        std::fs::write(
+        fs_err::create_dir(&root).unwrap();
+        fs_err::write(
             root.join("cgroup.controllers"),
             "cpuset cpu io memory pids\n",
         )

@@ -5,6 +5,9 @@
 //! the bare OS error underneath (`EBUSY` from `rmdir`, `ENOENT` for a missing controller file),
 //! which `fs-err` would wrap a second time.
 
+// The errors here name the path already and callers match the bare errno (above).
+#![allow(clippy::disallowed_methods)]
+
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::thread;

@@ -3,9 +3,9 @@
 //! part of the core (`cgroup.freeze`, `cgroup.kill`) rather than controllers.
 
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use fs_err::os::unix::fs::OpenOptionsExt;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
@@ -348,7 +348,7 @@ impl CgroupManager for V2Manager {
 
     fn open_for_clone_into(&self) -> Result<Option<OwnedFd>, CgroupError> {
         let dir = self.dir();
-        let file = std::fs::OpenOptions::new()
+        let file = fs_err::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
             .open(&dir)

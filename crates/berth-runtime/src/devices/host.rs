@@ -49,8 +49,8 @@ pub fn devices_from_path(host: &str, container: &Path) -> Result<Vec<DeviceNode>
         reason,
     };
     let mut resolved = PathBuf::from(host);
-    if std::fs::symlink_metadata(host).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
-        if let Ok(target) = std::fs::canonicalize(host) {
+    if fs_err::symlink_metadata(host).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
+        if let Ok(target) = fs_err::canonicalize(host) {
             resolved = target;
         }
     }
@@ -60,7 +60,7 @@ pub fn devices_from_path(host: &str, container: &Path) -> Result<Vec<DeviceNode>
         Ok(None) => {}
         Err(error) => return Err(gather(go_error_text(&error))),
     }
-    if !std::fs::metadata(&resolved).is_ok_and(|metadata| metadata.is_dir()) {
+    if !fs_err::metadata(&resolved).is_ok_and(|metadata| metadata.is_dir()) {
         return Err(not_a_device());
     }
     let mut nodes = Vec::new();
@@ -101,7 +101,7 @@ const SKIPPED_DIRECTORIES: [&str; 7] =
 /// Every non-directory below `directory`, sorted, symlinks not followed, not
 /// descending into directories named in `skipped`.
 fn walk(directory: &Path, skipped: &[&str], visit: &mut dyn FnMut(&Path)) {
-    let Ok(entries) = std::fs::read_dir(directory) else {
+    let Ok(entries) = fs_err::read_dir(directory) else {
         return;
     };
     let mut paths: Vec<PathBuf> = entries
@@ -110,7 +110,7 @@ fn walk(directory: &Path, skipped: &[&str], visit: &mut dyn FnMut(&Path)) {
         .collect();
     paths.sort();
     for path in paths {
-        match std::fs::symlink_metadata(&path) {
+        match fs_err::symlink_metadata(&path) {
             Ok(metadata) if metadata.is_dir() => {
                 let skip = path
                     .file_name()
@@ -128,6 +128,9 @@ fn walk(directory: &Path, skipped: &[&str], visit: &mut dyn FnMut(&Path)) {
 /// The node at `host` (not following a symlink) placed at `container`; `None`
 /// when it is not a device.
 fn node_at(host: &Path, container: &Path) -> io::Result<Option<DeviceNode>> {
+    // std's error: Docker's message is built from the bare errno (go_error_text) and names
+    // the path itself.
+    #[allow(clippy::disallowed_methods)]
     let metadata = std::fs::symlink_metadata(host)?;
     let file_type = metadata.file_type();
     let kind = if file_type.is_char_device() {
@@ -214,7 +217,7 @@ mod tests {
     #[test]
     fn a_directory_gives_the_devices_below_it() {
         let dir = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink("/dev/null", dir.path().join("link")).unwrap();
+        fs_err::os::unix::fs::symlink("/dev/null", dir.path().join("link")).unwrap();
         let host = dir.path().to_str().unwrap();
         // Symlinks inside are not devices; a directory without devices is an error.
         assert!(devices_from_path(host, Path::new("/dev/d")).is_err());

@@ -76,7 +76,7 @@ impl Drop for InheritedStrings {
 /// The argument and environment blocks the kernel placed at the top of this process's
 /// stack at execve, as `(start address, bytes)`; none when /proc/self/stat cannot say.
 fn inherited_blocks() -> Vec<(usize, &'static mut [u8])> {
-    let ranges = std::fs::read_to_string("/proc/self/stat")
+    let ranges = fs_err::read_to_string("/proc/self/stat")
         .ok()
         .and_then(|stat| start_ranges(&stat))
         .unwrap_or_default();
@@ -132,7 +132,7 @@ fn close_range(first: u32, last: u32) {
     let result = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) };
     if result != 0 {
         // Kernels before 5.9: one by one, as /proc/self/fd lists them.
-        let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        let Ok(entries) = fs_err::read_dir("/proc/self/fd") else {
             return;
         };
         let open: Vec<u32> = entries
@@ -163,10 +163,10 @@ mod tests {
 
     #[test]
     fn this_process_has_ranges_covering_its_environment() {
-        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let stat = fs_err::read_to_string("/proc/self/stat").unwrap();
         let [(arg_start, arg_end), (env_start, env_end)] = start_ranges(&stat).unwrap();
         assert!(arg_start < arg_end && arg_end <= env_start && env_start < env_end);
-        let environ = std::fs::read("/proc/self/environ").unwrap();
+        let environ = fs_err::read("/proc/self/environ").unwrap();
         assert_eq!(environ.len(), env_end - env_start);
     }
 
@@ -175,7 +175,7 @@ mod tests {
         // As the runtime uses it: hide, fork, discard in the child, restore in the parent.
         let (ready_read, ready_write) = nix::unistd::pipe().unwrap();
         let (done_read, done_write) = nix::unistd::pipe().unwrap();
-        let before = std::fs::read("/proc/self/environ").unwrap();
+        let before = fs_err::read("/proc/self/environ").unwrap();
         let hidden = InheritedStrings::hide();
         // SAFETY: the child only writes a byte and waits for its parent, then _exits.
         match unsafe { nix::unistd::fork() }.unwrap() {
@@ -193,11 +193,11 @@ mod tests {
                 drop(ready_write);
                 let mut byte = [0u8];
                 nix::unistd::read(std::os::fd::AsRawFd::as_raw_fd(&ready_read), &mut byte).unwrap();
-                let environ = std::fs::read(format!("/proc/{child}/environ")).unwrap();
-                let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap();
+                let environ = fs_err::read(format!("/proc/{child}/environ")).unwrap();
+                let cmdline = fs_err::read(format!("/proc/{child}/cmdline")).unwrap();
                 drop(done_write);
                 nix::sys::wait::waitpid(child, None).unwrap();
-                assert_eq!(std::fs::read("/proc/self/environ").unwrap(), before);
+                assert_eq!(fs_err::read("/proc/self/environ").unwrap(), before);
                 assert!(before.iter().any(|byte| *byte != 0));
                 assert!(environ.iter().all(|byte| *byte == 0), "{environ:?}");
                 assert!(cmdline.iter().all(|byte| *byte == 0), "{cmdline:?}");

@@ -56,6 +56,7 @@ pub(super) fn populate(rootfs: &Path, dev: &Path, extra: &[DeviceNode]) -> InitR
         if *name == "core" && !Path::new("/proc/kcore").exists() {
             continue;
         }
+        #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
         symlink(target, dev.join(name))
             .map_err(|error| InitFailure::io(&format!("link /dev/{name}"), error))?;
     }

@@ -40,6 +40,7 @@ pub(crate) fn finish_and_exec(process: &ProcessSpec) -> InitResult<Never> {
 
     if let Some(score) = process.oom_score_adj {
         // Before privileges drop: lowering the score needs CAP_SYS_RESOURCE (proc(5)).
+        #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
         std::fs::write("/proc/self/oom_score_adj", score.to_string())
             .map_err(|error| InitFailure::io("set oom_score_adj", error))?;
     }
@@ -49,8 +50,9 @@ pub(crate) fn finish_and_exec(process: &ProcessSpec) -> InitResult<Never> {
     } else {
         process.cwd.as_str()
     });
-    if std::fs::metadata(cwd).is_err() {
+    if fs_err::metadata(cwd).is_err() {
         // Docker creates a missing working directory.
+        #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
         std::fs::create_dir_all(cwd).map_err(|error| {
             InitFailure::io(&format!("create working directory {}", process.cwd), error)
         })?;
@@ -166,7 +168,7 @@ fn find_program(args: &[String], env: &[String]) -> InitResult<PathBuf> {
     for directory in path_value.split(':') {
         let directory = if directory.is_empty() { "." } else { directory };
         let candidate = Path::new(directory).join(program);
-        let Ok(metadata) = std::fs::metadata(&candidate) else {
+        let Ok(metadata) = fs_err::metadata(&candidate) else {
             continue;
         };
         if metadata.is_dir() {

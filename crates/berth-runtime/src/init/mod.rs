@@ -51,6 +51,9 @@ impl InitFailure {
         Self::new(step, error.desc(), error as i32)
     }
 
+    /// `error` should come straight from the OS: its errno goes to the parent (which picks
+    /// Docker's exit code from it) and the step already says what failed, so the file
+    /// system calls whose errors end here stay on `std::fs` (fs-err would drop the errno).
     pub(crate) fn io(step: &str, error: std::io::Error) -> Self {
         let errno = error.raw_os_error().unwrap_or(0);
         Self::new(step, error, errno)
@@ -324,6 +327,7 @@ fn wait_for_claim(
     };
     let streams = if claimed.process.tty {
         let console = fds.pop().ok_or_else(wrong_count)?;
+        #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
         let stdio = || {
             std::fs::OpenOptions::new()
                 .read(true)
@@ -396,11 +400,12 @@ pub(crate) fn terminal(
         crate::console::set_window_size(&slave, &size);
     }
     if console_device {
+        #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
         let path = std::fs::read_link(format!("/proc/self/fd/{}", slave.as_raw_fd()))
             .map_err(|error| InitFailure::io("find the terminal's name", error))?;
         let console_path = std::path::Path::new("/dev/console");
         if !console_path.exists() {
-            let _ = std::fs::File::create(console_path);
+            let _ = fs_err::File::create(console_path);
         }
         nix::mount::mount(
             Some(&path),

@@ -38,6 +38,7 @@ fn mount_shm(spec: &ContainerSpec, dev: &Path, common: MsFlags) -> InitResult<()
         return Ok(());
     }
     let shm = dev.join("shm");
+    #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
     std::fs::create_dir_all(&shm).map_err(|error| InitFailure::io("create /dev/shm", error))?;
     if spec.host_namespaces.ipc {
         return do_mount(
@@ -78,12 +79,14 @@ pub(super) fn target_in_root(rootfs: &Path, path: &Path, as_file: bool) -> InitR
             )?;
             let host = parent.join(component);
             if last && as_file {
+                #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
                 std::fs::OpenOptions::new()
                     .create(true)
                     .truncate(false)
                     .write(true)
                     .open(&host)?;
             } else {
+                #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
                 std::fs::create_dir(&host).or_else(|error| match error.kind() {
                     std::io::ErrorKind::AlreadyExists => Ok(()),
                     _ => Err(error),
@@ -161,6 +164,7 @@ pub(super) fn prepare_root(spec: &ContainerSpec) -> InitResult<()> {
     )?;
     devices::populate(rootfs, &dev, &spec.devices)?;
     let pts = dev.join("pts");
+    #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
     std::fs::create_dir_all(&pts).map_err(|error| InitFailure::io("create /dev/pts", error))?;
     do_mount(
         "devpts",
@@ -171,6 +175,7 @@ pub(super) fn prepare_root(spec: &ContainerSpec) -> InitResult<()> {
     )?;
     mount_shm(spec, &dev, common)?;
     let mqueue = dev.join("mqueue");
+    #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
     std::fs::create_dir_all(&mqueue)
         .map_err(|error| InitFailure::io("create /dev/mqueue", error))?;
     do_mount("mqueue", &mqueue, Some("mqueue"), common, None)?;
@@ -217,7 +222,7 @@ pub(super) fn apply_user_mounts(spec: &ContainerSpec) -> InitResult<()> {
 /// its own cgroup namespace.
 pub(super) fn mount_cgroups(spec: &ContainerSpec) -> InitResult<()> {
     let cgroup_root = spec.rootfs.join("sys/fs/cgroup");
-    if std::fs::create_dir_all(&cgroup_root).is_err() {
+    if fs_err::create_dir_all(&cgroup_root).is_err() {
         // Read-only sysfs without the directory: nothing to mount on.
         return Ok(());
     }
@@ -237,6 +242,7 @@ pub(super) fn mount_cgroups(spec: &ContainerSpec) -> InitResult<()> {
     )?;
     for hierarchy in &spec.cgroup_v1_hierarchies {
         let directory = cgroup_root.join(hierarchy.trim_start_matches("name="));
+        #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
         std::fs::create_dir_all(&directory)
             .map_err(|error| InitFailure::io("create cgroup mount point", error))?;
         // Each v1 hierarchy mounted anew in the cgroup namespace shows the
@@ -249,7 +255,7 @@ pub(super) fn mount_cgroups(spec: &ContainerSpec) -> InitResult<()> {
             Some(hierarchy.as_str()),
         ) {
             tracing::debug!(hierarchy, %error, "cgroup hierarchy not mounted in the container");
-            let _ = std::fs::remove_dir(&directory);
+            let _ = fs_err::remove_dir(&directory);
         }
     }
     remount_readonly(
@@ -340,7 +346,7 @@ pub(super) fn pivot_into(rootfs: &Path) -> InitResult<()> {
 pub(super) fn after_pivot(spec: &ContainerSpec) -> InitResult<()> {
     for path in &spec.masked_paths {
         let path = Path::new(path);
-        match std::fs::symlink_metadata(path) {
+        match fs_err::symlink_metadata(path) {
             Ok(metadata) if metadata.is_dir() => {
                 do_mount("tmpfs", path, Some("tmpfs"), MsFlags::MS_RDONLY, None)?;
             }

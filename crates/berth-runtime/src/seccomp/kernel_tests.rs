@@ -155,7 +155,7 @@ fn default_profile_confines_a_real_process() {
         }
         // SAFETY: `inet` is a descriptor this child just opened and owns.
         unsafe { libc::close(inet) };
-        let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        let Ok(status) = fs_err::read_to_string("/proc/self/status") else {
             return STATUS_UNREADABLE;
         };
         for line in status.lines() {

@@ -244,7 +244,7 @@ pub fn docker_in_terminal(server: &Server, args: &[&str], input: &[u8]) -> (Stri
 /// must give back once its clients are gone.
 pub fn resources(pid: u32) -> (usize, usize) {
     let count = |what: &str| {
-        std::fs::read_dir(format!("/proc/{pid}/{what}"))
+        fs_err::read_dir(format!("/proc/{pid}/{what}"))
             .unwrap()
             .count()
     };

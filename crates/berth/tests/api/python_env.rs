@@ -40,15 +40,16 @@ pub fn docker_py_python() -> Option<PathBuf> {
     let python = system_python()?;
     let directory = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("docker-py-venv");
     let marker = directory.join("berth-requirement.txt");
-    let lock = std::fs::File::create(directory.with_extension("lock")).unwrap();
+    let lock = fs_err::File::create(directory.with_extension("lock"))
+        .unwrap()
+        .into_file();
     let _guard = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).unwrap();
     let venv_python = directory.join("bin/python");
-    if std::fs::read_to_string(&marker).is_ok_and(|text| text == REQUIREMENT)
-        && venv_python.exists()
+    if fs_err::read_to_string(&marker).is_ok_and(|text| text == REQUIREMENT) && venv_python.exists()
     {
         return Some(venv_python);
     }
-    let _ = std::fs::remove_dir_all(&directory);
+    let _ = fs_err::remove_dir_all(&directory);
     let venv = Command::new(&python)
         .args(["-m", "venv"])
         .arg(&directory)
@@ -77,7 +78,7 @@ pub fn docker_py_python() -> Option<PathBuf> {
         String::from_utf8_lossy(&pip.stdout),
         String::from_utf8_lossy(&pip.stderr)
     );
-    std::fs::write(&marker, REQUIREMENT).unwrap();
+    fs_err::write(&marker, REQUIREMENT).unwrap();
     Some(venv_python)
 }
 

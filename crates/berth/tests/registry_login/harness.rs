@@ -47,12 +47,12 @@ impl BasicRegistry {
             .output()
             .unwrap();
         assert!(htpasswd.status.success(), "htpasswd failed: {htpasswd:?}");
-        std::fs::write(directory.path().join("htpasswd"), &htpasswd.stdout).unwrap();
+        fs_err::write(directory.path().join("htpasswd"), &htpasswd.stdout).unwrap();
         // A port can be taken between choosing and binding it: try again.
         for _ in 0..5 {
             let port = free_port();
             let config = directory.path().join("config.yml");
-            std::fs::write(
+            fs_err::write(
                 &config,
                 format!(
                     "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n\
@@ -63,7 +63,9 @@ impl BasicRegistry {
                 ),
             )
             .unwrap();
-            let log = std::fs::File::create(directory.path().join("registry.log")).unwrap();
+            let log = fs_err::File::create(directory.path().join("registry.log"))
+                .unwrap()
+                .into_file();
             let mut child = Command::new(REGISTRY)
                 .arg("serve")
                 .arg(&config)
@@ -82,8 +84,7 @@ impl BasicRegistry {
             let _ = child.kill();
             let _ = child.wait();
         }
-        let log =
-            std::fs::read_to_string(directory.path().join("registry.log")).unwrap_or_default();
+        let log = fs_err::read_to_string(directory.path().join("registry.log")).unwrap_or_default();
         panic!("docker-registry did not start:\n{log}");
     }
 
@@ -92,7 +93,7 @@ impl BasicRegistry {
     }
 
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.directory.path().join("registry.log")).unwrap_or_default()
+        fs_err::read_to_string(self.directory.path().join("registry.log")).unwrap_or_default()
     }
 }
 
@@ -287,8 +288,8 @@ impl HelperDir {
             .tempdir()
             .unwrap();
         let path = directory.path().join("docker-credential-test");
-        std::fs::write(&path, HELPER_SCRIPT).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        fs_err::write(&path, HELPER_SCRIPT).unwrap();
+        fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         Self { directory }
     }
 
@@ -303,7 +304,7 @@ impl HelperDir {
 
     /// The calls made so far, one `action server` per line.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.directory.path().join("state/log")).unwrap_or_default()
+        fs_err::read_to_string(self.directory.path().join("state/log")).unwrap_or_default()
     }
 
     /// What `store` was given for `server`, as JSON.
@@ -318,7 +319,7 @@ impl HelperDir {
                 }
             })
             .collect();
-        let text = std::fs::read_to_string(self.directory.path().join("state").join(name)).ok()?;
+        let text = fs_err::read_to_string(self.directory.path().join("state").join(name)).ok()?;
         Some(serde_json::from_str(&text).unwrap())
     }
 }

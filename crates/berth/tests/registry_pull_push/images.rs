@@ -200,7 +200,7 @@ fn named(descriptor: Descriptor, name: &str) -> Descriptor {
 }
 
 fn fixture_member(name: &str) -> Vec<u8> {
-    let file = std::fs::File::open(fixture(BUSYBOX_OCI_ARCHIVE)).unwrap();
+    let file = fs_err::File::open(fixture(BUSYBOX_OCI_ARCHIVE)).unwrap();
     let mut archive = tar::Archive::new(file);
     for entry in archive.entries().unwrap() {
         let mut entry = entry.unwrap();
@@ -215,7 +215,7 @@ fn fixture_member(name: &str) -> Vec<u8> {
 
 /// Every blob of the busybox OCI fixture, by digest.
 fn fixture_blobs() -> BTreeMap<Digest, Vec<u8>> {
-    let file = std::fs::File::open(fixture(BUSYBOX_OCI_ARCHIVE)).unwrap();
+    let file = fs_err::File::open(fixture(BUSYBOX_OCI_ARCHIVE)).unwrap();
     let mut archive = tar::Archive::new(file);
     let mut blobs = BTreeMap::new();
     for entry in archive.entries().unwrap() {
@@ -242,7 +242,7 @@ fn write_oci_layout(path: &Path, entry: Descriptor, blobs: &BTreeMap<Digest, Vec
         manifests: vec![entry],
         annotations: None,
     };
-    let file = std::fs::File::create(path).unwrap();
+    let file = fs_err::File::create(path).unwrap();
     let mut builder = tar::Builder::new(file);
     let mut append = |name: &str, bytes: &[u8]| {
         let mut header = tar::Header::new_gnu();

@@ -27,7 +27,7 @@ const PULL_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn random_bytes(length: usize) -> Vec<u8> {
     let mut bytes = vec![0; length];
-    std::fs::File::open("/dev/urandom")
+    fs_err::File::open("/dev/urandom")
         .unwrap()
         .read_exact(&mut bytes)
         .unwrap();

@@ -58,7 +58,7 @@ pub fn succeeded(child: Child) -> String {
 
 pub fn pid_alive(pid: i32) -> bool {
     // A zombie still answers kill(0); count it as gone.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+    match fs_err::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => stat
             .rsplit(')')
             .next()
@@ -70,14 +70,14 @@ pub fn pid_alive(pid: i32) -> bool {
 
 /// The parent pid of `pid`, from /proc.
 pub fn parent_pid(pid: i32) -> i32 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let stat = fs_err::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let after = stat.rsplit(')').next().unwrap();
     after.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
 /// Mount points at or below `root`, from /proc/self/mountinfo.
 pub fn mounts_under(root: &Path) -> Vec<PathBuf> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mountinfo = fs_err::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let mut found: Vec<PathBuf> = mountinfo
         .lines()
         .filter_map(|line| line.split(' ').nth(4))
@@ -128,7 +128,7 @@ pub fn cgroup_dirs(id: &str) -> Vec<PathBuf> {
     if direct.is_dir() {
         found.push(direct);
     }
-    if let Ok(entries) = std::fs::read_dir(base) {
+    if let Ok(entries) = fs_err::read_dir(base) {
         for entry in entries.flatten() {
             let path = entry.path().join("berth").join(id);
             if path.is_dir() {
@@ -145,7 +145,7 @@ pub fn cgroup_dirs(id: &str) -> Vec<PathBuf> {
 pub fn kill_processes_of_root(root: &Path) {
     let wanted = format!("BERTH_ROOT={}", root.display());
     let own = std::process::id();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
+    let Ok(entries) = fs_err::read_dir("/proc") else {
         return;
     };
     for entry in entries.flatten() {
@@ -159,14 +159,14 @@ pub fn kill_processes_of_root(root: &Path) {
         if pid == own {
             continue;
         }
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+        let Ok(environ) = fs_err::read(entry.path().join("environ")) else {
             continue;
         };
         if environ
             .split(|byte| *byte == 0)
             .any(|item| item == wanted.as_bytes())
         {
-            let command = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let command = fs_err::read(entry.path().join("cmdline")).unwrap_or_default();
             eprintln!(
                 "cleanup: killing leftover berth process {pid}: {}",
                 String::from_utf8_lossy(&command).replace('\0', " ")
@@ -188,9 +188,9 @@ pub fn kill_cgroup(id: &str) {
     eprintln!("cleanup: berth left cgroups of {id}: {directories:?}");
     for directory in &directories {
         // A frozen cgroup cannot die; thaw it first (v1 freezer, v2 cgroup.freeze).
-        let _ = std::fs::write(directory.join("freezer.state"), "THAWED");
-        let _ = std::fs::write(directory.join("cgroup.freeze"), "0");
-        if let Ok(procs) = std::fs::read_to_string(directory.join("cgroup.procs")) {
+        let _ = fs_err::write(directory.join("freezer.state"), "THAWED");
+        let _ = fs_err::write(directory.join("cgroup.freeze"), "0");
+        if let Ok(procs) = fs_err::read_to_string(directory.join("cgroup.procs")) {
             for pid in procs.split_whitespace().filter_map(|pid| pid.parse().ok()) {
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(pid),
@@ -201,7 +201,7 @@ pub fn kill_cgroup(id: &str) {
     }
     let deadline = Instant::now() + Duration::from_secs(5);
     for directory in &directories {
-        while std::fs::remove_dir(directory).is_err() && Instant::now() < deadline {
+        while fs_err::remove_dir(directory).is_err() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -298,7 +298,7 @@ impl Berth {
 
     /// Directories under `<root>/containers`.
     pub fn container_dirs(&self) -> Vec<PathBuf> {
-        let mut found: Vec<PathBuf> = std::fs::read_dir(self.root().join("containers"))
+        let mut found: Vec<PathBuf> = fs_err::read_dir(self.root().join("containers"))
             .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
             .unwrap_or_default();
         found.sort();

@@ -28,8 +28,10 @@ pub fn fixtures() -> PathBuf {
     }
     let directory = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
     let marker = directory.join("image-ids.txt");
-    std::fs::create_dir_all(&directory).unwrap();
-    let lock = std::fs::File::create(directory.with_extension("lock")).unwrap();
+    fs_err::create_dir_all(&directory).unwrap();
+    let lock = fs_err::File::create(directory.with_extension("lock"))
+        .unwrap()
+        .into_file();
     let _guard = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).unwrap();
     if !marker.exists() {
         let status = Command::new("bash")
@@ -51,7 +53,7 @@ pub fn fixture(name: &str) -> PathBuf {
 
 /// The image id make-fixtures.sh recorded for `reference` in `archive`.
 pub fn fixture_id(archive: &str, reference: &str) -> String {
-    let ids = std::fs::read_to_string(fixtures().join("image-ids.txt")).unwrap();
+    let ids = fs_err::read_to_string(fixtures().join("image-ids.txt")).unwrap();
     ids.lines()
         .map(|line| line.split('\t').collect::<Vec<_>>())
         .find(|fields| fields.len() == 3 && fields[0] == archive && fields[1] == reference)
@@ -156,7 +158,7 @@ impl Berth {
         let mut found = Vec::new();
         for directory in ["blobs/sha256", "layers", "tmp"] {
             let path = self.root().join(directory);
-            if let Ok(entries) = std::fs::read_dir(&path) {
+            if let Ok(entries) = fs_err::read_dir(&path) {
                 found.extend(entries.flatten().map(|entry| entry.path()));
             }
         }
@@ -223,12 +225,12 @@ impl Drop for Berth {
 
 /// The container ids of the warm pool members under `run_root`.
 pub fn warm_member_ids(run_root: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(run_root.join("warm")) else {
+    let Ok(entries) = fs_err::read_dir(run_root.join("warm")) else {
         return Vec::new();
     };
     entries
         .flatten()
-        .filter_map(|entry| std::fs::read(entry.path().join("member.json")).ok())
+        .filter_map(|entry| fs_err::read(entry.path().join("member.json")).ok())
         .filter_map(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .filter_map(|info| info["id"].as_str().map(str::to_owned))
         .collect()

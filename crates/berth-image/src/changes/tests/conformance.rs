@@ -26,7 +26,6 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use nix::errno::Errno;
 use nix::sys::stat::SFlag;
 use tempfile::TempDir;
 
@@ -173,10 +172,10 @@ fn operate(merged: &Path) {
     set_mode(&at("mode"), 0o600);
     // mv /ren /renamed: without redirect_dir, overlayfs refuses to rename a directory
     // that comes from a lower layer, and mv falls back to copy and delete.
-    let rename = std::fs::rename(at("ren"), at("renamed"));
+    let rename = fs_err::rename(at("ren"), at("renamed"));
     assert_eq!(
-        rename.unwrap_err().raw_os_error(),
-        Some(Errno::EXDEV as i32),
+        rename.unwrap_err().kind(),
+        std::io::ErrorKind::CrossesDevices, // EXDEV
         "renaming a lower directory must fail with EXDEV when redirect_dir is off"
     );
     copy_directory(&at("ren"), &at("renamed"));

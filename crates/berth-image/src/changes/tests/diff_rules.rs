@@ -98,7 +98,7 @@ fn size_mode_and_owner_of_a_file_count() {
         .file("owner", "x");
     set_mtime(&setup.upper.path("size"), MTIME as i64, 0);
     set_mode(&setup.upper.path("mode"), 0o600);
-    std::os::unix::fs::lchown(setup.upper.path("owner"), Some(1), None).unwrap();
+    fs_err::os::unix::fs::lchown(setup.upper.path("owner"), Some(1), None).unwrap();
     assert_eq!(setup.changes(), ["C /mode", "C /owner", "C /size"]);
 }
 

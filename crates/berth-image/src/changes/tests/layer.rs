@@ -70,9 +70,9 @@ fn whiteouts_and_opaque_dirs_take_the_oci_form() {
     let temp = TempDir::new().unwrap();
     let upper = Tree::new(temp.path(), "upper");
     upper.whiteout("gone").dir("d").opaque("d").file("d/f", "f");
-    std::os::unix::fs::lchown(upper.path("gone"), Some(5), Some(6)).unwrap();
+    fs_err::os::unix::fs::lchown(upper.path("gone"), Some(5), Some(6)).unwrap();
     set_mtime(&upper.path("gone"), MTIME as i64 + 7, 0);
-    std::os::unix::fs::lchown(upper.path("d"), Some(7), Some(8)).unwrap();
+    fs_err::os::unix::fs::lchown(upper.path("d"), Some(7), Some(8)).unwrap();
     set_mode(&upper.path("d"), 0o2750);
     xattr::set(upper.path("d"), "trusted.overlay.impure", b"y").unwrap();
 
@@ -117,7 +117,7 @@ fn shared_whiteout_inodes_are_not_hardlinks() {
 fn everything(upper: &Tree) {
     upper.dir("bin").file("bin/su", "elf");
     // chown clears setuid and capabilities, so it comes first.
-    std::os::unix::fs::lchown(upper.path("bin/su"), Some(1000), Some(100_000)).unwrap();
+    fs_err::os::unix::fs::lchown(upper.path("bin/su"), Some(1000), Some(100_000)).unwrap();
     set_mode(&upper.path("bin/su"), 0o4755);
     set_mtime(&upper.path("bin/su"), MTIME as i64, 999_999_999);
     xattr::set(upper.path("bin/su"), "user.origin", b"test").unwrap();

@@ -30,7 +30,7 @@ fn digests_match_for_every_compression() {
         assert_eq!(outcome.compressed_digest, sha256(&input), "{compression}");
         assert_eq!(outcome.size, 300_000 + 10, "{compression}");
         assert_eq!(
-            std::fs::read(unpacked.root().join("etc/conf")).unwrap(),
+            fs_err::read(unpacked.root().join("etc/conf")).unwrap(),
             b"key=value\n"
         );
     }

@@ -1,6 +1,5 @@
 //! Every entry type, with its attributes, and later entries replacing earlier ones.
 
-use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
 use tar::EntryType;
@@ -96,7 +95,7 @@ fn every_entry_type_keeps_its_attributes() {
         (tool.mtime(), tool.mtime_nsec()),
         (1_700_000_000, 250_000_000)
     );
-    assert_eq!(fs::read(root.join("srv/tool")).unwrap(), b"binary");
+    assert_eq!(fs_err::read(root.join("srv/tool")).unwrap(), b"binary");
     assert_eq!(
         xattr::get(root.join("srv/tool"), "user.note")
             .unwrap()
@@ -119,7 +118,7 @@ fn every_entry_type_keeps_its_attributes() {
         (42, 43, 1_400_000_000)
     );
     assert_eq!(
-        fs::read_link(root.join("srv/link")).unwrap().to_str(),
+        fs_err::read_link(root.join("srv/link")).unwrap().to_str(),
         Some("tool")
     );
 
@@ -231,13 +230,13 @@ fn later_entries_replace_earlier_ones() {
 
     assert!(unpacked.metadata("x").is_dir());
     assert_eq!(unpacked.mode("x"), 0o711);
-    assert_eq!(fs::read(root.join("x/inner")).unwrap(), b"1");
+    assert_eq!(fs_err::read(root.join("x/inner")).unwrap(), b"1");
     assert!(unpacked.metadata("d").is_file());
-    assert_eq!(fs::read(root.join("d")).unwrap(), b"now a file");
+    assert_eq!(fs_err::read(root.join("d")).unwrap(), b"now a file");
     assert!(unpacked.metadata("m").is_dir());
     assert_eq!(unpacked.mode("m"), 0o700);
     assert!(unpacked.exists("m/kept"));
-    assert_eq!(fs::read(root.join("f")).unwrap(), b"second");
+    assert_eq!(fs_err::read(root.join("f")).unwrap(), b"second");
     assert_eq!(unpacked.mode("f"), 0o640);
     assert!(unpacked.metadata("s").file_type().is_symlink());
 }
@@ -285,9 +284,9 @@ fn symlinks_in_parents_are_followed_inside_the_destination() {
     let unpacked = unpack(&layer.bytes());
     unpacked.outcome();
     let root = unpacked.root();
-    assert_eq!(fs::read(root.join("real/a")).unwrap(), b"a");
-    assert_eq!(fs::read(root.join("real/b")).unwrap(), b"b");
-    assert_eq!(fs::read(root.join("real/sub/c")).unwrap(), b"c");
+    assert_eq!(fs_err::read(root.join("real/a")).unwrap(), b"a");
+    assert_eq!(fs_err::read(root.join("real/b")).unwrap(), b"b");
+    assert_eq!(fs_err::read(root.join("real/sub/c")).unwrap(), b"c");
     assert!(unpacked.metadata("rel").file_type().is_symlink());
 }
 
@@ -350,7 +349,7 @@ fn long_names_and_non_utf8_names_are_kept() {
 
     let unpacked = unpack(&layer_bytes);
     unpacked.outcome();
-    assert_eq!(fs::read(unpacked.root().join(&long)).unwrap(), b"long");
+    assert_eq!(fs_err::read(unpacked.root().join(&long)).unwrap(), b"long");
     let name = std::ffi::OsStr::from_bytes(b"latin1-\xe9");
     assert!(unpacked.root().join(name).is_file());
 }

@@ -1,6 +1,5 @@
 //! Layers that try to write outside the destination, or are cut short or malformed.
 
-use std::fs;
 use std::path::Path;
 
 use tar::EntryType;
@@ -104,7 +103,7 @@ fn absolute_symlink_parent_stays_inside_the_destination() {
         .root()
         .join(host_path.trim_start_matches('/'))
         .join("planted");
-    assert_eq!(fs::read(inside).unwrap(), b"contained");
+    assert_eq!(fs_err::read(inside).unwrap(), b"contained");
     assert!(!unpacked.exists("stolen"));
 }
 
@@ -115,7 +114,7 @@ fn final_component_symlinks_are_replaced_not_followed() {
     }
     let host = TempDir::new().unwrap();
     let host_file = host.path().join("file");
-    fs::write(&host_file, b"host").unwrap();
+    fs_err::write(&host_file, b"host").unwrap();
     let mut layer = Layer::new();
     layer
         .symlink("f", host_file.to_str().unwrap())
@@ -128,8 +127,8 @@ fn final_component_symlinks_are_replaced_not_followed() {
     layer.raw(fifo, b"n", b"", b"");
     let unpacked = unpack(&layer.bytes());
     unpacked.outcome();
-    assert_eq!(fs::read(&host_file).unwrap(), b"host");
-    let host_metadata = fs::metadata(host.path()).unwrap();
+    assert_eq!(fs_err::read(&host_file).unwrap(), b"host");
+    let host_metadata = fs_err::metadata(host.path()).unwrap();
     assert_ne!(
         std::os::unix::fs::PermissionsExt::mode(&host_metadata.permissions()) & 0o777,
         0o777

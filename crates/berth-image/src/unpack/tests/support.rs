@@ -140,11 +140,11 @@ impl Unpacked {
     }
 
     pub fn metadata(&self, path: &str) -> fs::Metadata {
-        fs::symlink_metadata(self.root().join(path)).unwrap()
+        fs_err::symlink_metadata(self.root().join(path)).unwrap()
     }
 
     pub fn exists(&self, path: &str) -> bool {
-        fs::symlink_metadata(self.root().join(path)).is_ok()
+        fs_err::symlink_metadata(self.root().join(path)).is_ok()
     }
 
     pub fn mode(&self, path: &str) -> u32 {

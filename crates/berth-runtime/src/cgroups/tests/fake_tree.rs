@@ -60,15 +60,15 @@ impl FakeV1 {
             let root = dir.path().join(controller);
             for cgroup in ["", "berth", CONTAINER] {
                 let path = root.join(cgroup);
-                std::fs::create_dir_all(&path).unwrap();
-                std::fs::write(path.join("cgroup.procs"), "").unwrap();
+                fs_err::create_dir_all(&path).unwrap();
+                fs_err::write(path.join("cgroup.procs"), "").unwrap();
                 for (file, value) in v1_files(controller) {
-                    std::fs::write(path.join(file), value).unwrap();
+                    fs_err::write(path.join(file), value).unwrap();
                 }
             }
             if controller == "cpuset" {
-                std::fs::write(root.join("cpuset.cpus"), "0-3").unwrap();
-                std::fs::write(root.join("cpuset.mems"), "0").unwrap();
+                fs_err::write(root.join("cpuset.cpus"), "0-3").unwrap();
+                fs_err::write(root.join("cpuset.mems"), "0").unwrap();
             }
         }
         Self { dir }
@@ -87,7 +87,7 @@ impl FakeV1 {
 
     pub fn write(&self, controller: &str, file: &str, value: &str) {
         let path = self.dir.path().join(controller).join(CONTAINER).join(file);
-        std::fs::write(path, value).unwrap();
+        fs_err::write(path, value).unwrap();
     }
 }
 
@@ -139,12 +139,12 @@ impl FakeV2 {
         ];
         for (cgroup, controllers, subtree) in cgroups {
             let path = root.join(cgroup);
-            std::fs::create_dir_all(&path).unwrap();
-            std::fs::write(path.join("cgroup.controllers"), controllers).unwrap();
-            std::fs::write(path.join("cgroup.subtree_control"), subtree).unwrap();
+            fs_err::create_dir_all(&path).unwrap();
+            fs_err::write(path.join("cgroup.controllers"), controllers).unwrap();
+            fs_err::write(path.join("cgroup.subtree_control"), subtree).unwrap();
             if cgroup == CONTAINER {
                 for (file, value) in V2_FILES {
-                    std::fs::write(path.join(file), value).unwrap();
+                    fs_err::write(path.join(file), value).unwrap();
                 }
             }
         }
@@ -161,11 +161,11 @@ impl FakeV2 {
     }
 
     pub fn write(&self, path: &str, value: &str) {
-        std::fs::write(self.dir.path().join(path), value).unwrap();
+        fs_err::write(self.dir.path().join(path), value).unwrap();
     }
 }
 
 fn read(path: &Path) -> String {
-    std::fs::read_to_string(path)
+    fs_err::read_to_string(path)
         .unwrap_or_else(|error| panic!("reading {}: {error}", path.display()))
 }

@@ -167,7 +167,7 @@ pub(super) fn hold_memory() -> ! {
 
 /// The cgroup of `pid` in one hierarchy, from `/proc/<pid>/cgroup` (`N:controllers:/path`).
 pub(super) fn proc_cgroup(pid: Pid, controllers: &str) -> Option<String> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let text = fs_err::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
     text.lines().find_map(|line| {
         let mut fields = line.splitn(3, ':');
         let _id = fields.next()?;
@@ -178,7 +178,7 @@ pub(super) fn proc_cgroup(pid: Pid, controllers: &str) -> Option<String> {
 }
 
 pub(super) fn read(path: &Path) -> String {
-    std::fs::read_to_string(path)
+    fs_err::read_to_string(path)
         .unwrap_or_else(|error| panic!("reading {}: {error}", path.display()))
         .trim_end()
         .to_owned()

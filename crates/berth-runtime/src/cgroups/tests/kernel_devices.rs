@@ -4,9 +4,9 @@
 //! A forked child in the cgroup makes nodes in a private tmpfs and opens them.
 
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use fs_err::os::unix::fs::OpenOptionsExt;
 use nix::sys::wait::WaitStatus;
 
 use super::kernel::{fork_waiting, read, running_as_root, unique_name, CgroupCleanup};
@@ -173,7 +173,7 @@ fn cgroup2_root() -> Option<PathBuf> {
 }
 
 fn open_dir(path: &Path) -> OwnedFd {
-    std::fs::OpenOptions::new()
+    fs_err::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECTORY)
         .open(path)

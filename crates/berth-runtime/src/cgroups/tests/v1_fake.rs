@@ -82,11 +82,11 @@ fn empty_cpusets_are_copied_from_the_parent() {
     manager(&fake).create(&Resources::default()).unwrap();
     let parent = fake.dir.path().join("cpuset/berth");
     assert_eq!(
-        std::fs::read_to_string(parent.join("cpuset.cpus")).unwrap(),
+        fs_err::read_to_string(parent.join("cpuset.cpus")).unwrap(),
         "0-3"
     );
     assert_eq!(
-        std::fs::read_to_string(parent.join("cpuset.mems")).unwrap(),
+        fs_err::read_to_string(parent.join("cpuset.mems")).unwrap(),
         "0"
     );
     assert_eq!(fake.read("cpuset", "cpuset.cpus"), "0-3");
@@ -156,7 +156,7 @@ fn swap_is_discarded_without_swap_accounting() {
         .join("memory")
         .join(CONTAINER)
         .join("memory.memsw.limit_in_bytes");
-    std::fs::remove_file(&memsw).unwrap();
+    fs_err::remove_file(&memsw).unwrap();
     let resources = Resources {
         memory: Some(Limit::Value(MIB)),
         memory_swap: Some(Limit::Value(2 * MIB)),
@@ -199,8 +199,8 @@ fn a_rejected_write_names_the_file_and_the_value() {
         .join("memory")
         .join(CONTAINER)
         .join("memory.limit_in_bytes");
-    std::fs::remove_file(&limit).unwrap();
-    std::fs::create_dir(&limit).unwrap();
+    fs_err::remove_file(&limit).unwrap();
+    fs_err::create_dir(&limit).unwrap();
     let resources = Resources {
         memory: Some(Limit::Value(MIB)),
         ..Resources::default()
@@ -301,7 +301,7 @@ fn detection_from_a_fake_mount_table_picks_v1() {
         ));
     }
     let mountinfo_path = fake.dir.path().join("mountinfo");
-    std::fs::write(&mountinfo_path, mountinfo).unwrap();
+    fs_err::write(&mountinfo_path, mountinfo).unwrap();
 
     let version = CgroupVersion::detect_from(&mountinfo_path, fake.dir.path()).unwrap();
     assert!(matches!(version, CgroupVersion::V1(_)));

@@ -197,7 +197,7 @@ fn stats_without_controllers_are_none() {
         "memory.events",
         "pids.current",
     ] {
-        std::fs::remove_file(fake.dir.path().join(file(name))).unwrap();
+        fs_err::remove_file(fake.dir.path().join(file(name))).unwrap();
     }
     let stats = manager(&fake).stats().unwrap();
     assert_eq!(stats.memory_usage, None);
@@ -256,7 +256,7 @@ fn open_for_clone_into_opens_the_directory() {
 fn detection_of_a_unified_root_picks_v2() {
     let fake = FakeV2::new();
     let mountinfo = fake.dir.path().join("mountinfo");
-    std::fs::write(
+    fs_err::write(
         &mountinfo,
         format!(
             "30 23 0:26 / {} rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n",

@@ -69,7 +69,7 @@ pub fn run(engine: &mut Engine, args: &ExecArgs) -> anyhow::Result<i32> {
         privileged: args.privileged,
     };
     let null = || -> anyhow::Result<OwnedFd> {
-        Ok(std::fs::File::open("/dev/null")
+        Ok(fs_err::File::open("/dev/null")
             .context("failed to open /dev/null")?
             .into())
     };

@@ -19,7 +19,7 @@ pub fn exec_with_pty(
     // The pty is made inside the container (its own devpts) and its master
     // sent back over this socket.
     let (ours, theirs) = berth_runtime::console::console_socket_pair()?;
-    let null = || -> anyhow::Result<OwnedFd> { Ok(std::fs::File::open("/dev/null")?.into()) };
+    let null = || -> anyhow::Result<OwnedFd> { Ok(fs_err::File::open("/dev/null")?.into()) };
     let stdio = Stdio {
         stdin: null()?,
         stdout: null()?,

@@ -61,6 +61,9 @@ pub fn read_key_value_file(
     path: &Path,
     lookup: Option<EnvLookup>,
 ) -> Result<Vec<String>, OptionsError> {
+    // std's error: Docker's message (`open /x: no such file or directory`) is built from the
+    // bare errno (go_os_error) and names the path itself.
+    #[allow(clippy::disallowed_methods)]
     let bytes = std::fs::read(path).map_err(|error| OptionsError::ReadFile {
         path: path.to_owned(),
         error,

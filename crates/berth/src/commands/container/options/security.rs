@@ -53,7 +53,7 @@ pub fn parse_security_options(values: &[String]) -> Result<SecurityOptions, Opti
 
 fn read_seccomp_profile(path: &str) -> Result<String, OptionsError> {
     let path = PathBuf::from(path);
-    let bytes = std::fs::read(&path).map_err(|source| OptionsError::SeccompProfileRead {
+    let bytes = fs_err::read(&path).map_err(|source| OptionsError::SeccompProfileRead {
         path: path.clone(),
         source,
     })?;

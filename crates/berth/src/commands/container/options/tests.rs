@@ -176,13 +176,13 @@ fn booleans_take_go_values() {
 fn environment_and_labels() {
     let dir = tempfile::tempdir().unwrap();
     let env_file = dir.path().join("env");
-    std::fs::write(
+    fs_err::write(
         &env_file,
         "# comment\n\nA=1\n  B=two words \r\nFOO\nNOPE_UNSET\nQ=\"quoted\"\n",
     )
     .unwrap();
     let label_file = dir.path().join("labels");
-    std::fs::write(&label_file, "\u{feff}l1=a\n#c\nl2\n").unwrap();
+    fs_err::write(&label_file, "\u{feff}l1=a\n#c\nl2\n").unwrap();
     let env_path = env_file.to_str().unwrap();
     let label_path = label_file.to_str().unwrap();
     check_fields(&[
@@ -215,11 +215,11 @@ fn environment_and_labels() {
         (&[], &[("/Env", Value::Null), ("/Labels", json!({}))]),
     ]);
     let bad = dir.path().join("bad");
-    std::fs::write(&bad, "A B=1\n").unwrap();
+    fs_err::write(&bad, "A B=1\n").unwrap();
     let no_name = dir.path().join("no-name");
-    std::fs::write(&no_name, "=x\n").unwrap();
+    fs_err::write(&no_name, "=x\n").unwrap();
     let not_utf8 = dir.path().join("latin1");
-    std::fs::write(&not_utf8, b"\xff\n").unwrap();
+    fs_err::write(&not_utf8, b"\xff\n").unwrap();
     let path = |file: &Path| file.to_str().unwrap().to_owned();
     let (bad, no_name, not_utf8) = (path(&bad), path(&no_name), path(&not_utf8));
     check_errors(&[

@@ -295,13 +295,13 @@ fn resources() {
 fn security_capabilities_and_sysctls() {
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("profile.json");
-    std::fs::write(
+    fs_err::write(
         &profile,
         "{\n  \"defaultAction\": \"SCMP_ACT_ALLOW\",\n  \"syscalls\": []\n}\n",
     )
     .unwrap();
     let broken = dir.path().join("broken.json");
-    std::fs::write(&broken, "{nope").unwrap();
+    fs_err::write(&broken, "{nope").unwrap();
     let seccomp = format!("seccomp={}", profile.display());
     check_fields(&[
         (
