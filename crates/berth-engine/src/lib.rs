@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use berth_net::kernel::{HostKernel, Kernel};
 use berth_store::Store;
 
-pub use error::EngineError;
+pub use error::{EngineError, ErrorChain, ErrorKind};
 pub use networks::config_file;
 
 /// Where berth keeps its state.
