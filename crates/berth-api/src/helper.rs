@@ -204,17 +204,7 @@ fn send(status: &mut UnixStream, message: &MonitorMessage) {
 }
 
 fn message_of(error: &EngineError) -> String {
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
+    berth_engine::ErrorChain(error).to_string()
 }
 
 fn dup_standard(fd: i32) -> Option<OwnedFd> {

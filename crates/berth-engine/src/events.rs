@@ -426,6 +426,22 @@ pub const EVENT_FILTERS: &[&str] = &[
     "volume",
 ];
 
+/// What can be wrong with an events request.
+#[derive(Debug, thiserror::Error)]
+pub enum EventsError {
+    /// Docker's words.
+    #[error("invalid filter '{key}'")]
+    InvalidFilter { key: String },
+}
+
+impl EventsError {
+    pub fn kind(&self) -> crate::ErrorKind {
+        match self {
+            Self::InvalidFilter { .. } => crate::ErrorKind::InvalidArgument,
+        }
+    }
+}
+
 impl EventFilter {
     /// Refuses keys Docker does not know for events (or berth cannot have).
     pub fn new(pairs: Vec<(String, String)>) -> Result<Self, crate::EngineError> {
@@ -433,9 +449,7 @@ impl EventFilter {
             .iter()
             .find(|(key, _)| !EVENT_FILTERS.contains(&key.as_str()))
         {
-            return Err(crate::EngineError::InvalidArgument(format!(
-                "invalid filter '{key}'"
-            )));
+            return Err(EventsError::InvalidFilter { key: key.clone() }.into());
         }
         Ok(Self { pairs })
     }
@@ -646,7 +660,9 @@ mod tests {
         assert!(!filter(&[("image", "busybox:1")]).matches(&container));
         assert!(filter(&[("label", "tier=front"), ("label", "name")]).matches(&container));
         assert!(!filter(&[("label", "tier=front"), ("label", "other")]).matches(&container));
-        assert!(EventFilter::new(pairs(&[("bogus", "x")])).is_err());
+        let error = EventFilter::new(pairs(&[("bogus", "x")])).unwrap_err();
+        assert_eq!(error.to_string(), "invalid filter 'bogus'");
+        assert_eq!(error.kind(), crate::ErrorKind::InvalidArgument);
 
         // `exec_create`/`exec_start` among the values: each is a prefix
         // (the actions carry the command); otherwise actions match exactly.

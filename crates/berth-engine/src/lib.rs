@@ -23,7 +23,7 @@ use berth_net::kernel::{HostKernel, Kernel};
 use berth_runtime::Runtime;
 use berth_store::Store;
 
-pub use error::EngineError;
+pub use error::{EngineError, ErrorChain, ErrorKind};
 pub use networks::config_file;
 
 /// Where berth keeps its state, and the isolation backend its containers

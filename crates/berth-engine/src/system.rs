@@ -10,7 +10,22 @@ use serde_json::{json, Value};
 
 use crate::containers::list_containers;
 use crate::containers::state::Status;
-use crate::{Engine, EngineError};
+use crate::{Engine, EngineError, ErrorKind};
+
+/// What can stop `info`.
+#[derive(Debug, thiserror::Error)]
+pub enum SystemError {
+    #[error("failed to read the host's uname")]
+    Uname(#[source] nix::Error),
+}
+
+impl SystemError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Uname(_) => ErrorKind::Internal,
+        }
+    }
+}
 
 pub fn system_info(engine: &Engine) -> Result<Value, EngineError> {
     let images = engine.store().image_count()?;
@@ -21,9 +36,7 @@ pub fn system_info(engine: &Engine) -> Result<Value, EngineError> {
             .filter(|container| wanted.contains(&container.state.status))
             .count()
     };
-    let uname = nix::sys::utsname::uname().map_err(|error| {
-        EngineError::InvalidArgument(format!("failed to read the host's uname: {error}"))
-    })?;
+    let uname = nix::sys::utsname::uname().map_err(SystemError::Uname)?;
     Ok(json!({
         "Containers": containers.len(),
         "ContainersRunning": count(&[Status::Running, Status::Restarting]),
@@ -202,4 +215,20 @@ pub fn disk_usage(engine: &Engine) -> Result<DiskUsage, EngineError> {
         volumes: volume_usage,
         build_cache: UsageSummary::default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorChain;
+
+    #[test]
+    fn a_failed_uname_is_berths_failure_with_its_cause() {
+        let error = EngineError::from(SystemError::Uname(nix::Error::EFAULT));
+        assert_eq!(error.kind(), ErrorKind::Internal);
+        assert_eq!(
+            ErrorChain(&error).to_string(),
+            "failed to read the host's uname: EFAULT: Bad address"
+        );
+    }
 }

@@ -7,21 +7,56 @@ use std::path::{Path, PathBuf};
 use berth_store::VolumeRow;
 use serde_json::{json, Value};
 
-use crate::{Engine, EngineError};
+use crate::{Engine, EngineError, ErrorKind};
+
+/// What can go wrong with volumes, in Docker's words where Docker has them
+/// (moby `volume/service`, `volume/local`).
+#[derive(Debug, thiserror::Error)]
+pub enum VolumeError {
+    #[error("get {0}: no such volume")]
+    NotFound(String),
+    #[error("remove {name}: volume is in use - [{}]", containers.join(", "))]
+    InUse {
+        name: String,
+        containers: Vec<String>,
+    },
+    #[error("create {name}: \"{name}\" includes invalid characters for a local volume name, only \"{}\" are allowed. If you intended to pass a host directory, use absolute path", berth_types::container::names::RESTRICTED_NAME_CHARS)]
+    InvalidName { name: String },
+    #[error("failed to remove {path:?}")]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to run cp")]
+    RunCopy(#[source] std::io::Error),
+    #[error("failed to copy {image_path:?} into the volume")]
+    Populate { image_path: PathBuf },
+}
+
+impl VolumeError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::NotFound(_) => ErrorKind::NotFound,
+            Self::InUse { .. } => ErrorKind::Conflict,
+            Self::InvalidName { .. } => ErrorKind::InvalidArgument,
+            Self::Remove { .. } | Self::RunCopy(_) | Self::Populate { .. } => ErrorKind::Internal,
+        }
+    }
+}
 
 pub fn volume_data(root: &Path, name: &str) -> PathBuf {
     root.join("volumes").join(name).join("_data")
 }
 
 /// Docker's volume name rule (the same characters as container names).
-fn validate_name(name: &str) -> Result<(), EngineError> {
+fn validate_name(name: &str) -> Result<(), VolumeError> {
     if berth_types::container::names::is_restricted_name(name) {
         Ok(())
     } else {
-        Err(EngineError::InvalidArgument(format!(
-            "create {name}: \"{name}\" includes invalid characters for a local volume name, only \"{}\" are allowed. If you intended to pass a host directory, use absolute path",
-            berth_types::container::names::RESTRICTED_NAME_CHARS
-        )))
+        Err(VolumeError::InvalidName {
+            name: name.to_owned(),
+        })
     }
 }
 
@@ -85,7 +120,7 @@ pub fn find_volume(engine: &Engine, name: &str) -> Result<VolumeRow, EngineError
     engine
         .store()
         .volume(name)?
-        .ok_or_else(|| EngineError::NoSuchVolume(name.to_owned()))
+        .ok_or_else(|| VolumeError::NotFound(name.to_owned()).into())
 }
 
 /// Ids of containers whose mounts use the volume.
@@ -113,21 +148,24 @@ pub fn remove_volume(engine: &Engine, name: &str, force: bool) -> Result<(), Eng
     let row = match engine.store().volume(name)? {
         Some(row) => row,
         None if force => return Ok(()),
-        None => return Err(EngineError::NoSuchVolume(name.to_owned())),
+        None => return Err(VolumeError::NotFound(name.to_owned()).into()),
     };
     let users = volume_users(engine, &row.name)?;
     if !users.is_empty() {
-        return Err(EngineError::VolumeInUse {
+        return Err(VolumeError::InUse {
             name: row.name,
             containers: users,
-        });
+        }
+        .into());
     }
     let directory = engine.root().join("volumes").join(&row.name);
-    if let Err(error) = std::fs::remove_dir_all(&directory) {
-        if error.kind() != std::io::ErrorKind::NotFound {
-            return Err(EngineError::Start(format!(
-                "failed to remove {directory:?}: {error}"
-            )));
+    if let Err(source) = std::fs::remove_dir_all(&directory) {
+        if source.kind() != std::io::ErrorKind::NotFound {
+            return Err(VolumeError::Remove {
+                path: directory,
+                source,
+            }
+            .into());
         }
     }
     engine.store().delete_volume(&row.name)?;
@@ -179,11 +217,49 @@ pub fn populate_from_image(data: &Path, image_path: &Path) -> Result<(), EngineE
         .arg(format!("{}/.", image_path.display()))
         .arg(data)
         .status()
-        .map_err(|error| EngineError::Start(format!("failed to run cp: {error}")))?;
+        .map_err(VolumeError::RunCopy)?;
     if !status.success() {
-        return Err(EngineError::Start(format!(
-            "failed to copy {image_path:?} into the volume"
-        )));
+        return Err(VolumeError::Populate {
+            image_path: image_path.to_owned(),
+        }
+        .into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::ErrorChain;
+
+    #[test]
+    fn volume_errors_keep_dockers_words_and_kinds() {
+        let missing = EngineError::from(VolumeError::NotFound("data".to_owned()));
+        assert_eq!(missing.to_string(), "get data: no such volume");
+        assert!(missing.is_not_found());
+        let in_use = VolumeError::InUse {
+            name: "data".to_owned(),
+            containers: vec!["abc".to_owned(), "def".to_owned()],
+        };
+        assert_eq!(
+            in_use.to_string(),
+            "remove data: volume is in use - [abc, def]"
+        );
+        assert_eq!(in_use.kind(), ErrorKind::Conflict);
+        let invalid = validate_name("a b").unwrap_err();
+        assert_eq!(invalid.kind(), ErrorKind::InvalidArgument);
+        assert!(invalid
+            .to_string()
+            .starts_with("create a b: \"a b\" includes invalid characters for a local volume name, only \"[a-zA-Z0-9][a-zA-Z0-9_.-]\" are allowed."));
+        let remove = VolumeError::Remove {
+            path: PathBuf::from("/v/data"),
+            source: std::io::Error::from_raw_os_error(libc::EBUSY),
+        };
+        assert_eq!(remove.kind(), ErrorKind::Internal);
+        assert_eq!(
+            ErrorChain(&remove).to_string(),
+            "failed to remove \"/v/data\": Device or resource busy (os error 16)"
+        );
+    }
 }

@@ -2,8 +2,41 @@
 //! failed, 125 the command line itself was wrong (or `run` failed in the
 //! engine), 126/127 for commands a container cannot invoke or find.
 
+use berth_engine::{EngineError, ErrorKind};
+
 pub const FAILURE: i32 = 1;
 pub const USAGE: i32 = 125;
+/// The container's command exists but cannot be run.
+pub const CANNOT_INVOKE: i32 = 126;
+/// The container's command was not found.
+pub const COMMAND_NOT_FOUND: i32 = 127;
+
+/// The one map from an engine error to the docker CLI's exit status: 126
+/// and 127 for a command the container cannot invoke or find, else
+/// `otherwise` (125 for `run`, where the engine failed; 1 for `exec`).
+pub fn for_engine_error(error: &EngineError, otherwise: i32) -> i32 {
+    match error.kind() {
+        ErrorKind::CannotInvoke => CANNOT_INVOKE,
+        ErrorKind::CommandNotFound => COMMAND_NOT_FOUND,
+        ErrorKind::NotFound
+        | ErrorKind::Conflict
+        | ErrorKind::InvalidArgument
+        | ErrorKind::NotRunning
+        | ErrorKind::Forbidden
+        | ErrorKind::Unauthorized
+        | ErrorKind::Unsupported
+        | ErrorKind::Internal => otherwise,
+    }
+}
+
+/// An engine error as a [`StatusError`]: its exit status from
+/// [`for_engine_error`], its whole chain as the message.
+pub fn engine_status_error(error: &EngineError, otherwise: i32) -> StatusError {
+    StatusError {
+        status: for_engine_error(error, otherwise),
+        message: berth_engine::ErrorChain(error).to_string(),
+    }
+}
 
 /// An error that carries its own exit status (e.g. a silent failure whose
 /// messages were already printed).
@@ -78,6 +111,34 @@ fn command_path(usage: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn engine_errors_exit_as_the_docker_cli_exits() {
+        let failed = |status| {
+            EngineError::StartFailed(berth_engine::containers::StartFailure {
+                message: "exec: \"nope\": executable file not found in $PATH".to_owned(),
+                status,
+            })
+        };
+        assert_eq!(for_engine_error(&failed(127), USAGE), 127);
+        assert_eq!(for_engine_error(&failed(126), FAILURE), 126);
+        assert_eq!(for_engine_error(&failed(125), USAGE), 125);
+        let missing = EngineError::NoSuchImage("x".to_owned());
+        assert_eq!(for_engine_error(&missing, USAGE), 125);
+        assert_eq!(for_engine_error(&missing, FAILURE), 1);
+        let error = engine_status_error(
+            &EngineError::RemoveFiles {
+                id: "abc".to_owned(),
+                source: std::io::Error::from_raw_os_error(libc::EBUSY),
+            },
+            USAGE,
+        );
+        assert_eq!(error.status, 125);
+        assert_eq!(
+            error.message,
+            "failed to remove the files of container abc: Device or resource busy (os error 16)"
+        );
+    }
 
     #[test]
     fn the_command_path_comes_from_the_usage_line() {

@@ -201,15 +201,6 @@ impl<'s> LazyStream<'s> {
     }
 }
 
-fn registry_error_status(message: &str, status: Option<u16>) -> u16 {
-    match status {
-        Some(401 | 403) => 401,
-        Some(404) => 404,
-        _ if message.contains("not found") || message.contains("manifest unknown") => 404,
-        _ => 500,
-    }
-}
-
 /// `POST /images/create`: a pull (`fromImage`), or an import (`fromSrc`).
 pub fn pull(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     if let Some(source) = exchange
@@ -256,19 +247,11 @@ pub fn pull(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     match result {
         Ok(_) => Ok(lazy.finish(None)),
         Err(error) => {
-            let message = chain(&error);
+            let error = ApiError::from(error);
             if lazy.started() {
-                return Ok(lazy.finish(Some(message)));
+                return Ok(lazy.finish(Some(error.message)));
             }
-            let status = match &error {
-                berth_engine::images::PullError::InvalidReference(_)
-                | berth_engine::images::PullError::InvalidPlatform { .. } => 400,
-                berth_engine::images::PullError::Registry(client) => {
-                    registry_error_status(&message, client.status())
-                }
-                _ => 500,
-            };
-            Err(ApiError::new(status, message))
+            Err(error)
         }
     }
 }
@@ -356,22 +339,6 @@ fn import(server: &Server, exchange: &mut Exchange<'_>, source: &str) -> Handled
     }
 }
 
-/// Docker's `repo` and `tag` of an import: `repo` may carry a tag, which
-/// `tag` replaces; a digest is refused (Docker's words).
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
-}
-
 pub fn push(server: &Server, exchange: &mut Exchange<'_>, name: &str) -> Handled {
     let tag = exchange.query("tag").unwrap_or_default();
     let reference = if tag.is_empty() {
@@ -399,16 +366,11 @@ pub fn push(server: &Server, exchange: &mut Exchange<'_>, name: &str) -> Handled
     match result {
         Ok(_) => Ok(lazy.finish(None)),
         Err(error) => {
-            let message = chain(&error);
+            let error = ApiError::from(error);
             if lazy.started() {
-                return Ok(lazy.finish(Some(message)));
+                return Ok(lazy.finish(Some(error.message)));
             }
-            let status = match &error {
-                berth_engine::images::PushError::NoSuchImage(_) => 404,
-                berth_engine::images::PushError::InvalidReference(_) => 400,
-                _ => 500,
-            };
-            Err(ApiError::new(status, message))
+            Err(error)
         }
     }
 }

@@ -162,13 +162,7 @@ pub fn create(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     };
     let mut engine = server.engine()?;
     let (store, kernel) = engine.network_parts();
-    let id = create_network(store, kernel, &request).map_err(|error| {
-        let mut api = ApiError::from(error);
-        if api.message.contains("already exists") {
-            api.status = 409;
-        }
-        api
-    })?;
+    let id = create_network(store, kernel, &request)?;
     reply(Response::json(201, &json!({ "Id": id, "Warning": "" })))
 }
 
@@ -182,15 +176,7 @@ pub fn inspect(server: &Server, id: &str) -> Handled {
 pub fn remove(server: &Server, id: &str) -> Handled {
     let mut engine = server.engine()?;
     let (store, kernel) = engine.network_parts();
-    remove_network(store, kernel, id).map_err(|error| {
-        let mut api = ApiError::from(error);
-        if api.message.contains("active endpoints") {
-            api.status = 409;
-        } else if api.message.contains("pre-defined") {
-            api.status = 403;
-        }
-        api
-    })?;
+    remove_network(store, kernel, id)?;
     reply(Response::empty(204))
 }
 

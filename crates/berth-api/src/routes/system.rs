@@ -210,7 +210,7 @@ pub fn auth(exchange: &mut Exchange<'_>) -> Handled {
     let body: Value = exchange.json()?;
     let request = login_request(&body)?;
     let registry = RegistryConfig::load_or_default(&berth_engine::config_file())
-        .map_err(|error| ApiError::internal(error_chain(&error)))?;
+        .map_err(|error| ApiError::internal(berth_engine::ErrorChain(&error).to_string()))?;
     match berth_registry::client::login(&request, &registry, &ClientConfig::default()) {
         Ok(success) => reply(Response::json(
             200,
@@ -219,7 +219,10 @@ pub fn auth(exchange: &mut Exchange<'_>) -> Handled {
                 "Status": LOGIN_SUCCEEDED,
             }),
         )),
-        Err(error) => Err(ApiError::new(error.http_status(), error_chain(&error))),
+        Err(error) => Err(ApiError::new(
+            error.http_status(),
+            berth_engine::ErrorChain(&error).to_string(),
+        )),
     }
 }
 
@@ -250,16 +253,4 @@ fn login_request(body: &Value) -> Result<LoginRequest, ApiError> {
         password: text("password")?,
         identity_token: text("identitytoken")?,
     })
-}
-
-/// An error and its causes, as one line (`{:#}`).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }

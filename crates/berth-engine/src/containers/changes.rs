@@ -4,12 +4,35 @@
 use std::io::Write;
 
 use berth_image::changes::{changes, export_rootfs, Change};
-use berth_runtime::rootfs::{is_mounted, mount_rootfs};
+use berth_runtime::rootfs::{is_mounted, mount_rootfs, RootfsError};
 
 use super::lookup::{find_container, Container};
 use super::paths::ContainerPaths;
 use super::repair::CopyHold;
-use crate::{Engine, EngineError};
+use crate::{Engine, EngineError, ErrorKind};
+
+/// What can stop `diff`, `export`, or reaching a stopped container's root.
+#[derive(Debug, thiserror::Error)]
+pub enum ChangesError {
+    #[error("failed to compute changes")]
+    Diff(#[source] berth_image::changes::ChangesError),
+    #[error("failed to mount the root of container {id}")]
+    Mount {
+        id: String,
+        #[source]
+        source: RootfsError,
+    },
+    #[error("failed to export")]
+    Export(#[source] berth_image::changes::ChangesError),
+}
+
+impl ChangesError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Diff(_) | Self::Mount { .. } | Self::Export(_) => ErrorKind::Internal,
+        }
+    }
+}
 
 /// `diff`: Docker's A/C/D list, sorted by path.
 pub fn container_diff(engine: &Engine, text: &str) -> Result<Vec<Change>, EngineError> {
@@ -21,8 +44,7 @@ pub fn container_diff(engine: &Engine, text: &str) -> Result<Vec<Change>, Engine
     if !upper.exists() {
         return Ok(Vec::new());
     }
-    changes(&upper, &lowers)
-        .map_err(|error| EngineError::Start(format!("failed to compute changes: {error}")))
+    Ok(changes(&upper, &lowers).map_err(ChangesError::Diff)?)
 }
 
 /// Runs `action` with the container's root as a host path: the running
@@ -73,7 +95,12 @@ pub fn with_copy_root<T>(
             return Ok(());
         }
         let layers = super::start::container_layers(engine.store(), &container.record)?;
-        mount_rootfs(&layers, &rootfs).map_err(|error| EngineError::Start(error.to_string()))
+        mount_rootfs(&layers, &rootfs).map_err(|source| {
+            EngineError::from(ChangesError::Mount {
+                id: container.record.id.clone(),
+                source,
+            })
+        })
     };
     let hold = CopyHold::register(&paths, Some(&mount))?;
     let result = action(&CopyRoot {
@@ -109,7 +136,31 @@ pub fn export_container(engine: &Engine, text: &str, out: impl Write) -> Result<
     let container = find_container(engine.store(), &config, text)?;
     with_container_root(engine, &container, |root| {
         crate::events::emit_container(engine.store(), "export", &container.record);
-        export_rootfs(root, out)
-            .map_err(|error| EngineError::Start(format!("failed to export: {error}")))
+        Ok(export_rootfs(root, out).map_err(ChangesError::Export)?)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorChain;
+
+    #[test]
+    fn changes_errors_are_internal_and_keep_their_cause() {
+        let error = EngineError::from(ChangesError::Diff(
+            berth_image::changes::ChangesError::OpenDirectory {
+                path: "/c/upper".into(),
+                source: std::io::Error::from_raw_os_error(libc::EACCES),
+            },
+        ));
+        assert_eq!(error.kind(), ErrorKind::Internal);
+        assert_eq!(error.to_string(), "failed to compute changes");
+        assert!(
+            ErrorChain(&error)
+                .to_string()
+                .starts_with("failed to compute changes: failed to open directory \"/c/upper\""),
+            "{}",
+            ErrorChain(&error)
+        );
+    }
 }

@@ -1,17 +1,65 @@
 //! `commit`: the container's changes as a new layer on its image.
 
+use std::path::PathBuf;
+
 use berth_image::changes::layer_from_upper;
 use berth_image::commit::{commit_image, CommitRequest};
+use berth_image::import::ChangeError;
 use berth_image::parse_change;
 use berth_types::image::{ContainerConfig, History};
-use berth_types::Digest;
+use berth_types::{Digest, DigestError};
 
 use super::lookup::find_container;
 use super::paths::ContainerPaths;
 use super::repair::CommitMark;
 use super::state::Status;
 use crate::images::parse_reference;
-use crate::{Engine, EngineError};
+use crate::{Engine, EngineError, ErrorKind};
+
+/// What can stop a commit; the container states are moby's words
+/// (`daemon/commit.go`).
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError {
+    #[error("You cannot commit container {id} which is being removed")]
+    Removing { id: String },
+    #[error("You cannot commit container {id} which is Dead")]
+    Dead { id: String },
+    /// A `--change` line; the parser's words are Docker's.
+    #[error(transparent)]
+    Change(#[from] ChangeError),
+    #[error("invalid image id {id:?} in the container record")]
+    ImageId {
+        id: String,
+        #[source]
+        source: DigestError,
+    },
+    #[error("failed to create {path:?}")]
+    CreateLayer {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to write the layer")]
+    WriteLayer(#[source] berth_image::changes::ChangesError),
+    #[error("failed to write the layer")]
+    WriteLayerFile(#[source] std::io::Error),
+    #[error("failed to commit")]
+    Commit(#[source] berth_image::commit::CommitError),
+}
+
+impl CommitError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Removing { .. } | Self::Dead { .. } => ErrorKind::Conflict,
+            Self::Change(_) => ErrorKind::InvalidArgument,
+            Self::ImageId { .. }
+            | Self::CreateLayer { .. }
+            | Self::WriteLayer(_)
+            | Self::WriteLayerFile(_)
+            | Self::Commit(_) => ErrorKind::Internal,
+        }
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct CommitOptions {
@@ -32,16 +80,16 @@ pub fn commit_container(
     // moby's daemon/commit.go.
     match container.state.status {
         Status::Removing => {
-            return Err(EngineError::Conflict(format!(
-                "You cannot commit container {} which is being removed",
-                container.record.id
-            )))
+            return Err(CommitError::Removing {
+                id: container.record.id,
+            }
+            .into())
         }
         Status::Dead => {
-            return Err(EngineError::Conflict(format!(
-                "You cannot commit container {} which is Dead",
-                container.record.id
-            )))
+            return Err(CommitError::Dead {
+                id: container.record.id,
+            }
+            .into())
         }
         _ => {}
     }
@@ -57,13 +105,14 @@ pub fn commit_container(
     let changes = options
         .changes
         .iter()
-        .map(|line| {
-            parse_change(line).map_err(|error| EngineError::InvalidArgument(error.to_string()))
-        })
+        .map(|line| parse_change(line).map_err(CommitError::from))
         .collect::<Result<Vec<_>, _>>()?;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
-    let base = Digest::parse(&container.record.image_id)
-        .map_err(|error| EngineError::Start(error.to_string()))?;
+    let base =
+        Digest::parse(&container.record.image_id).map_err(|source| CommitError::ImageId {
+            id: container.record.image_id.clone(),
+            source,
+        })?;
 
     // The image config gets the container's runtime settings, as Docker's.
     let run = &container.record.run;
@@ -103,21 +152,21 @@ pub fn commit_container(
         mark.update(false, &staged)?;
     }
     let layer = (|| {
-        let file = std::fs::File::create(&staged)
-            .map_err(|error| EngineError::Start(format!("failed to create {staged:?}: {error}")))?;
+        let file = std::fs::File::create(&staged).map_err(|source| CommitError::CreateLayer {
+            path: staged.clone(),
+            source,
+        })?;
         let mut writer = std::io::BufWriter::with_capacity(1 << 20, file);
         let upper = paths.rootfs().upper;
         if upper.exists() {
-            layer_from_upper(&upper, &mut writer).map_err(|error| {
-                EngineError::Start(format!("failed to write the layer: {error}"))
-            })?;
+            layer_from_upper(&upper, &mut writer).map_err(CommitError::WriteLayer)?;
         } else {
             // Never started: an empty layer, as Docker commits one.
-            tar::Builder::new(&mut writer).finish().map_err(|error| {
-                EngineError::Start(format!("failed to write the layer: {error}"))
-            })?;
+            tar::Builder::new(&mut writer)
+                .finish()
+                .map_err(CommitError::WriteLayerFile)?;
         }
-        std::io::Write::flush(&mut writer).map_err(|error| EngineError::Start(error.to_string()))
+        std::io::Write::flush(&mut writer).map_err(CommitError::WriteLayerFile)
     })();
     if pause {
         let _ = super::unpause_container(engine, &container.record.id);
@@ -139,11 +188,11 @@ pub fn commit_container(
                 reference,
             },
         )
-        .map_err(|error| EngineError::Start(format!("failed to commit: {error}")))
+        .map_err(CommitError::Commit)
     });
     let _ = fs_err::remove_file(&staged);
     drop(mark);
-    let id = result?.id;
+    let id = result.map_err(EngineError::from)?.id;
     // Docker's `tag` of the new image, then the container's `commit`.
     let image_id = id.to_string();
     if !image_ref.is_empty() {
@@ -157,4 +206,39 @@ pub fn commit_container(
     ];
     crate::events::emit_container_with(&config.root, "commit", &container.record, &attributes);
     Ok(id)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::ErrorChain;
+
+    #[test]
+    fn commit_errors_have_mobys_words_and_kinds() {
+        let removing = EngineError::from(CommitError::Removing {
+            id: "abc".to_owned(),
+        });
+        assert!(removing.is_conflict());
+        assert_eq!(
+            removing.to_string(),
+            "You cannot commit container abc which is being removed"
+        );
+        let change = CommitError::from(parse_change("FROM busybox").unwrap_err());
+        assert_eq!(change.kind(), ErrorKind::InvalidArgument);
+        assert_eq!(
+            change.to_string(),
+            parse_change("FROM busybox").unwrap_err().to_string(),
+            "the parser's words pass through"
+        );
+        let layer = CommitError::CreateLayer {
+            path: PathBuf::from("/root/tmp/commit-1"),
+            source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+        };
+        assert_eq!(layer.kind(), ErrorKind::Internal);
+        assert_eq!(
+            ErrorChain(&layer).to_string(),
+            "failed to create \"/root/tmp/commit-1\": No space left on device (os error 28)"
+        );
+    }
 }

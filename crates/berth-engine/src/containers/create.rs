@@ -1,6 +1,8 @@
 //! `create`: a Docker API create request, merged with the image config,
 //! validated, and stored. Nothing runs yet.
 
+mod error;
+
 use std::collections::BTreeMap;
 
 use berth_runtime::cgroups::{Limit, Resources};
@@ -8,17 +10,18 @@ use berth_runtime::devices::DeviceRule;
 use berth_store::{ContainerRow, ContainerStoreError};
 use berth_types::container::CreateRequest;
 
+pub use self::error::CreateError;
 use super::merge::{merge_process, UserProcess};
-use super::names::{generate_name, new_id, validate_name};
+use super::names::{check_name, generate_name, new_id};
 use super::paths::ContainerPaths;
 use super::record::{
     ContainerRecord, DeviceMapping, MountRequest, MountSource, RestartPolicy, RunSettings,
     SeccompChoice, Ulimit,
 };
 use super::state::{now, ContainerState};
-use crate::images::resolve_image;
+use crate::images::{read_config, resolve_image};
 use crate::networks::ports::PortRequest;
-use crate::networks::NetworkRequest;
+use crate::networks::{NetworkError, NetworkRequest};
 use crate::{Engine, EngineError};
 
 /// The networks a container joins at each start. Docker's rules: the mode
@@ -40,10 +43,7 @@ fn resolve_host_gateway(
     let bridge = crate::networks::find_network(store, kernel, "bridge")?;
     let gateway = bridge.record.gateway.clone();
     if gateway.is_empty() {
-        return Err(EngineError::InvalidArgument(
-            "unable to derive the IP value for host-gateway: the default bridge has no gateway"
-                .to_owned(),
-        ));
+        return Err(CreateError::NoHostGateway.into());
     }
     Ok(entries
         .iter()
@@ -63,9 +63,7 @@ fn network_requests(
     if mode == "host" || mode == "none" || mode.starts_with("container:") {
         if let Some(container) = mode.strip_prefix("container:") {
             if container.is_empty() {
-                return Err(EngineError::InvalidArgument(
-                    "Invalid network mode: container: needs a container name or id".to_owned(),
-                ));
+                return Err(CreateError::EmptyContainerMode.into());
             }
         }
         return Ok(Vec::new());
@@ -95,10 +93,10 @@ fn network_requests(
         let aliases = settings.aliases.clone().unwrap_or_default();
         network.check_endpoint_request(&ipv4_address, &aliases)?;
         if !network.is_bridge() {
-            return Err(EngineError::InvalidArgument(format!(
-                "container cannot be disconnected from host network or connected to host network ({})",
-                network.name
-            )));
+            return Err(CreateError::HostNetwork {
+                network: network.name,
+            }
+            .into());
         }
         if !settings.mac_address.is_empty() {
             crate::networks::record::parse_mac(&settings.mac_address)?;
@@ -123,9 +121,7 @@ fn port_requests(
     let host = &request.host_config;
     let bindings = host.port_bindings.clone().unwrap_or_default();
     if mode.starts_with("container:") && (!bindings.is_empty() || host.publish_all_ports) {
-        return Err(EngineError::InvalidArgument(
-            "conflicting options: port publishing and the container type network mode".to_owned(),
-        ));
+        return Err(CreateError::PortsWithContainerMode.into());
     }
     if mode == "host" || mode == "none" {
         // Docker discards published ports without these namespaces.
@@ -142,7 +138,7 @@ fn port_requests(
     exposed.sort();
     exposed.dedup();
     crate::networks::ports::port_requests(&bindings, &exposed, host.publish_all_ports)
-        .map_err(EngineError::InvalidArgument)
+        .map_err(|error| NetworkError::from(error).into())
 }
 
 /// Whether an image config is for `wanted` (`--platform`): os and architecture equal, and the
@@ -171,10 +167,7 @@ pub fn local_platform_mismatch(
         Err(EngineError::NoSuchImage(_)) => return Ok(None),
         Err(error) => return Err(error),
     };
-    let config: berth_types::image::ImageConfig =
-        serde_json::from_slice(&engine.store().blobs().read(&image.id)?).map_err(|error| {
-            EngineError::Start(format!("image config of {}: {error}", image.id))
-        })?;
+    let config = read_config(engine.store(), &image)?;
     Ok((!config_fits_platform(&config, wanted)).then(|| {
         berth_types::container::platform::format_platform(&berth_types::image::Platform {
             os: config.os.clone(),
@@ -202,10 +195,7 @@ pub(crate) fn build_record(
     id: String,
 ) -> Result<ContainerRecord, EngineError> {
     let image = resolve_image(engine.store(), &request.config.image)?;
-    let image_config: berth_types::image::ImageConfig =
-        serde_json::from_slice(&engine.store().blobs().read(&image.id)?).map_err(|error| {
-            EngineError::Start(format!("image config of {}: {error}", image.id))
-        })?;
+    let image_config = read_config(engine.store(), &image)?;
     if let Some(wanted) = &request.platform {
         // Docker: the image of the wanted platform is not here (it is not found, so the
         // docker CLI pulls it); running the other one would be wrong without a word.
@@ -214,7 +204,7 @@ pub(crate) fn build_record(
         }
     }
     if let Some(name) = &request.name {
-        validate_name(name).map_err(EngineError::InvalidArgument)?;
+        check_name(name).map_err(CreateError::from)?;
     }
     let config = &request.config;
     let host = &request.host_config;
@@ -231,19 +221,17 @@ pub(crate) fn build_record(
     };
     let merged = merge_process(image_config.config.as_ref(), &user)?;
     if !merged.working_dir.is_empty() && !merged.working_dir.starts_with('/') {
-        return Err(EngineError::InvalidArgument(format!(
-            "the working directory '{}' is invalid, it needs to be an absolute path",
-            merged.working_dir
-        )));
+        return Err(CreateError::RelativeWorkingDirectory {
+            directory: merged.working_dir.clone(),
+        }
+        .into());
     }
     let network_mode = match host.network_mode.as_str() {
         "" | "default" => "bridge".to_owned(),
         mode => mode.to_owned(),
     };
     if host.uts_mode == "host" && !config.hostname.is_empty() {
-        return Err(EngineError::InvalidArgument(
-            "conflicting options: hostname and the UTS mode".to_owned(),
-        ));
+        return Err(CreateError::HostnameWithHostUts.into());
     }
     let hostname = if !config.hostname.is_empty() {
         config.hostname.clone()
@@ -321,20 +309,20 @@ pub(crate) fn build_record(
     };
     for limit in &run.ulimits {
         if berth_runtime::spec::rlimit_resource(&limit.name).is_none() {
-            return Err(EngineError::InvalidArgument(format!(
-                "invalid ulimit type: {}",
-                limit.name
-            )));
+            return Err(CreateError::InvalidUlimit {
+                name: limit.name.clone(),
+            }
+            .into());
         }
     }
     if !matches!(
         run.restart.name.as_str(),
         "" | "no" | "always" | "unless-stopped" | "on-failure"
     ) {
-        return Err(EngineError::InvalidArgument(format!(
-            "invalid restart policy '{}'",
-            run.restart.name
-        )));
+        return Err(CreateError::InvalidRestartPolicy {
+            name: run.restart.name.clone(),
+        }
+        .into());
     }
 
     // What `inspect` shows: the request as Docker stores it, with the
@@ -355,10 +343,8 @@ pub(crate) fn build_record(
         stored_host.log_config.r#type = "json-file".to_owned();
     }
 
-    let config_json = serde_json::to_value(&stored_config)
-        .map_err(|error| EngineError::Start(error.to_string()))?;
-    let host_config_json = serde_json::to_value(&stored_host)
-        .map_err(|error| EngineError::Start(error.to_string()))?;
+    let config_json = serde_json::to_value(&stored_config).map_err(CreateError::Serialize)?;
+    let host_config_json = serde_json::to_value(&stored_host).map_err(CreateError::Serialize)?;
     Ok(ContainerRecord {
         id: id.clone(),
         name: request
@@ -392,17 +378,19 @@ pub(crate) fn insert_record(
             name: record.name.clone(),
             image_id: record.image_id.clone(),
             created: record.created.clone(),
-            record: serde_json::to_string(&record)
-                .map_err(|error| EngineError::Start(error.to_string()))?,
+            record: serde_json::to_string(&record).map_err(CreateError::Serialize)?,
             state: serde_json::to_string(&ContainerState::default())
-                .map_err(|error| EngineError::Start(error.to_string()))?,
+                .map_err(CreateError::Serialize)?,
         };
         match engine.store_mut().insert_container(&row) {
             Ok(()) => {
                 let config = engine.config();
                 let paths = ContainerPaths::new(&config.root, &config.run_root, &id);
-                std::fs::create_dir_all(&paths.directory).map_err(|error| {
-                    EngineError::Start(format!("failed to create {:?}: {error}", paths.directory))
+                std::fs::create_dir_all(&paths.directory).map_err(|source| {
+                    CreateError::CreateDirectory {
+                        path: paths.directory.clone(),
+                        source,
+                    }
                 })?;
                 create_volumes(engine, &record)?;
                 crate::events::emit_container(engine.store(), "create", &record);
@@ -423,9 +411,7 @@ pub(crate) fn insert_record(
             Err(ContainerStoreError::Store(error)) => return Err(error.into()),
         }
     }
-    Err(EngineError::Start(
-        "could not generate a unique container name".to_owned(),
-    ))
+    Err(CreateError::NameGeneration.into())
 }
 
 /// `no-new-privileges`, `no-new-privileges:true`, `no-new-privileges=true`.
@@ -466,20 +452,21 @@ fn device_mappings(
             .map(|set| format!("[{}]", set.join(" ")))
             .collect::<Vec<_>>()
             .join(" ");
-        let mut message = format!(
-            "could not select device driver {:?} with capabilities: [{capabilities}]",
-            request.driver
-        );
-        if request.driver == "cdi" {
+        let driver = request.driver.clone();
+        return Err(if request.driver == "cdi" {
             let names = request.device_ids.iter().flatten().cloned();
-            message.push_str(&format!(
-                ": berth has no CDI support (devices: {})",
-                names.collect::<Vec<_>>().join(", ")
-            ));
+            CreateError::CdiDevices {
+                driver,
+                capabilities,
+                devices: names.collect::<Vec<_>>().join(", "),
+            }
         } else {
-            message.push_str(": berth has no device drivers (--gpus)");
+            CreateError::DeviceDriver {
+                driver,
+                capabilities,
+            }
         }
-        return Err(EngineError::InvalidArgument(message));
+        .into());
     }
     requested
         .devices
@@ -492,7 +479,9 @@ fn device_mappings(
                 mapping.cgroup_permissions.as_str()
             };
             let access = berth_runtime::devices::Access::parse(permissions).ok_or_else(|| {
-                EngineError::InvalidArgument(format!("bad mode specified: {permissions}"))
+                CreateError::DeviceMode {
+                    mode: permissions.to_owned(),
+                }
             })?;
             let container_path = if mapping.path_in_container.is_empty() {
                 mapping.path_on_host.clone()
@@ -500,9 +489,10 @@ fn device_mappings(
                 mapping.path_in_container.clone()
             };
             if !container_path.starts_with('/') {
-                return Err(EngineError::InvalidArgument(format!(
-                    "{container_path} is not an absolute path"
-                )));
+                return Err(CreateError::RelativeDevicePath {
+                    path: container_path,
+                }
+                .into());
             }
             Ok(DeviceMapping {
                 host_path: mapping.path_on_host.clone(),
@@ -521,9 +511,7 @@ fn device_cgroup_rules(
         .device_cgroup_rules
         .iter()
         .flatten()
-        .map(|rule| {
-            DeviceRule::parse(rule).map_err(|error| EngineError::InvalidArgument(error.to_string()))
-        })
+        .map(|rule| DeviceRule::parse(rule).map_err(|error| CreateError::from(error).into()))
         .collect()
 }
 
@@ -558,32 +546,23 @@ fn resources(requested: &berth_types::container::Resources) -> Result<Resources,
         (resources.memory, resources.memory_swap)
     {
         if swap < memory {
-            return Err(EngineError::InvalidArgument(
-                "Minimum memoryswap limit should be larger than memory limit, see usage".to_owned(),
-            ));
+            return Err(CreateError::SwapBelowMemory.into());
         }
     }
     if let Some(Limit::Value(memory)) = resources.memory {
         if memory < 6 * 1024 * 1024 {
-            return Err(EngineError::InvalidArgument(
-                "Minimum memory limit allowed is 6MB".to_owned(),
-            ));
+            return Err(CreateError::MemoryTooLow.into());
         }
     }
     if let Ok(nano) = u64::try_from(requested.nano_cpus) {
         if nano > 0 {
             if requested.cpu_quota > 0 || requested.cpu_period > 0 {
-                return Err(EngineError::InvalidArgument(
-                    "Conflicting options: Nano CPUs and CPU Period/Quota cannot both be set"
-                        .to_owned(),
-                ));
+                return Err(CreateError::NanoCpusWithQuota.into());
             }
             let available =
                 std::thread::available_parallelism().map_or(1, |count| count.get()) as u64;
             if nano > available * 1_000_000_000 {
-                return Err(EngineError::InvalidArgument(format!(
-                    "Range of CPUs is from 0.01 to {available}.00, as there are only {available} CPUs available"
-                )));
+                return Err(CreateError::TooManyCpus { available }.into());
             }
             resources.set_nano_cpus(nano);
         }
@@ -603,21 +582,16 @@ fn mounts(
         let (source, destination, options) = match parts.as_slice() {
             [source, destination] => (*source, *destination, ""),
             [source, destination, options] => (*source, *destination, *options),
-            _ => {
-                return Err(EngineError::InvalidArgument(format!(
-                    "invalid volume specification: '{bind}'"
-                )))
-            }
+            _ => return Err(CreateError::VolumeSpecification { bind: bind.clone() }.into()),
         };
         let readonly = options.split(',').any(|option| option == "ro");
         if source.starts_with('/') && std::fs::symlink_metadata(source).is_err() {
             // Docker creates a missing `-v` host path as a directory, 0755
             // with its parents (`--mount` refuses instead).
             crate::permissions::create_host_directory_all(std::path::Path::new(source)).map_err(
-                |error| {
-                    EngineError::InvalidArgument(format!(
-                        "error while creating mount source path '{source}': {error}"
-                    ))
+                |error| CreateError::MountSourcePath {
+                    path: source.to_owned(),
+                    source: error,
                 },
             )?;
         }
@@ -667,16 +641,18 @@ fn mounts(
                 exec: false,
             },
             other => {
-                return Err(EngineError::InvalidArgument(format!(
-                    "mount type {other:?} is not supported"
-                )))
+                return Err(CreateError::MountType {
+                    kind: other.to_owned(),
+                }
+                .into())
             }
         };
         if let MountSource::Bind { host_path, .. } = &source {
             if std::fs::metadata(host_path).is_err() {
-                return Err(EngineError::InvalidArgument(format!(
-                    "invalid mount config for type \"bind\": bind source path does not exist: {host_path}"
-                )));
+                return Err(CreateError::BindSourceMissing {
+                    path: host_path.clone(),
+                }
+                .into());
             }
         }
         mounts.push(MountRequest {
@@ -694,9 +670,12 @@ fn mounts(
             match option.split_once('=') {
                 Some(("size", value)) => size = Some(parse_tmpfs_size(value)?),
                 Some(("mode", value)) => {
-                    mode = Some(u32::from_str_radix(value, 8).map_err(|_| {
-                        EngineError::InvalidArgument(format!("invalid tmpfs mode {value:?}"))
-                    })?)
+                    mode =
+                        Some(
+                            u32::from_str_radix(value, 8).map_err(|_| CreateError::TmpfsMode {
+                                value: value.to_owned(),
+                            })?,
+                        )
                 }
                 None if option == "ro" => readonly = true,
                 None if option == "rw" => readonly = false,
@@ -705,9 +684,11 @@ fn mounts(
                 // Always so in berth, as in Docker by default.
                 None if option == "nosuid" || option == "nodev" => {}
                 _ => {
-                    return Err(EngineError::InvalidArgument(format!(
-                        "tmpfs option {option:?} for {destination} is not supported (berth takes size, mode, ro, rw, exec, noexec, nosuid, nodev)"
-                    )))
+                    return Err(CreateError::TmpfsOption {
+                        option: option.to_owned(),
+                        destination: destination.clone(),
+                    }
+                    .into())
                 }
             }
         }
@@ -739,16 +720,16 @@ fn mounts(
     }
     for mount in &mounts {
         if !mount.destination.starts_with('/') {
-            return Err(EngineError::InvalidArgument(format!(
-                "invalid mount config: mount path must be absolute: {}",
-                mount.destination
-            )));
+            return Err(CreateError::RelativeMountPath {
+                path: mount.destination.clone(),
+            }
+            .into());
         }
     }
     Ok(mounts)
 }
 
-fn parse_tmpfs_size(value: &str) -> Result<u64, EngineError> {
+fn parse_tmpfs_size(value: &str) -> Result<u64, CreateError> {
     let (number, multiplier) = match value.to_ascii_lowercase().chars().last() {
         Some('k') => (&value[..value.len() - 1], 1024),
         Some('m') => (&value[..value.len() - 1], 1024 * 1024),
@@ -758,7 +739,9 @@ fn parse_tmpfs_size(value: &str) -> Result<u64, EngineError> {
     number
         .parse::<u64>()
         .map(|number| number * multiplier)
-        .map_err(|_| EngineError::InvalidArgument(format!("invalid tmpfs size {value:?}")))
+        .map_err(|_| CreateError::TmpfsSize {
+            value: value.to_owned(),
+        })
 }
 
 /// Named and anonymous volumes get their directory now; their content is

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use berth_types::image::ContainerConfig as ImageDefaults;
 
-use crate::EngineError;
+use super::create::CreateError;
 
 /// What the user set; `None` means "not given, use the image's".
 #[derive(Clone, Debug, Default)]
@@ -41,7 +41,7 @@ impl MergedProcess {
 pub fn merge_process(
     image: Option<&ImageDefaults>,
     user: &UserProcess,
-) -> Result<MergedProcess, EngineError> {
+) -> Result<MergedProcess, CreateError> {
     let default = ImageDefaults::default();
     let image = image.unwrap_or(&default);
     // `--entrypoint ""` arrives as [""]: like any user entrypoint it drops
@@ -65,9 +65,7 @@ pub fn merge_process(
         None => image.entrypoint.clone().unwrap_or_default(),
     };
     if entrypoint.is_empty() && cmd.is_empty() {
-        return Err(EngineError::InvalidArgument(
-            "No command specified".to_owned(),
-        ));
+        return Err(CreateError::NoCommand);
     }
     // The user's variables first, then the image's that they do not set
     // (moby `daemon/commit.go` merge order).
@@ -131,7 +129,7 @@ mod tests {
         image: &ImageDefaults,
         entrypoint: Option<&[&str]>,
         cmd: Option<&[&str]>,
-    ) -> Result<Vec<String>, EngineError> {
+    ) -> Result<Vec<String>, CreateError> {
         let user = UserProcess {
             entrypoint: entrypoint.map(strings),
             cmd: cmd.map(strings),

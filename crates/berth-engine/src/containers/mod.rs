@@ -32,10 +32,10 @@ mod unsupported;
 
 pub use changes::{
     container_copied, container_diff, export_container, with_container_root, with_copy_root,
-    CopyDirection, CopyRoot,
+    ChangesError, CopyDirection, CopyRoot,
 };
-pub use commit::{commit_container, CommitOptions};
-pub use create::{create_container, local_platform_mismatch, runtime_resources};
+pub use commit::{commit_container, CommitError, CommitOptions};
+pub use create::{create_container, local_platform_mismatch, runtime_resources, CreateError};
 pub use exec::{exec_create, exec_detached, exec_in_container, ExecProcess, ExecRequest};
 pub use filter::{ContainerFilters, CONTAINER_FILTERS};
 pub use inspect::{inspect_container, list_containers, published_ports, status_text};
@@ -48,6 +48,7 @@ pub use monitor::Attachment;
 pub use remove::{remove_container, remove_container_with};
 pub use restart::{restart_container, restarted};
 pub use size::container_size;
+pub use spec::SpecError;
 pub use start::{start_container, StartFailure, StartedContainer};
 pub use stop::{
     kill_container, parse_signal, stop_container, stop_container_with, wait_container, StopOptions,

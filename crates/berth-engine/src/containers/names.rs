@@ -87,17 +87,38 @@ pub fn generate_name(attempt: u32) -> String {
     }
 }
 
+/// A user-given name that breaks Docker's rule, in Docker's words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "Invalid container name ({name}), only {} are allowed",
+    berth_types::container::names::RESTRICTED_NAME_CHARS
+)]
+pub struct InvalidName {
+    pub name: String,
+}
+
+impl InvalidName {
+    pub fn kind(&self) -> crate::ErrorKind {
+        crate::ErrorKind::InvalidArgument
+    }
+}
+
 /// Docker's rule for user-given names (one definition, in `berth-types`).
-pub fn validate_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), InvalidName> {
     let name = name.strip_prefix('/').unwrap_or(name);
     if berth_types::container::names::is_restricted_name(name) {
         Ok(())
     } else {
-        Err(format!(
-            "Invalid container name ({name}), only {} are allowed",
-            berth_types::container::names::RESTRICTED_NAME_CHARS
-        ))
+        Err(InvalidName {
+            name: name.to_owned(),
+        })
     }
+}
+
+/// [`check_name`] with the message as text, for `rename`
+/// (`containers/manage.rs`) until it takes [`InvalidName`].
+pub fn validate_name(name: &str) -> Result<(), String> {
+    check_name(name).map_err(|error| error.to_string())
 }
 
 #[cfg(test)]
@@ -130,6 +151,13 @@ mod tests {
         assert_eq!(
             validate_name("bad name").unwrap_err(),
             "Invalid container name (bad name), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed"
+        );
+        let error = check_name("/bad name").unwrap_err();
+        assert_eq!(error.name, "bad name");
+        assert_eq!(error.kind(), crate::ErrorKind::InvalidArgument);
+        assert_eq!(
+            crate::EngineError::from(super::super::create::CreateError::from(error)).kind(),
+            crate::ErrorKind::InvalidArgument
         );
     }
 }

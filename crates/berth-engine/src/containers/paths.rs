@@ -4,6 +4,15 @@ use std::path::{Path, PathBuf};
 
 use berth_runtime::rootfs::RootfsPaths;
 
+/// The shared init layer could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to create {path:?}")]
+pub struct InitLayerError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
 #[derive(Clone, Debug)]
 pub struct ContainerPaths {
     /// `<root>/containers/<id>`: upper/work/merged, /etc files, the log.
@@ -89,7 +98,7 @@ impl ContainerPaths {
 /// Its content is the same for every container, so one copy under the root
 /// serves them all (`<root>/init-layer`): a start pays one `statx` rather
 /// than making and later removing eight entries of its own.
-pub fn init_layer(root: &Path) -> Result<PathBuf, crate::EngineError> {
+pub fn init_layer(root: &Path) -> Result<PathBuf, InitLayerError> {
     let init = root.join("init-layer");
     // Made last: when it exists, so does everything before it.
     let complete = init.join(INIT_LAYER_FILES[INIT_LAYER_FILES.len() - 1]);
@@ -97,8 +106,9 @@ pub fn init_layer(root: &Path) -> Result<PathBuf, crate::EngineError> {
         return Ok(init);
     }
     let create = |result: std::io::Result<()>, path: &Path| {
-        result.map_err(|error| {
-            crate::EngineError::Start(format!("failed to create {path:?}: {error}"))
+        result.map_err(|source| InitLayerError {
+            path: path.to_owned(),
+            source,
         })
     };
     // A lower layer of every container: its directories are the merged
@@ -172,6 +182,25 @@ mod tests {
         // A second start reuses it as it is.
         assert_eq!(init_layer(root.path()).unwrap(), layer);
         assert_eq!(entries(&layer), expected);
+    }
+
+    #[test]
+    fn an_init_layer_that_cannot_be_made_names_its_path() {
+        let root = tempfile::tempdir().unwrap();
+        // A file where the layer's directory goes.
+        std::fs::write(root.path().join("init-layer"), b"").unwrap();
+        let error = init_layer(root.path()).unwrap_err();
+        assert_eq!(error.path, root.path().join("init-layer"));
+        let error = crate::EngineError::from(error);
+        assert_eq!(error.kind(), crate::ErrorKind::Internal);
+        let chain = crate::ErrorChain(&error).to_string();
+        assert!(
+            chain.starts_with(&format!(
+                "failed to create {:?}: ",
+                root.path().join("init-layer")
+            )),
+            "{chain}"
+        );
     }
 
     #[test]

@@ -4,16 +4,60 @@
 
 use std::path::{Path, PathBuf};
 
-use berth_runtime::capabilities;
+use berth_runtime::capabilities::{self, CapabilityError};
 use berth_runtime::cgroups::{CgroupVersion, Resources};
-use berth_runtime::devices::{self, DeviceNode, DeviceRule};
-use berth_runtime::seccomp::{compile_cached, Profile, ProfileSource};
+use berth_runtime::devices::{self, DeviceError, DeviceNode, DeviceRule};
+use berth_runtime::seccomp::{compile_cached, Profile, ProfileSource, SeccompError};
 use berth_runtime::spec::{DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS};
+use berth_runtime::user::UserError;
 use berth_runtime::{ContainerSpec, MountKind, MountSpec, NetworkMode, ProcessSpec, Rlimit};
 
 use super::paths::ContainerPaths;
 use super::record::{ContainerRecord, MountSource, RunSettings, SeccompChoice};
-use crate::EngineError;
+use crate::{EngineError, ErrorKind};
+
+/// What can stop a start before any process exists. The runtime's own
+/// errors are Docker's words (`unable to find user x: …`,
+/// `invalid capability: …`) and pass through as they are.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error(transparent)]
+    User(#[from] UserError),
+    #[error(transparent)]
+    Capability(#[from] CapabilityError),
+    #[error("invalid seccomp profile")]
+    SeccompProfile(#[source] SeccompError),
+    #[error("failed to compile the seccomp profile")]
+    CompileSeccomp(#[source] SeccompError),
+    #[error("invalid ulimit type: {name}")]
+    InvalidUlimit { name: String },
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    #[error("failed to create {path:?}")]
+    CreateDirectory {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// One of the container's /etc files; the error names the file.
+    #[error(transparent)]
+    WriteFile(std::io::Error),
+}
+
+impl SpecError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Capability(_)
+            | Self::SeccompProfile(_)
+            | Self::InvalidUlimit { .. }
+            | Self::Device(_) => ErrorKind::InvalidArgument,
+            Self::User(_)
+            | Self::CompileSeccomp(_)
+            | Self::CreateDirectory { .. }
+            | Self::WriteFile(_) => ErrorKind::Internal,
+        }
+    }
+}
 
 /// Resolves everything that can fail before any process exists.
 pub fn build_spec(
@@ -30,10 +74,10 @@ pub fn build_spec(
     // Users are looked up in the image's files (top layer first), since the
     // root is only mounted inside the container.
     let user = resolve_user_in_layers(layers, &rootfs_paths.upper, &run.user, &run.group_add)
-        .map_err(|error| EngineError::Start(error.to_string()))?;
+        .map_err(SpecError::from)?;
 
     let capability_set = capabilities::resolve(&run.cap_add, &run.cap_drop, run.privileged)
-        .map_err(|error| EngineError::InvalidArgument(error.to_string()))?;
+        .map_err(SpecError::from)?;
     let capability_names: Vec<String> = capability_set
         .iter()
         .map(|capability| capabilities::name(*capability).to_owned())
@@ -45,18 +89,14 @@ pub fn build_spec(
         SeccompChoice::Default if run.privileged => None,
         SeccompChoice::Default => Some(ProfileSource::Default),
         SeccompChoice::Custom(json) => {
-            custom = Profile::from_json(json.as_bytes()).map_err(|error| {
-                EngineError::InvalidArgument(format!("invalid seccomp profile: {error}"))
-            })?;
+            custom = Profile::from_json(json.as_bytes()).map_err(SpecError::SeccompProfile)?;
             (!custom.is_unconfined()).then_some(ProfileSource::Parsed(&custom))
         }
     };
     let seccomp = source
         .map(|source| compile_cached(source, &capability_names, &root.join("cache/seccomp")))
         .transpose()
-        .map_err(|error| {
-            EngineError::Start(format!("failed to compile the seccomp profile: {error}"))
-        })?;
+        .map_err(SpecError::CompileSeccomp)?;
 
     let mut env = run.env.clone();
     if !env.iter().any(|entry| entry.starts_with("HOME=")) {
@@ -75,13 +115,15 @@ pub fn build_spec(
         .map(|limit| {
             Ok(Rlimit {
                 resource: berth_runtime::spec::rlimit_resource(&limit.name).ok_or_else(|| {
-                    EngineError::InvalidArgument(format!("invalid ulimit type: {}", limit.name))
+                    SpecError::InvalidUlimit {
+                        name: limit.name.clone(),
+                    }
                 })?,
                 soft: limit.soft,
                 hard: limit.hard,
             })
         })
-        .collect::<Result<Vec<_>, EngineError>>()?;
+        .collect::<Result<Vec<_>, SpecError>>()?;
 
     let mounts = run
         .mounts
@@ -148,8 +190,9 @@ pub fn build_spec(
         &rootfs_paths.work,
         &rootfs_paths.merged,
     ] {
-        std::fs::create_dir_all(directory).map_err(|error| {
-            EngineError::Start(format!("failed to create {directory:?}: {error}"))
+        std::fs::create_dir_all(directory).map_err(|source| SpecError::CreateDirectory {
+            path: directory.clone(),
+            source,
         })?;
     }
     Ok(ContainerSpec {
@@ -225,7 +268,7 @@ pub fn build_spec(
 /// after Docker's defaults. `--privileged` (as moby's `WithDevices`) gets
 /// every host device, then the `--device` ones at other paths, and no
 /// restriction at all.
-fn device_settings(run: &RunSettings) -> Result<(Vec<DeviceNode>, Vec<DeviceRule>), EngineError> {
+fn device_settings(run: &RunSettings) -> Result<(Vec<DeviceNode>, Vec<DeviceRule>), SpecError> {
     let mut nodes = if run.privileged {
         devices::host_devices()
     } else {
@@ -235,7 +278,7 @@ fn device_settings(run: &RunSettings) -> Result<(Vec<DeviceNode>, Vec<DeviceRule
     for mapping in &run.devices {
         let found =
             devices::devices_from_path(&mapping.host_path, Path::new(&mapping.container_path))
-                .map_err(|error| EngineError::InvalidArgument(error.to_string()))?;
+                .map_err(SpecError::from)?;
         if run.privileged && mapping.host_path == mapping.container_path {
             // Already there with the host's devices.
             continue;
@@ -265,7 +308,7 @@ fn resolve_user_in_layers(
     upper: &Path,
     user: &str,
     group_add: &[String],
-) -> Result<berth_runtime::user::ExecUser, EngineError> {
+) -> Result<berth_runtime::user::ExecUser, UserError> {
     let mut view = tempfile_view();
     let directories: Vec<&Path> = std::iter::once(upper)
         .chain(layers.iter().rev().map(PathBuf::as_path))
@@ -286,7 +329,6 @@ fn resolve_user_in_layers(
         user,
         group_add,
     )
-    .map_err(|error| EngineError::Start(error.to_string()))
 }
 
 struct FileView {
@@ -318,12 +360,15 @@ pub fn write_etc_files(
     write_file(paths.hostname(), format!("{}\n", run.hostname))?;
     write_hosts(record, paths, None)?;
     let host_resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
-    write_file(paths.resolv_conf(), resolv_conf(run, &host_resolv))
+    Ok(write_file(
+        paths.resolv_conf(),
+        resolv_conf(run, &host_resolv),
+    )?)
 }
 
 /// Writes one of the container's /etc files. They are bind-mounted into the container, whose
 /// processes may run as any user: 0644 as dockerd's, whatever berth's own umask (0077).
-fn write_file(path: PathBuf, content: String) -> Result<(), EngineError> {
+fn write_file(path: PathBuf, content: String) -> Result<(), SpecError> {
     let write = || -> std::io::Result<()> {
         let mut file = fs_err::File::create(&path)?;
         std::io::Write::write_all(&mut file, content.as_bytes())?;
@@ -331,7 +376,7 @@ fn write_file(path: PathBuf, content: String) -> Result<(), EngineError> {
             crate::permissions::SHARED_FILE,
         ))
     };
-    write().map_err(|error| EngineError::Start(format!("{error}")))
+    write().map_err(SpecError::WriteFile)
 }
 
 /// Docker's /etc/hosts: localhost lines, `--add-host` entries, then the
@@ -353,7 +398,7 @@ pub fn write_hosts(
     if let Some(address) = address {
         hosts.push_str(&format!("{address}\t{}\n", run.hostname));
     }
-    write_file(paths.hosts(), hosts)
+    Ok(write_file(paths.hosts(), hosts)?)
 }
 
 /// True when the container's first network is user-defined: it then asks
@@ -443,5 +488,44 @@ pub fn embedded_dns_upstreams(run: &super::record::RunSettings) -> Vec<std::net:
             .filter_map(|server| server.parse::<std::net::IpAddr>().ok())
             .map(|address| std::net::SocketAddr::new(address, 53))
             .collect()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::ErrorChain;
+
+    #[test]
+    fn the_runtimes_words_pass_through_and_causes_follow() {
+        let user = SpecError::from(UserError::NoUser("nosuch".to_owned()));
+        assert_eq!(
+            EngineError::from(user).to_string(),
+            "unable to find user nosuch: no matching entries in passwd file"
+        );
+        let profile = Profile::from_json(b"{\"defaultAction\": ").unwrap_err();
+        let error = EngineError::from(SpecError::SeccompProfile(profile));
+        assert_eq!(error.kind(), ErrorKind::InvalidArgument);
+        assert_eq!(error.to_string(), "invalid seccomp profile");
+        let chain = ErrorChain(&error).to_string();
+        assert!(
+            chain.starts_with("invalid seccomp profile: failed to parse seccomp profile: EOF"),
+            "{chain}"
+        );
+        let ulimit = SpecError::InvalidUlimit {
+            name: "nofiles".to_owned(),
+        };
+        assert_eq!(ulimit.to_string(), "invalid ulimit type: nofiles");
+        assert_eq!(ulimit.kind(), ErrorKind::InvalidArgument);
+        let directory = SpecError::CreateDirectory {
+            path: PathBuf::from("/c/upper"),
+            source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+        };
+        assert_eq!(directory.kind(), ErrorKind::Internal);
+        assert_eq!(
+            ErrorChain(&directory).to_string(),
+            "failed to create \"/c/upper\": No space left on device (os error 28)"
+        );
     }
 }

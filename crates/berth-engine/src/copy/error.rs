@@ -8,6 +8,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use crate::ErrorKind;
+
 #[derive(Debug, thiserror::Error)]
 pub enum CopyError {
     // --- the daemon side (stat / archive / extract) ---
@@ -140,19 +142,76 @@ impl std::fmt::Display for IrregularKind {
 }
 
 impl CopyError {
-    /// Docker answers these with 404.
-    pub fn is_not_found(&self) -> bool {
-        matches!(self, Self::NotFound { .. })
+    /// Docker's kinds (moby `daemon/archive*.go`): a missing path is a 404;
+    /// a path, user or archive the request got wrong a 400
+    /// (`errdefs.InvalidParameter`); a file system or stream that failed
+    /// under the copy is the daemon's failure.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::NotFound { .. } => ErrorKind::NotFound,
+            Self::ExtractionPointNotDirectory { .. }
+            | Self::UnknownUser { .. }
+            | Self::UnknownGroup { .. }
+            | Self::CompressedArchive { .. }
+            | Self::CannotCopyDirectory
+            | Self::NoSuchDirectory
+            | Self::NotADirectory
+            | Self::DestinationMustBeDirectory { .. }
+            | Self::DestinationNotFileOrDirectory { .. }
+            | Self::OutputDirectoryMissing { .. }
+            | Self::OutputNotFileOrDirectory { .. }
+            | Self::TooManySymlinks { .. }
+            | Self::InvalidEntryName { .. }
+            | Self::InvalidHardlinkTarget { .. }
+            | Self::OverwriteDirectory { .. }
+            | Self::OverwriteNonDirectory { .. }
+            | Self::UnsupportedEntryType { .. } => ErrorKind::InvalidArgument,
+            Self::StatInContainer { .. }
+            | Self::ReadUserDatabase { .. }
+            | Self::HostPath { .. }
+            | Self::CurrentDirectory { .. }
+            | Self::Extract { .. }
+            | Self::Source { .. }
+            | Self::ReadArchive { .. }
+            | Self::WriteArchive { .. }
+            | Self::OpenRoot { .. }
+            | Self::OpenJournal { .. } => ErrorKind::Internal,
+        }
     }
 
-    /// Docker answers these with 400 (`errdefs.InvalidParameter`).
-    pub fn is_invalid_parameter(&self) -> bool {
-        matches!(
-            self,
-            Self::ExtractionPointNotDirectory { .. }
-                | Self::UnknownUser { .. }
-                | Self::UnknownGroup { .. }
-                | Self::CompressedArchive { .. }
-        )
+    /// Docker answers these with 404.
+    pub fn is_not_found(&self) -> bool {
+        self.kind() == ErrorKind::NotFound
+    }
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::*;
+    use crate::ErrorChain;
+
+    #[test]
+    fn copy_errors_have_dockers_kinds_and_their_cause() {
+        let missing = CopyError::NotFound {
+            path: "/nope".to_owned(),
+            container: "web".to_owned(),
+        };
+        assert!(missing.is_not_found());
+        assert_eq!(
+            missing.to_string(),
+            "Could not find the file /nope in container web"
+        );
+        let compressed = CopyError::CompressedArchive { format: "gzip" };
+        assert_eq!(compressed.kind(), ErrorKind::InvalidArgument);
+        let stat = CopyError::StatInContainer {
+            path: "/etc".to_owned(),
+            source: io::Error::from_raw_os_error(libc::EACCES),
+        };
+        assert_eq!(stat.kind(), ErrorKind::Internal);
+        assert_eq!(stat.to_string(), "lstat /etc");
+        assert_eq!(
+            ErrorChain(&stat).to_string(),
+            "lstat /etc: Permission denied (os error 13)"
+        );
     }
 }

@@ -10,10 +10,11 @@ use berth_store::Store;
 use berth_types::{Digest, Reference};
 
 use super::resolve::{parse_reference, resolve_image};
+use super::ImageError;
 use crate::EngineError;
 
 pub fn load_images(store: &mut Store, input: impl Read) -> Result<Vec<LoadedImage>, EngineError> {
-    let loaded = load_archive(store, input).map_err(EngineError::Load)?;
+    let loaded = load_archive(store, input).map_err(ImageError::Load)?;
     for image in &loaded {
         // Docker names a loaded image by its id (moby image/tarexport).
         let id = image.id.to_string();
@@ -50,7 +51,7 @@ pub fn save_images(store: &Store, names: &[String], output: impl Write) -> Resul
             None => requests.push(SaveRequest { id: image.id, tags }),
         }
     }
-    save_archive(store, &requests, output).map_err(EngineError::Save)
+    Ok(save_archive(store, &requests, output).map_err(ImageError::Save)?)
 }
 
 #[derive(Clone, Debug, Default)]
@@ -79,5 +80,5 @@ pub fn import_image(
     };
     import_rootfs(store, input, &options)
         .map(|imported| imported.id)
-        .map_err(EngineError::Import)
+        .map_err(|error| ImageError::Import(error).into())
 }

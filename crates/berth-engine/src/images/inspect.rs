@@ -4,17 +4,18 @@ use berth_store::{ImageRecord, Store};
 use berth_types::image::{ContainerConfig, ImageConfig};
 use serde_json::{json, Map, Value};
 
-use super::familiar;
+use super::{familiar, ImageError};
 use crate::EngineError;
 
 /// The image config as stored (its blob is the image id).
 pub(crate) fn read_config(store: &Store, image: &ImageRecord) -> Result<ImageConfig, EngineError> {
     let bytes = store.blobs().read(&image.id)?;
-    serde_json::from_slice(&bytes).map_err(|error| {
-        EngineError::Store(berth_store::StoreError::Corrupt(format!(
-            "image config {}: {error}",
-            image.id
-        )))
+    serde_json::from_slice(&bytes).map_err(|source| {
+        ImageError::InvalidConfig {
+            id: image.id.clone(),
+            source,
+        }
+        .into()
     })
 }
 

@@ -1,6 +1,7 @@
 //! Image services: everything `berth image …` and the API's `/images` do.
 
 mod archive;
+mod error;
 mod history;
 mod inspect;
 mod list;
@@ -12,8 +13,10 @@ mod resolve;
 mod tag;
 
 pub use archive::{import_image, load_images, save_images, ImportRequest};
+pub use error::ImageError;
 pub use history::{image_history, HistoryEntry};
 pub use inspect::inspect_image;
+pub(crate) use inspect::read_config;
 pub use list::{list_images, ImageSummary, ListOptions};
 pub use prune::{prune_images, PruneReport};
 pub use pull::{pull_image, PullError, PullEvent, PullRequest, PulledImage, PushEvent};

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use berth_store::Store;
 use berth_types::Digest;
 
-use super::familiar;
 use super::resolve::resolve_image;
+use super::{familiar, ImageError};
 use crate::EngineError;
 
 /// What `rmi` did, in the order Docker prints it.
@@ -87,9 +87,10 @@ fn remove_image_unrecorded(
             .map(|tag| super::familiar_parts(tag).0)
             .collect();
         if repositories.len() > 1 && !force {
-            return Err(EngineError::ImageReferencedByTags {
+            return Err(ImageError::ReferencedByTags {
                 id: image.id.short().to_owned(),
-            });
+            }
+            .into());
         }
     }
 
@@ -99,16 +100,17 @@ fn remove_image_unrecorded(
         let short_container = user.id.chars().take(12).collect::<String>();
         if !force {
             return Err(match &named_tag {
-                Some(tag) => EngineError::ImageInUse {
+                Some(tag) => ImageError::InUse {
                     reference: familiar(tag),
                     container: short_container,
                     id: image.id.short().to_owned(),
                 },
-                None => EngineError::ImageUsedByContainer {
+                None => ImageError::UsedByContainer {
                     id: image.id.short().to_owned(),
                     container: short_container,
                 },
-            });
+            }
+            .into());
         }
         let tags: Vec<String> = match &named_tag {
             Some(tag) => vec![tag.clone()],

@@ -3,15 +3,20 @@
 
 use berth_store::{ImageRecord, Store};
 use berth_types::reference::looks_like_image_id_prefix;
-use berth_types::{Digest, Reference};
+use berth_types::{Digest, Reference, ReferenceError};
 
+use super::ImageError;
 use crate::EngineError;
 
 /// Parses a user's image name with Docker's rules and adds `latest`.
-pub fn parse_reference(text: &str) -> Result<Reference, EngineError> {
-    Reference::parse_normalized(text)
-        .map(Reference::with_default_tag)
-        .map_err(|error| EngineError::InvalidReference(error.to_string()))
+pub fn parse_reference(text: &str) -> Result<Reference, ImageError> {
+    parse_with_default_tag(text).map_err(ImageError::InvalidReference)
+}
+
+/// [`parse_reference`] with the parser's own error, for callers that put
+/// their context around it.
+pub(super) fn parse_with_default_tag(text: &str) -> Result<Reference, ReferenceError> {
+    Reference::parse_normalized(text).map(Reference::with_default_tag)
 }
 
 /// Resolves `text` to an image. The error names the image as Docker does
@@ -59,6 +64,6 @@ fn by_id_prefix(store: &Store, hex: &str, text: &str) -> Result<Digest, EngineEr
     match matches.len() {
         0 => Err(EngineError::NoSuchImage(text.to_owned())),
         1 => Ok(matches.remove(0)),
-        _ => Err(EngineError::AmbiguousImage(text.to_owned())),
+        _ => Err(ImageError::AmbiguousPrefix(text.to_owned()).into()),
     }
 }

@@ -1,6 +1,7 @@
 use std::path::PathBuf;
 
 use super::TimeParseError;
+use crate::ErrorKind;
 
 /// Errors of the json-file log writer and reader.
 #[derive(Debug, thiserror::Error)]
@@ -29,4 +30,37 @@ pub enum LogError {
     /// A bad `--since`/`--until` value; the message is Docker's.
     #[error(transparent)]
     InvalidTime(#[from] TimeParseError),
+}
+
+impl LogError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::NoStream | Self::InvalidTime(_) => ErrorKind::InvalidArgument,
+            Self::Open { .. } | Self::Write { .. } | Self::Read { .. } => ErrorKind::Internal,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorChain;
+
+    #[test]
+    fn log_errors_have_their_kinds_and_their_cause() {
+        assert_eq!(LogError::NoStream.kind(), ErrorKind::InvalidArgument);
+        assert_eq!(
+            LogError::NoStream.to_string(),
+            "You must choose at least one stream"
+        );
+        let read = LogError::Read {
+            path: PathBuf::from("/c/x-json.log"),
+            source: std::io::Error::from_raw_os_error(libc::EIO),
+        };
+        assert_eq!(read.kind(), ErrorKind::Internal);
+        assert_eq!(
+            ErrorChain(&read).to_string(),
+            "failed to read the log file \"/c/x-json.log\": Input/output error (os error 5)"
+        );
+    }
 }

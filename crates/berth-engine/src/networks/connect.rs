@@ -7,6 +7,7 @@ use super::endpoints::{connect_one, container_endpoints, disconnect_container, C
 use super::lookup::find_network;
 use super::record::NetworkRequest;
 use super::rules::sync_rules;
+use super::NetworkError;
 use crate::containers::find_container;
 use crate::{Engine, EngineError};
 
@@ -23,16 +24,10 @@ pub fn connect_network(
     let mut record = container.record.clone();
     let mode = record.run.network_mode.as_str();
     if mode == "none" {
-        return Err(EngineError::InvalidArgument(
-            "container cannot be connected to multiple networks with one of the networks in private (none) mode"
-                .to_owned(),
-        ));
+        return Err(NetworkError::PrivateMode.into());
     }
     if mode == "host" || mode.starts_with("container:") || !network.is_bridge() {
-        return Err(EngineError::InvalidArgument(
-            "container cannot be disconnected from host network or connected to host network"
-                .to_owned(),
-        ));
+        return Err(NetworkError::HostNetwork.into());
     }
     network.check_endpoint_request(&ipv4_address, &aliases)?;
     if record
@@ -41,10 +36,11 @@ pub fn connect_network(
         .iter()
         .any(|request| request.network_id == network.id)
     {
-        return Err(EngineError::InvalidArgument(format!(
-            "endpoint with name {} already exists in network {}",
-            record.name, network.name
-        )));
+        return Err(NetworkError::AlreadyConnected {
+            container: record.name,
+            network: network.name,
+        }
+        .into());
     }
     let request = NetworkRequest {
         network_id: network.id.clone(),
@@ -54,13 +50,8 @@ pub fn connect_network(
         mac_address: String::new(),
     };
     if container.state.is_running() {
-        let netns = std::fs::File::open(format!("/proc/{}/ns/net", container.state.pid)).map_err(
-            |error| {
-                EngineError::Network(format!(
-                    "failed to open the container's network namespace: {error}"
-                ))
-            },
-        )?;
+        let netns = std::fs::File::open(format!("/proc/{}/ns/net", container.state.pid))
+            .map_err(NetworkError::OpenNamespace)?;
         let device = format!("eth{}", container_endpoints(store, &record.id).len());
         let identity = ContainerIdentity {
             id: &record.id,
@@ -107,10 +98,11 @@ pub fn disconnect_network(
         .networks
         .retain(|request| request.network_id != network.id);
     if record.run.networks.len() == before {
-        return Err(EngineError::InvalidArgument(format!(
-            "container {} is not connected to network {}",
-            record.id, network.name
-        )));
+        return Err(NetworkError::NotConnected {
+            container: record.id,
+            network: network.name,
+        }
+        .into());
     }
     disconnect_container(store, kernel, &record.id, Some(&network.id));
     save_record(store, &record)?;
@@ -136,8 +128,7 @@ fn save_record(
     store: &berth_store::Store,
     record: &crate::containers::record::ContainerRecord,
 ) -> Result<(), EngineError> {
-    let json =
-        serde_json::to_string(record).map_err(|error| EngineError::Network(error.to_string()))?;
+    let json = serde_json::to_string(record).map_err(NetworkError::Serialize)?;
     store.set_container_record(&record.id, &json)?;
     Ok(())
 }

@@ -14,6 +14,7 @@ use super::record::{
     PublishedPort,
 };
 use super::rules::sync_rules;
+use super::NetworkError;
 use crate::containers::names::new_id;
 use crate::EngineError;
 
@@ -39,11 +40,8 @@ pub fn connect_container(
     if requests.is_empty() {
         return Ok(Vec::new());
     }
-    let netns = std::fs::File::open(format!("/proc/{pid}/ns/net")).map_err(|error| {
-        EngineError::Network(format!(
-            "failed to open the container's network namespace: {error}"
-        ))
-    })?;
+    let netns =
+        std::fs::File::open(format!("/proc/{pid}/ns/net")).map_err(NetworkError::OpenNamespace)?;
     let mut endpoints = Vec::new();
     let mut rules_needed = !ports.is_empty();
     for (index, request) in requests.iter().enumerate() {
@@ -95,16 +93,16 @@ pub(crate) fn connect_one(
         .network(&request.network_id)?
         .map(|row| Network::from_row(&row))
         .transpose()?
-        .ok_or_else(|| EngineError::NoSuchNetwork(request.name.clone()))?;
+        .ok_or_else(|| NetworkError::NotFound(request.name.clone()))?;
     // The bridge, made if missing; `_users` keeps its removal out until the
     // endpoint is stored (see `host`).
     let (network, bridge_created, _users) =
         super::host::bridge_for_connect(store, kernel, network)?;
     let (Some(subnet), Some(gateway)) = (network.subnet(), network.gateway()) else {
-        return Err(EngineError::Network(format!(
-            "network {} has no address range to connect containers to",
-            network.name
-        )));
+        return Err(NetworkError::NoAddressRange {
+            network: network.name,
+        }
+        .into());
     };
     tracing::debug!(network = %network.name, "bridge ready");
     let requested_ip: Option<Ipv4Addr> = if request.ipv4_address.is_empty() {
@@ -112,7 +110,7 @@ pub(crate) fn connect_one(
     } else {
         Some(
             berth_net::ipam::parse_address(&request.ipv4_address)
-                .map_err(|error| EngineError::InvalidArgument(error.to_string()))?,
+                .map_err(NetworkError::InvalidAddress)?,
         )
     };
     let requested_mac = if request.mac_address.is_empty() {
@@ -149,9 +147,9 @@ pub(crate) fn connect_one(
         })
         .map_err(network_store_error)?;
     tracing::debug!(%address, "address allocated");
-    let address_ip: Ipv4Addr = address
-        .parse()
-        .map_err(|_| EngineError::Network(format!("stored address {address} is not IPv4")))?;
+    let address_ip: Ipv4Addr = address.parse().map_err(|_| NetworkError::StoredAddress {
+        address: address.clone(),
+    })?;
     let link = ContainerLink {
         host_device,
         container_device: container_device.to_owned(),
@@ -161,13 +159,14 @@ pub(crate) fn connect_one(
         gateway: default_route.then_some(gateway),
         mac: Some(mac),
     };
-    if let Err(error) = kernel.connect(netns, &link) {
+    if let Err(source) = kernel.connect(netns, &link) {
         let _ = store.remove_endpoints(container.id, Some(&network.id));
         let _ = kernel.remove_link(&link.host_device);
-        return Err(EngineError::Network(format!(
-            "failed to connect to network {}: {error}",
-            network.name
-        )));
+        return Err(NetworkError::Connect {
+            network: network.name,
+            source,
+        }
+        .into());
     }
     tracing::debug!(device = %link.host_device, "veth connected");
     Ok((

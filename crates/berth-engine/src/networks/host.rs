@@ -45,16 +45,13 @@ use berth_store::{NetworkStoreError, Store};
 
 use super::lookup::{configured_bip, network_store_error, taken_subnets};
 use super::record::{Network, NetworkRecord};
+use super::NetworkError;
 use crate::EngineError;
 
 const RELEASING_MARK: &str = "host-network.releasing";
 
 fn releasing_mark(root: &Path) -> PathBuf {
     root.join(RELEASING_MARK)
-}
-
-fn lock_error(error: std::io::Error) -> EngineError {
-    EngineError::Network(format!("failed to lock the root's host networks: {error}"))
 }
 
 /// True while the root has a network user: an endpoint on any network, or
@@ -78,7 +75,7 @@ pub fn release_unused_host_objects(
     kernel: &mut dyn Kernel,
 ) -> Result<bool, EngineError> {
     let root = store.root().to_owned();
-    let _exclusive = lock_root_network(&root, true).map_err(lock_error)?;
+    let _exclusive = lock_root_network(&root, true).map_err(NetworkError::LockRoot)?;
     // The rules lock too, before the check: a `network create` inserts its
     // row and then syncs the table under this lock, so its sync comes
     // either before the check (which then sees the network) or after the
@@ -98,11 +95,10 @@ pub fn release_unused_host_objects(
     tracing::debug!(bridge = %instance.default_bridge, table = %instance.table, "root has no network user: removing its bridge and rules");
     kernel
         .remove_bridge_and_rules(&instance.default_bridge, &instance.table)
-        .map_err(|error| {
-            EngineError::Network(format!(
-                "failed to remove the bridge {} and the rules of table {}: {error}",
-                instance.default_bridge, instance.table
-            ))
+        .map_err(|source| NetworkError::RemoveHostObjects {
+            bridge: instance.default_bridge.clone(),
+            table: instance.table.clone(),
+            source,
         })?;
     remove_mark(&mark);
     Ok(true)
@@ -144,17 +140,16 @@ pub(crate) fn bridge_for_connect(
     kernel: &mut dyn Kernel,
     network: Network,
 ) -> Result<(Network, bool, RootNetworkLock), EngineError> {
-    let users = lock_root_network(store.root(), false).map_err(lock_error)?;
+    let users = lock_root_network(store.root(), false).map_err(NetworkError::LockRoot)?;
     let device = network.record.device.clone();
-    let bridge_error = |error: berth_net::kernel::KernelError| {
-        EngineError::Network(format!("failed to set up the bridge {device}: {error}"))
+    let bridge_error = |source| NetworkError::SetUpBridge {
+        device: device.clone(),
+        source,
     };
     let mut network = network;
     let mut _host_lock = None;
     if !kernel.link_exists(&device).map_err(bridge_error)? {
-        let host_lock = lock_host_networks().map_err(|error| {
-            EngineError::Network(format!("failed to lock the host's networks: {error}"))
-        })?;
+        let host_lock = lock_host_networks().map_err(NetworkError::LockHost)?;
         // Another connect of this root may have made it while we waited.
         if !kernel.link_exists(&device).map_err(bridge_error)? {
             network = range_still_free(store, kernel, &host_lock, network)?;
@@ -162,10 +157,10 @@ pub(crate) fn bridge_for_connect(
         _host_lock = Some(host_lock);
     }
     let (Some(subnet), Some(gateway)) = (network.subnet(), network.gateway()) else {
-        return Err(EngineError::Network(format!(
-            "network {} has no address range to connect containers to",
-            network.name
-        )));
+        return Err(NetworkError::NoAddressRange {
+            network: network.name,
+        }
+        .into());
     };
     let created = kernel
         .ensure_bridge(&device, gateway, subnet)
@@ -187,9 +182,7 @@ fn range_still_free(
         return Ok(network);
     };
     let root = store.root().to_owned();
-    let routes = kernel.host_routes().map_err(|error| {
-        EngineError::Network(format!("failed to read the host's routes: {error}"))
-    })?;
+    let routes = kernel.host_routes().map_err(NetworkError::HostRoutes)?;
     let others = host_lock.ranges_of_other_roots(&root);
     let reserve = |subnet, previous| {
         if let Err(error) = host_lock.reserve_range(&root, subnet, previous) {

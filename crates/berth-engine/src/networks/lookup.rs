@@ -8,6 +8,7 @@ use berth_net::kernel::Kernel;
 use berth_store::{NetworkStoreError, Store};
 
 use super::record::{Network, NetworkRecord};
+use super::NetworkError;
 use crate::containers::names::new_id;
 use crate::containers::state::now;
 use crate::EngineError;
@@ -21,7 +22,9 @@ pub fn all_networks(
 ) -> Result<Vec<Network>, EngineError> {
     super::host::finish_interrupted_release(store, kernel);
     ensure_predefined(store, kernel)?;
-    store.networks()?.iter().map(Network::from_row).collect()
+    let rows = store.networks()?;
+    let networks = rows.iter().map(Network::from_row).collect::<Result<_, _>>();
+    Ok(networks?)
 }
 
 /// Docker's lookup order: full id, exact name, then a unique id prefix.
@@ -43,11 +46,12 @@ pub fn find_network(
         .collect();
     match matches.as_slice() {
         [network] => Ok((*network).clone()),
-        [] => Err(EngineError::NoSuchNetwork(text.to_owned())),
-        _ => Err(EngineError::InvalidArgument(format!(
-            "network {text} is ambiguous ({} matches found based on ID prefix)",
-            matches.len()
-        ))),
+        [] => Err(NetworkError::NotFound(text.to_owned()).into()),
+        _ => Err(NetworkError::Ambiguous {
+            text: text.to_owned(),
+            count: matches.len(),
+        }
+        .into()),
     }
 }
 
@@ -69,12 +73,8 @@ fn ensure_predefined(store: &mut Store, kernel: &mut dyn Kernel) -> Result<(), E
     // Chosen under the host-wide lock and recorded there, so no other root
     // takes it while this one's bridge does not exist (see `host`); the
     // first connect checks it again when it makes the bridge.
-    let host_lock = lock_host_networks().map_err(|error| {
-        EngineError::Network(format!("failed to lock the host's networks: {error}"))
-    })?;
-    let routes = kernel.host_routes().map_err(|error| {
-        EngineError::Network(format!("failed to read the host's routes: {error}"))
-    })?;
+    let host_lock = lock_host_networks().map_err(NetworkError::LockHost)?;
+    let routes = kernel.host_routes().map_err(NetworkError::HostRoutes)?;
     let others = host_lock.ranges_of_other_roots(store.root());
     let bridge = |subnet: Ipv4Net| NetworkRecord {
         driver: "bridge".to_owned(),
@@ -153,30 +153,32 @@ pub fn config_file() -> std::path::PathBuf {
 
 /// Docker's `bip` ("172.26.0.1/16": the default bridge's address and
 /// range), read when the default bridge network is first made.
-pub(super) fn configured_bip() -> Result<Option<(std::net::Ipv4Addr, Ipv4Net)>, EngineError> {
+pub(super) fn configured_bip() -> Result<Option<(std::net::Ipv4Addr, Ipv4Net)>, NetworkError> {
     let path = config_file();
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => {
-            return Err(EngineError::Network(format!(
-                "failed to read {}: {error}",
-                path.display()
-            )))
-        }
+        Err(source) => return Err(NetworkError::ReadConfig { path, source }),
     };
-    parse_bip(&text)
-        .map_err(|message| EngineError::InvalidArgument(format!("{}: {message}", path.display())))
+    parse_bip(&path, &text)
 }
 
-fn parse_bip(text: &str) -> Result<Option<(std::net::Ipv4Addr, Ipv4Net)>, String> {
+fn parse_bip(
+    path: &std::path::Path,
+    text: &str,
+) -> Result<Option<(std::net::Ipv4Addr, Ipv4Net)>, NetworkError> {
     let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|error| format!("invalid JSON: {error}"))?;
+        serde_json::from_str(text).map_err(|source| NetworkError::ConfigJson {
+            path: path.to_owned(),
+            source,
+        })?;
     let Some(bip) = value.get("bip").and_then(|bip| bip.as_str()) else {
         return Ok(None);
     };
-    let invalid =
-        || format!("invalid bip {bip:?}: an address with its prefix length, like 172.26.0.1/16");
+    let invalid = || NetworkError::InvalidBip {
+        path: path.to_owned(),
+        bip: bip.to_owned(),
+    };
     let (address, prefix) = bip.split_once('/').ok_or_else(invalid)?;
     let gateway: std::net::Ipv4Addr = address.parse().map_err(|_| invalid())?;
     let prefix_len: u8 = prefix
@@ -194,7 +196,7 @@ fn parse_bip(text: &str) -> Result<Option<(std::net::Ipv4Addr, Ipv4Net)>, String
 pub(crate) fn network_store_error(error: NetworkStoreError) -> EngineError {
     match error {
         NetworkStoreError::Store(error) => EngineError::Store(error),
-        other => EngineError::Network(other.to_string()),
+        other => NetworkError::Refused(other).into(),
     }
 }
 
@@ -205,19 +207,27 @@ mod tests {
 
     #[test]
     fn bip_gives_the_gateway_and_its_range() {
-        let (gateway, subnet) = parse_bip(r#"{"bip": "10.213.99.1/24", "other": 1}"#)
+        let path = std::path::Path::new("/etc/berth/config.json");
+        let (gateway, subnet) = parse_bip(path, r#"{"bip": "10.213.99.1/24", "other": 1}"#)
             .unwrap()
             .unwrap();
         assert_eq!(gateway.to_string(), "10.213.99.1");
         assert_eq!(subnet.to_string(), "10.213.99.0/24");
-        assert_eq!(parse_bip("{}").unwrap(), None);
+        assert_eq!(parse_bip(path, "{}").unwrap(), None);
         for bad in [
             r#"{"bip": "10.1.2.0/24"}"#,
             r#"{"bip": "10.1.2.1"}"#,
             r#"{"bip": "x/8"}"#,
             "not json",
         ] {
-            assert!(parse_bip(bad).is_err(), "{bad}");
+            let error = parse_bip(path, bad).unwrap_err();
+            assert_eq!(error.kind(), crate::ErrorKind::InvalidArgument, "{bad}");
         }
+        assert_eq!(
+            parse_bip(path, r#"{"bip": "10.1.2.1"}"#)
+                .unwrap_err()
+                .to_string(),
+            "/etc/berth/config.json: invalid bip \"10.1.2.1\": an address with its prefix length, like 172.26.0.1/16"
+        );
     }
 }

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::lookup::{all_networks, find_network, network_store_error, taken_subnets};
 use super::record::{Endpoint, Network, NetworkRecord};
 use super::rules::sync_rules;
+use super::NetworkError;
 use crate::containers::names::new_id;
 use crate::containers::state::now;
 use crate::EngineError;
@@ -41,62 +42,51 @@ pub fn create_network(
         request.driver.as_str()
     };
     if driver != "bridge" {
-        return Err(EngineError::InvalidArgument(format!(
-            "plugin \"{driver}\" not found: berth supports the bridge driver only"
-        )));
+        return Err(NetworkError::UnsupportedDriver {
+            driver: driver.to_owned(),
+        }
+        .into());
     }
     if matches!(
         request.name.as_str(),
         "bridge" | "host" | "none" | "default"
     ) {
-        return Err(EngineError::InvalidArgument(format!(
-            "operation is not permitted on predefined {} network ",
-            request.name
-        )));
+        return Err(NetworkError::PredefinedName {
+            name: request.name.clone(),
+        }
+        .into());
     }
-    crate::containers::names::validate_name(&request.name).map_err(|_| {
-        EngineError::InvalidArgument(format!("invalid network name {:?}", request.name))
+    crate::containers::names::check_name(&request.name).map_err(|_| NetworkError::InvalidName {
+        name: request.name.clone(),
     })?;
     let requested_subnet: Option<Ipv4Net> = request
         .subnet
         .as_deref()
         .map(str::parse)
         .transpose()
-        .map_err(|error: berth_net::ipam::IpamError| {
-        EngineError::InvalidArgument(error.to_string())
-    })?;
+        .map_err(NetworkError::InvalidAddress)?;
     let requested_gateway: Option<Ipv4Addr> = request
         .gateway
         .as_deref()
         .map(berth_net::ipam::parse_address)
         .transpose()
-        .map_err(|error| EngineError::InvalidArgument(error.to_string()))?;
+        .map_err(NetworkError::InvalidAddress)?;
     if requested_gateway.is_some() && requested_subnet.is_none() {
-        return Err(EngineError::InvalidArgument(
-            "every ip-range or gateway must have a corresponding subnet".to_owned(),
-        ));
+        return Err(NetworkError::GatewayWithoutSubnet.into());
     }
     if let (Some(subnet), Some(gateway)) = (requested_subnet, requested_gateway) {
         if !subnet.contains(gateway) {
-            return Err(EngineError::InvalidArgument(format!(
-                "Invalid gateway address {gateway}: not in subnet {subnet}"
-            )));
+            return Err(NetworkError::GatewayOutsideSubnet { gateway, subnet }.into());
         }
     }
     all_networks(store, kernel)?;
-    let host_lock = berth_net::instance::lock_host_networks().map_err(|error| {
-        EngineError::Network(format!("failed to lock the host's networks: {error}"))
-    })?;
-    let routes = kernel.host_routes().map_err(|error| {
-        EngineError::Network(format!("failed to read the host's routes: {error}"))
-    })?;
+    let host_lock = berth_net::instance::lock_host_networks().map_err(NetworkError::LockHost)?;
+    let routes = kernel.host_routes().map_err(NetworkError::HostRoutes)?;
     let others = host_lock.ranges_of_other_roots(store.root());
     let id = new_id();
     let device = match request.options.get("com.docker.network.bridge.name") {
         Some(name) if name.is_empty() || name.len() > 15 || name.contains(['/', ' ', ':']) => {
-            return Err(EngineError::InvalidArgument(format!(
-                "invalid bridge name {name:?}"
-            )))
+            return Err(NetworkError::InvalidBridgeName { name: name.clone() }.into())
         }
         Some(name) => name.clone(),
         None => format!("berth-{}", &id[..9]),
@@ -144,8 +134,11 @@ pub fn create_network(
     let made = match (network.subnet(), network.gateway()) {
         (Some(subnet), Some(gateway)) => kernel
             .ensure_bridge(&device, gateway, subnet)
-            .map_err(|error| {
-                EngineError::Network(format!("failed to create the bridge {device}: {error}"))
+            .map_err(|source| {
+                EngineError::from(NetworkError::CreateBridge {
+                    device: device.clone(),
+                    source,
+                })
             })
             .and_then(|_| sync_rules(store, kernel)),
         _ => Ok(()),
@@ -169,18 +162,16 @@ pub fn remove_network(
 ) -> Result<(), EngineError> {
     let network = find_network(store, kernel, text)?;
     if network.record.predefined {
-        return Err(EngineError::InvalidArgument(format!(
-            "{} is a pre-defined network and cannot be removed",
-            network.name
-        )));
+        return Err(NetworkError::PredefinedRemoval { name: network.name }.into());
     }
     match store.delete_network(&network.id) {
         Ok(_) => {}
         Err(NetworkStoreError::Refused(_)) => {
-            return Err(EngineError::InvalidArgument(format!(
-                "error while removing network: network {} id {} has active endpoints",
-                network.name, network.id
-            )))
+            return Err(NetworkError::ActiveEndpoints {
+                name: network.name,
+                id: network.id,
+            }
+            .into())
         }
         Err(error) => return Err(network_store_error(error)),
     }

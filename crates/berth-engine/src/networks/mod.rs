@@ -7,6 +7,7 @@
 
 mod connect;
 mod endpoints;
+mod error;
 mod host;
 mod lookup;
 mod manage;
@@ -20,6 +21,7 @@ pub use endpoints::{
     connect_container, container_endpoints, disconnect_container, release_container_endpoints,
     ContainerIdentity,
 };
+pub use error::NetworkError;
 pub use host::release_unused_host_objects;
 pub use lookup::{all_networks, config_file, find_network};
 pub use manage::{create_network, network_json, prune_networks, remove_network, NetworkCreate};

@@ -28,6 +28,48 @@ pub struct PortRequest {
     pub host_port_end: u16,
 }
 
+/// A port request that is wrong, or a host port that cannot be held.
+#[derive(Debug, thiserror::Error)]
+pub enum PortError {
+    #[error("berth publishes tcp and udp ports only, not {port}")]
+    UnsupportedProtocol { port: String },
+    #[error("invalid port {port}")]
+    InvalidPort { port: String },
+    /// docker/cli's words.
+    #[error("invalid hostPort: {port}")]
+    InvalidHostPort { port: String },
+    #[error("invalid host IP {address:?}: berth publishes IPv4 addresses only")]
+    InvalidHostIp { address: String },
+    /// A stored request's address (checked at create) that no longer parses.
+    #[error("invalid host IP {address}")]
+    StoredHostIp { address: String },
+    #[error("failed to bind {address}:{port}/{protocol}")]
+    Bind {
+        address: Ipv4Addr,
+        port: u16,
+        protocol: String,
+        #[source]
+        source: nix::Error,
+    },
+    /// Docker's words.
+    #[error("Bind for {address}:{ports} failed: port is already allocated")]
+    Allocated { address: Ipv4Addr, ports: String },
+}
+
+impl PortError {
+    pub fn kind(&self) -> crate::ErrorKind {
+        match self {
+            Self::UnsupportedProtocol { .. }
+            | Self::InvalidPort { .. }
+            | Self::InvalidHostPort { .. }
+            | Self::InvalidHostIp { .. } => crate::ErrorKind::InvalidArgument,
+            Self::StoredHostIp { .. } | Self::Bind { .. } | Self::Allocated { .. } => {
+                crate::ErrorKind::Internal
+            }
+        }
+    }
+}
+
 /// The host ports a running container holds.
 #[derive(Debug, Default)]
 pub struct PortReservation {
@@ -41,7 +83,7 @@ pub fn port_requests(
     bindings: &std::collections::BTreeMap<String, Vec<berth_types::container::PortBinding>>,
     exposed: &[String],
     publish_all: bool,
-) -> Result<Vec<PortRequest>, String> {
+) -> Result<Vec<PortRequest>, PortError> {
     let mut requests = Vec::new();
     for (port, list) in bindings {
         let (container_port, protocol) = parse_container_port(port)?;
@@ -53,10 +95,9 @@ pub fn port_requests(
         for binding in list {
             let (start, end) = parse_host_ports(&binding.host_port)?;
             if !binding.host_ip.is_empty() && binding.host_ip.parse::<Ipv4Addr>().is_err() {
-                return Err(format!(
-                    "invalid host IP {:?}: berth publishes IPv4 addresses only",
-                    binding.host_ip
-                ));
+                return Err(PortError::InvalidHostIp {
+                    address: binding.host_ip.clone(),
+                });
             }
             requests.push(PortRequest {
                 protocol: protocol.clone(),
@@ -86,28 +127,32 @@ pub fn port_requests(
 }
 
 /// `80/tcp` → (80, "tcp").
-fn parse_container_port(text: &str) -> Result<(u16, String), String> {
+fn parse_container_port(text: &str) -> Result<(u16, String), PortError> {
     let (port, protocol) = text.split_once('/').unwrap_or((text, "tcp"));
     let protocol = protocol.to_ascii_lowercase();
     if protocol != "tcp" && protocol != "udp" {
-        return Err(format!(
-            "berth publishes tcp and udp ports only, not {text}"
-        ));
+        return Err(PortError::UnsupportedProtocol {
+            port: text.to_owned(),
+        });
     }
-    let port: u16 = port
-        .parse()
-        .ok()
-        .filter(|port| *port != 0)
-        .ok_or_else(|| format!("invalid port {text}"))?;
+    let port: u16 =
+        port.parse()
+            .ok()
+            .filter(|port| *port != 0)
+            .ok_or_else(|| PortError::InvalidPort {
+                port: text.to_owned(),
+            })?;
     Ok((port, protocol))
 }
 
 /// "" → ephemeral; "8080"; "8000-8010" (the first free one).
-fn parse_host_ports(text: &str) -> Result<(u16, u16), String> {
+fn parse_host_ports(text: &str) -> Result<(u16, u16), PortError> {
     if text.is_empty() {
         return Ok((0, 0));
     }
-    let invalid = || format!("invalid hostPort: {text}");
+    let invalid = || PortError::InvalidHostPort {
+        port: text.to_owned(),
+    };
     let (start, end) = text.split_once('-').unwrap_or((text, text));
     let start: u16 = start.parse().map_err(|_| invalid())?;
     let end: u16 = end.parse().map_err(|_| invalid())?;
@@ -119,7 +164,7 @@ fn parse_host_ports(text: &str) -> Result<(u16, u16), String> {
 
 /// Binds every requested host port; on the first that is taken, releases
 /// what it bound and says which, in Docker's words.
-pub fn reserve_ports(requests: &[PortRequest]) -> Result<PortReservation, String> {
+pub fn reserve_ports(requests: &[PortRequest]) -> Result<PortReservation, PortError> {
     let mut reservation = PortReservation::default();
     for request in requests {
         let host_ip: Ipv4Addr = if request.host_ip.is_empty() {
@@ -128,7 +173,9 @@ pub fn reserve_ports(requests: &[PortRequest]) -> Result<PortReservation, String
             request
                 .host_ip
                 .parse()
-                .map_err(|_| format!("invalid host IP {}", request.host_ip))?
+                .map_err(|_| PortError::StoredHostIp {
+                    address: request.host_ip.clone(),
+                })?
         };
         let mut bound = None;
         for port in request.host_port_start..=request.host_port_end {
@@ -138,11 +185,13 @@ pub fn reserve_ports(requests: &[PortRequest]) -> Result<PortReservation, String
                     break;
                 }
                 Err(nix::Error::EADDRINUSE) => continue,
-                Err(error) => {
-                    return Err(format!(
-                        "failed to bind {host_ip}:{port}/{}: {error}",
-                        request.protocol
-                    ))
+                Err(source) => {
+                    return Err(PortError::Bind {
+                        address: host_ip,
+                        port,
+                        protocol: request.protocol.clone(),
+                        source,
+                    })
                 }
             }
         }
@@ -152,9 +201,10 @@ pub fn reserve_ports(requests: &[PortRequest]) -> Result<PortReservation, String
             } else {
                 format!("{}-{}", request.host_port_start, request.host_port_end)
             };
-            return Err(format!(
-                "Bind for {host_ip}:{ports} failed: port is already allocated"
-            ));
+            return Err(PortError::Allocated {
+                address: host_ip,
+                ports,
+            });
         };
         reservation._sockets.push(socket);
         reservation.published.push(PublishedPort {
@@ -239,6 +289,32 @@ mod tests {
         assert!(port_requests(&backwards, &[], false).is_err());
     }
 
+    #[test]
+    fn port_errors_say_what_is_wrong_and_keep_the_cause_apart() {
+        let sctp = BTreeMap::from([("80/sctp".to_owned(), vec![])]);
+        let error = port_requests(&sctp, &[], false).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "berth publishes tcp and udp ports only, not 80/sctp"
+        );
+        assert_eq!(error.kind(), crate::ErrorKind::InvalidArgument);
+        let backwards = BTreeMap::from([("80/tcp".to_owned(), vec![binding("", "9-8")])]);
+        let error = port_requests(&backwards, &[], false).unwrap_err();
+        assert_eq!(error.to_string(), "invalid hostPort: 9-8");
+        let error = PortError::Bind {
+            address: Ipv4Addr::LOCALHOST,
+            port: 80,
+            protocol: "tcp".to_owned(),
+            source: nix::Error::EACCES,
+        };
+        assert_eq!(error.kind(), crate::ErrorKind::Internal);
+        assert_eq!(error.to_string(), "failed to bind 127.0.0.1:80/tcp");
+        assert_eq!(
+            crate::ErrorChain(&error).to_string(),
+            "failed to bind 127.0.0.1:80/tcp: EACCES: Permission denied"
+        );
+    }
+
     /// A port whose last server closed its connections first has them in
     /// TIME_WAIT for a minute; it is free all the same, as for any server.
     #[test]
@@ -281,7 +357,9 @@ mod tests {
             ..ephemeral.clone()
         };
         assert_eq!(
-            reserve_ports(std::slice::from_ref(&fixed)).unwrap_err(),
+            reserve_ports(std::slice::from_ref(&fixed))
+                .unwrap_err()
+                .to_string(),
             format!("Bind for 127.0.0.1:{port} failed: port is already allocated")
         );
         // A host server cannot take it either (std's listener sets

@@ -7,7 +7,7 @@ use berth_net::ipam::Ipv4Net;
 use berth_store::{EndpointRow, NetworkRow};
 use serde::{Deserialize, Serialize};
 
-use crate::EngineError;
+use super::NetworkError;
 
 /// A network as created (`network create`, or one of the predefined three).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,10 +49,12 @@ pub struct Network {
 }
 
 impl Network {
-    pub fn from_row(row: &NetworkRow) -> Result<Self, EngineError> {
-        let record = serde_json::from_str(&row.record).map_err(|error| {
-            EngineError::Network(format!("corrupt record of network {}: {error}", row.name))
-        })?;
+    pub fn from_row(row: &NetworkRow) -> Result<Self, NetworkError> {
+        let record =
+            serde_json::from_str(&row.record).map_err(|source| NetworkError::CorruptRecord {
+                network: row.name.clone(),
+                source,
+            })?;
         Ok(Self {
             id: row.id.clone(),
             name: row.name.clone(),
@@ -61,13 +63,12 @@ impl Network {
         })
     }
 
-    pub fn to_row(&self) -> Result<NetworkRow, EngineError> {
+    pub fn to_row(&self) -> Result<NetworkRow, NetworkError> {
         Ok(NetworkRow {
             id: self.id.clone(),
             name: self.name.clone(),
             created: self.created.clone(),
-            record: serde_json::to_string(&self.record)
-                .map_err(|error| EngineError::Network(error.to_string()))?,
+            record: serde_json::to_string(&self.record).map_err(NetworkError::Serialize)?,
         })
     }
 
@@ -89,25 +90,16 @@ impl Network {
         &self,
         ipv4_address: &str,
         aliases: &[String],
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), NetworkError> {
         if !self.is_user_defined() {
             if !ipv4_address.is_empty() {
-                return Err(EngineError::InvalidArgument(
-                    "user specified IP address is supported on user defined networks only"
-                        .to_owned(),
-                ));
+                return Err(NetworkError::AddressOnPredefined);
             }
             if !aliases.is_empty() {
-                return Err(EngineError::InvalidArgument(
-                    "network-scoped alias is supported only for containers in user defined networks"
-                        .to_owned(),
-                ));
+                return Err(NetworkError::AliasOnPredefined);
             }
         } else if !ipv4_address.is_empty() && !self.record.subnet_configured {
-            return Err(EngineError::InvalidArgument(
-                "user specified IP address is supported only when connecting to networks with user configured subnets"
-                    .to_owned(),
-            ));
+            return Err(NetworkError::AddressWithoutSubnet);
         }
         Ok(())
     }
@@ -200,8 +192,10 @@ pub fn format_mac(mac: [u8; 6]) -> String {
         .join(":")
 }
 
-pub fn parse_mac(text: &str) -> Result<[u8; 6], EngineError> {
-    let invalid = || EngineError::InvalidArgument(format!("{text} is not a valid mac address"));
+pub fn parse_mac(text: &str) -> Result<[u8; 6], NetworkError> {
+    let invalid = || NetworkError::InvalidMac {
+        text: text.to_owned(),
+    };
     let bytes: Vec<u8> = text
         .split(':')
         .map(|part| {

@@ -74,7 +74,5 @@ pub fn sync_rules(store: &Store, kernel: &mut dyn Kernel) -> Result<(), EngineEr
     } else {
         kernel.remove_rules(&rules.table)
     };
-    applied.map_err(|error| {
-        EngineError::Network(format!("failed to program the network rules: {error}"))
-    })
+    Ok(applied.map_err(super::NetworkError::ProgramRules)?)
 }

@@ -200,7 +200,7 @@ fn compressed_streams_are_refused_clearly() {
     let gzip = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0];
     let error = copy_stream_to_container(&fixture.container(), &gzip[..], "/dst/existdir", false)
         .unwrap_err();
-    assert!(error.is_invalid_parameter());
+    assert_eq!(error.kind(), crate::ErrorKind::InvalidArgument);
     assert!(error.to_string().contains("gzip"), "{error}");
 }
 

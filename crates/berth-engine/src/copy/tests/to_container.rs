@@ -112,7 +112,7 @@ fn file_into_missing_parent_is_not_found() {
 fn file_under_existing_file_is_not_an_extraction_point() {
     let fixture = Fixture::new();
     let error = copy(&fixture, "file", "/dst/existfile/x").unwrap_err();
-    assert!(error.is_invalid_parameter());
+    assert_eq!(error.kind(), crate::ErrorKind::InvalidArgument);
     assert_eq!(error.to_string(), "extraction point is not a directory");
 }
 

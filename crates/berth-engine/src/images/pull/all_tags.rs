@@ -32,8 +32,8 @@ pub fn pull_all_tags(
     request: &PullRequest,
     progress: Progress<'_>,
 ) -> Result<PulledRepository, PullError> {
-    let name = Reference::parse_normalized(&request.reference)
-        .map_err(|error| PullError::InvalidReference(error.to_string()))?;
+    let name =
+        Reference::parse_normalized(&request.reference).map_err(PullError::InvalidReference)?;
     if !name.is_name_only() {
         return Err(PullError::TagWithAllTags);
     }
@@ -41,9 +41,7 @@ pub fn pull_all_tags(
     let (client, tags) = list_tags(request, &name)?;
     let mut images = Vec::with_capacity(tags.len());
     for tag in tags {
-        let reference = name
-            .with_tag(&tag)
-            .map_err(|error| PullError::InvalidReference(error.to_string()))?;
+        let reference = name.with_tag(&tag).map_err(PullError::InvalidReference)?;
         let resolved = client.resolve_manifest(&reference, &platform)?;
         images.push(pull_resolved(
             store,

@@ -59,7 +59,7 @@ pub struct PulledImage {
 pub fn parse_pull_reference(text: &str) -> Result<Reference, PullError> {
     Reference::parse_normalized(text)
         .map(Reference::with_default_tag)
-        .map_err(|error| PullError::InvalidReference(error.to_string()))
+        .map_err(PullError::InvalidReference)
 }
 
 /// Pulls `request.reference`, reporting each step to `progress` (which

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use berth_registry::client::{BlobPush, PushedBlob, RegistryClient};
 use berth_store::{ImageRecord, NewImage, Store, StoreError};
 use berth_types::image::{media_type, Descriptor, Manifest};
-use berth_types::{Digest, Reference};
+use berth_types::{Digest, Reference, ReferenceError};
 
 mod error;
 
@@ -46,12 +46,12 @@ pub fn push_image(
     progress: Progress<'_>,
 ) -> Result<PushedImage, PushError> {
     let reference = parse_pull_reference(&request.reference).map_err(|error| match error {
-        PullError::InvalidReference(text) => PushError::InvalidReference(text),
+        PullError::InvalidReference(error) => PushError::InvalidReference(error),
         other => PushError::Connect(other),
     })?;
     let tag = reference
         .tag()
-        .ok_or_else(|| PushError::InvalidReference("invalid reference format".to_owned()))?
+        .ok_or(PushError::InvalidReference(ReferenceError::InvalidFormat))?
         .to_owned();
     let id = store
         .image_by_tag(&reference.to_string())?

@@ -85,13 +85,8 @@ pub fn start_attached(
         Some(claimed) => claimed.start(Some(attachment)),
         None => start_container(engine, id, Some(attachment)),
     };
-    let mut started = started.map_err(|error| {
-        let status = error.run_status();
-        anyhow::Error::new(StatusError {
-            status,
-            message: error.to_string(),
-        })
-    })?;
+    let mut started =
+        started.map_err(|error| crate::exit::engine_status_error(&error, crate::exit::USAGE))?;
     let _raw = if terminal { RawMode::enter() } else { None };
     if sig_proxy && !tty {
         proxy_signals(started.pid);

@@ -6,9 +6,9 @@ use std::path::Path;
 use berth_engine::containers::{container_copied, find_container, with_copy_root, CopyDirection};
 use berth_engine::copy::{
     copy_container_to_host, copy_container_to_stream, copy_host_to_container,
-    copy_stream_to_container, ContainerFs,
+    copy_stream_to_container, ContainerFs, CopyError,
 };
-use berth_engine::{Engine, EngineError};
+use berth_engine::Engine;
 use clap::Args;
 
 #[derive(Debug, Args)]
@@ -40,10 +40,6 @@ fn split(argument: &str) -> (Option<&str>, &str) {
     }
 }
 
-fn copy_error(error: impl std::fmt::Display) -> EngineError {
-    EngineError::InvalidArgument(error.to_string())
-}
-
 pub fn run(engine: &Engine, args: &CpArgs) -> anyhow::Result<i32> {
     let config = engine.config().clone();
     match (split(&args.source), split(&args.destination)) {
@@ -61,9 +57,9 @@ pub fn run(engine: &Engine, args: &CpArgs) -> anyhow::Result<i32> {
                 if destination == "-" {
                     let stdout = std::io::stdout();
                     let mut writer = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-                    copy_container_to_stream(&fs, path, args.follow_link, &mut writer)
-                        .map_err(copy_error)?;
-                    std::io::Write::flush(&mut writer).map_err(copy_error)?;
+                    copy_container_to_stream(&fs, path, args.follow_link, &mut writer)?;
+                    std::io::Write::flush(&mut writer)
+                        .map_err(|source| CopyError::WriteArchive { source })?;
                 } else {
                     let report = copy_container_to_host(
                         &fs,
@@ -71,8 +67,7 @@ pub fn run(engine: &Engine, args: &CpArgs) -> anyhow::Result<i32> {
                         Path::new(destination),
                         args.follow_link,
                         args.archive,
-                    )
-                    .map_err(copy_error)?;
+                    )?;
                     if !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
                         eprintln!(
                             "Successfully copied {} to {destination}",
@@ -92,8 +87,7 @@ pub fn run(engine: &Engine, args: &CpArgs) -> anyhow::Result<i32> {
                     .with_user(user.as_deref())
                     .with_journal(Some(root.journal));
                 if source == "-" {
-                    copy_stream_to_container(&fs, std::io::stdin().lock(), path, args.archive)
-                        .map_err(copy_error)?;
+                    copy_stream_to_container(&fs, std::io::stdin().lock(), path, args.archive)?;
                 } else {
                     let report = copy_host_to_container(
                         &fs,
@@ -101,8 +95,7 @@ pub fn run(engine: &Engine, args: &CpArgs) -> anyhow::Result<i32> {
                         path,
                         args.follow_link,
                         args.archive,
-                    )
-                    .map_err(copy_error)?;
+                    )?;
                     if !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
                         eprintln!(
                             "Successfully copied {} to {name}:{path}",

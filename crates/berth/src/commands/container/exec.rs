@@ -114,11 +114,5 @@ fn expand_env(entry: &str) -> String {
 /// Docker's exit status for an exec that did not start: 126/127 when the
 /// command cannot be invoked or found, 1 for other errors.
 pub(super) fn exec_failure(error: berth_engine::EngineError) -> StatusError {
-    StatusError {
-        status: match &error {
-            berth_engine::EngineError::StartFailed(failure) => failure.status,
-            _ => crate::exit::FAILURE,
-        },
-        message: error.to_string(),
-    }
+    crate::exit::engine_status_error(&error, crate::exit::FAILURE)
 }

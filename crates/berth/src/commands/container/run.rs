@@ -184,10 +184,7 @@ pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
             Some(claimed) => claimed.start(None),
             None => berth_engine::containers::start_container(engine, &id, None),
         };
-        started.map_err(|error| StatusError {
-            status: error.run_status(),
-            message: error.to_string(),
-        })?;
+        started.map_err(|error| crate::exit::engine_status_error(&error, crate::exit::USAGE))?;
         println!("{id}");
         drop(refill);
         return Ok(0);

@@ -9,7 +9,8 @@ mod inspect;
 mod list;
 mod remove;
 
-use berth_engine::{Engine, EngineError};
+use berth_engine::networks::NetworkError;
+use berth_engine::{Engine, EngineError, ErrorChain};
 use clap::Subcommand;
 
 pub use connect::{ConnectArgs, DisconnectArgs};
@@ -53,11 +54,12 @@ pub fn run(engine: &mut Engine, command: &NetworkCommand) -> anyhow::Result<i32>
 
 /// An engine error in the words the docker CLI prints for `inspect` and
 /// `rm`: the daemon's "network X not found" (a 404) becomes the client's
-/// "No such network: X"; everything else is the daemon's message.
+/// "No such network: X"; everything else is the daemon's message, with its
+/// causes.
 fn lookup_message(error: &EngineError) -> String {
     match error {
-        EngineError::NoSuchNetwork(text) => format!("No such network: {text}"),
-        other => other.to_string(),
+        EngineError::Network(NetworkError::NotFound(text)) => format!("No such network: {text}"),
+        other => ErrorChain(other).to_string(),
     }
 }
 

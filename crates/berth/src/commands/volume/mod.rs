@@ -118,7 +118,7 @@ pub fn run(engine: &mut Engine, command: &VolumeCommand) -> anyhow::Result<i32> 
                 match find_volume(engine, name) {
                     Ok(row) => found.push(volume_json(engine, &row)),
                     Err(error) => {
-                        eprintln!("Error: {error}");
+                        eprintln!("Error: {}", berth_engine::ErrorChain(&error));
                         status = crate::exit::FAILURE;
                     }
                 }
@@ -132,7 +132,7 @@ pub fn run(engine: &mut Engine, command: &VolumeCommand) -> anyhow::Result<i32> 
                 match remove_volume(engine, name, args.force) {
                     Ok(()) => println!("{name}"),
                     Err(error) => {
-                        eprintln!("Error: {error}");
+                        eprintln!("Error: {}", berth_engine::ErrorChain(&error));
                         status = crate::exit::FAILURE;
                     }
                 }
