@@ -114,6 +114,8 @@ pub enum EngineError {
     StartFailed(crate::containers::StartFailure),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Container(#[from] crate::containers::ContainerError),
     /// The container's runtime refused or failed (see `berth_runtime::backend`).
     #[error(transparent)]
     Runtime(Box<berth_runtime::RuntimeError>),
@@ -156,6 +158,11 @@ impl EngineError {
             Self::StartFailed(failure) => match failure.status {
                 126 => ErrorKind::CannotInvoke,
                 127 => ErrorKind::CommandNotFound,
+                _ => ErrorKind::Internal,
+            },
+            Self::Container(error) => error.kind(),
+            Self::Runtime(error) => match error.as_ref() {
+                berth_runtime::RuntimeError::NotRunning { .. } => ErrorKind::NotRunning,
                 _ => ErrorKind::Internal,
             },
             Self::RemoveFiles { .. }

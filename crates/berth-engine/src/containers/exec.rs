@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use berth_runtime::{ContainerRef, ProcessSpec, Runtime, RuntimeError, Stdio};
 use nix::unistd::{fork, ForkResult, Pid};
 
+use super::error::ContainerError;
 use super::lookup::find_container;
 use super::monitor::protocol::{MonitorMessage, MonitorReceiver};
 use super::paths::ContainerPaths;
@@ -127,14 +128,15 @@ pub fn exec_detached(
 ) -> Result<String, EngineError> {
     let prepared = prepare(engine, text, request)?;
     let id = prepared.id.clone();
-    let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
+    let (status_read, status_write) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(ContainerError::Pipe)?;
     // No SQLite connection may cross the fork (see Store::suspend).
     engine.store_mut().suspend()?;
     // SAFETY: the caller runs no other thread (see above), so the child
     // cannot inherit a lock held by another thread.
-    let forked = unsafe { fork() }.map_err(|error| {
-        EngineError::Start(format!("failed to fork the exec's waiter: {error}"))
+    let forked = unsafe { fork() }.map_err(|source| ContainerError::Fork {
+        what: "the exec's waiter",
+        source,
     })?;
     match forked {
         ForkResult::Child => {
@@ -148,7 +150,7 @@ pub fn exec_detached(
                         .write(true)
                         .open("/dev/null")
                         .map(Into::into)
-                        .map_err(|error| EngineError::Start(format!("/dev/null: {error}")))
+                        .map_err(|error| ContainerError::DevNull(error).into())
                 };
                 let stdio = Stdio {
                     stdin: null()?,
@@ -251,8 +253,8 @@ fn prepare(
     }
     record.run.tty = request.tty;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
-    let version = berth_runtime::cgroups::CgroupVersion::detect()
-        .map_err(|error| EngineError::Start(error.to_string()))?;
+    let version =
+        berth_runtime::cgroups::CgroupVersion::detect().map_err(ContainerError::CgroupLayout)?;
     let layers = super::start::container_layers(engine.store(), &record)?;
     let spec = build_spec(
         &record,

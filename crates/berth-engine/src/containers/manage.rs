@@ -175,8 +175,12 @@ pub fn update_container(
     if let Some(restart) = restart {
         container.record.run.restart = restart;
     }
-    let json = serde_json::to_string(&container.record)
-        .map_err(|error| EngineError::Start(error.to_string()))?;
+    let json = serde_json::to_string(&container.record).map_err(|source| {
+        super::ContainerError::EncodeRecord {
+            id: container.record.id.clone(),
+            source,
+        }
+    })?;
     engine
         .store()
         .set_container_record(&container.record.id, &json)?;

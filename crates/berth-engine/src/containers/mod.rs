@@ -4,6 +4,7 @@
 mod changes;
 mod commit;
 pub(crate) mod create;
+mod error;
 mod exec;
 mod filter;
 mod inspect;
@@ -36,6 +37,7 @@ pub use changes::{
 };
 pub use commit::{commit_container, CommitError, CommitOptions};
 pub use create::{create_container, local_platform_mismatch, runtime_resources, CreateError};
+pub use error::ContainerError;
 pub use exec::{exec_create, exec_detached, exec_in_container, ExecProcess, ExecRequest};
 pub use filter::{ContainerFilters, CONTAINER_FILTERS};
 pub use inspect::{inspect_container, list_containers, published_ports, status_text};

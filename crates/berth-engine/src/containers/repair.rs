@@ -232,9 +232,7 @@ impl CommitMark {
             froze,
             staged: Some(staged.to_owned()),
         };
-        let json = serde_json::to_vec(&intent).map_err(|error| {
-            EngineError::Start(format!("failed to record the commit's intent: {error}"))
-        })?;
+        let json = serde_json::to_vec(&intent).map_err(super::ContainerError::EncodeIntent)?;
         write_private(&self.path, &json).map_err(|source| {
             EngineError::Store(berth_store::StoreError::Io {
                 path: self.path.clone(),

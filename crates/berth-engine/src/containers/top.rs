@@ -28,12 +28,12 @@ pub fn container_top(
     let output = std::process::Command::new("ps")
         .args(&options)
         .output()
-        .map_err(|error| EngineError::InvalidArgument(format!("failed to run ps: {error}")))?;
+        .map_err(super::ContainerError::RunPs)?;
     if !output.status.success() {
-        return Err(EngineError::InvalidArgument(format!(
-            "ps failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
+        return Err(super::ContainerError::Ps(
+            String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        )
+        .into());
     }
     let text = String::from_utf8_lossy(&output.stdout);
     let mut lines = text.lines();
@@ -42,9 +42,7 @@ pub fn container_top(
     let pid_column = titles
         .iter()
         .position(|column| column == "PID")
-        .ok_or_else(|| {
-            EngineError::InvalidArgument("Couldn't find PID field in ps output".to_owned())
-        })?;
+        .ok_or(super::ContainerError::NoPidColumn)?;
     let columns = titles.len();
     let mut processes = Vec::new();
     for line in lines {

@@ -154,10 +154,10 @@ pub(super) struct Prepared {
 fn container_cgroup(
     record: &ContainerRecord,
 ) -> Result<(CgroupVersion, Box<dyn CgroupManager>), EngineError> {
-    let cgroups = CgroupVersion::detect().map_err(|error| EngineError::Start(error.to_string()))?;
+    let cgroups = CgroupVersion::detect().map_err(super::ContainerError::CgroupLayout)?;
     let cgroup_path = CgroupDriver::default()
         .container_path(None, &record.id)
-        .map_err(|error| EngineError::Start(error.to_string()))?;
+        .map_err(super::ContainerError::CgroupLayout)?;
     let cgroup = new_manager(&cgroups, cgroup_path);
     Ok((cgroups, cgroup))
 }
@@ -472,12 +472,12 @@ fn start_once(
     let layers = match layers {
         Some(layers) => layers,
         None => super::start::container_layers(store, record)
-            .map_err(|error| (error.to_string(), 125))?,
+            .map_err(|error| (crate::ErrorChain(&error).to_string(), 125))?,
     };
     tracing::debug!("image layers found");
     paths
         .create_rootfs_directories()
-        .map_err(|error| (error.to_string(), 125))?;
+        .map_err(|error| (crate::ErrorChain(&error).to_string(), 125))?;
     let mut spec = build_spec(
         record,
         paths,
@@ -486,7 +486,7 @@ fn start_once(
         &config.root.join("volumes"),
         cgroups,
     )
-    .map_err(|error| (error.to_string(), 125))?;
+    .map_err(|error| (crate::ErrorChain(&error).to_string(), 125))?;
     spec.process.console_size = console_size(record, attachment);
     if let Some(joined) =
         network::joined_network(store, config, record).map_err(|message| (message, 125))?
@@ -546,8 +546,8 @@ fn start_in_sandbox(
     sandbox: berth_runtime::Sandbox,
     attachment: &mut Attachment,
 ) -> Result<Started, (String, i32)> {
-    let layers =
-        super::start::container_layers(store, record).map_err(|error| (error.to_string(), 125))?;
+    let layers = super::start::container_layers(store, record)
+        .map_err(|error| (crate::ErrorChain(&error).to_string(), 125))?;
     let mut spec = build_spec(
         record,
         paths,
@@ -556,7 +556,7 @@ fn start_in_sandbox(
         &config.root.join("volumes"),
         cgroups,
     )
-    .map_err(|error| (error.to_string(), 125))?;
+    .map_err(|error| (crate::ErrorChain(&error).to_string(), 125))?;
     spec.process.console_size = console_size(record, attachment);
     let (stdio, container_io) = make_stdio(record).map_err(|error| {
         (

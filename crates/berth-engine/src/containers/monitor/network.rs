@@ -35,8 +35,10 @@ impl MonitorNetwork {
     pub fn new(record: &ContainerRecord) -> Result<Self, String> {
         let ports = reserve_ports(&record.run.ports).map_err(|reason| {
             format!(
-                "driver failed programming external connectivity on endpoint {} ({}): {reason}",
-                record.name, record.id
+                "driver failed programming external connectivity on endpoint {} ({}): {}",
+                record.name,
+                record.id,
+                crate::ErrorChain(&reason)
             )
         })?;
         Ok(Self {
@@ -66,11 +68,11 @@ impl MonitorNetwork {
             &record.run.networks,
             &self.ports.published,
         )
-        .map_err(|error| error.to_string())?;
+        .map_err(|error| crate::ErrorChain(&error).to_string())?;
         if let Some(first) = endpoints.first() {
             if let Err(error) = write_hosts(record, paths, Some(&first.address)) {
                 self.disconnect(store, record);
-                return Err(error.to_string());
+                return Err(crate::ErrorChain(&error).to_string());
             }
         }
         self.dns_socket = None;
