@@ -1,5 +1,6 @@
 //! Containers: create, start (through a per-container monitor process),
-//! stop, kill, wait, remove, list, inspect — daemonless.
+//! run (`run.rs`: image, warm pool or create, start), stop, kill, wait,
+//! remove, list, inspect — daemonless.
 
 mod changes;
 mod commit;
@@ -7,7 +8,7 @@ pub(crate) mod create;
 mod exec;
 mod filter;
 mod inspect;
-mod lookup;
+pub(crate) mod lookup;
 pub(crate) mod manage;
 pub mod merge;
 pub mod monitor;
@@ -19,6 +20,7 @@ pub mod record;
 pub(crate) mod remove;
 mod repair;
 mod restart;
+mod run;
 mod size;
 pub(crate) mod spec;
 pub(crate) mod start;
@@ -44,6 +46,10 @@ pub use manage::{
 pub use monitor::Attachment;
 pub use remove::{remove_container, remove_container_with};
 pub use restart::{restart_container, restarted};
+pub use run::{
+    create_for_run, ensure_image, prepare_run, PreparedRun, PullPolicy, PullReason, RunFrontEnd,
+    RunPlan, REFILL_DELAY,
+};
 pub use size::container_size;
 pub use start::{start_container, StartFailure, StartedContainer};
 pub use stop::{
