@@ -1,7 +1,8 @@
 //! The accept loop, one thread per connection (at most
 //! `--max-connections`, see [`crate::limits`]), the idle timer, and the
 //! state the server keeps between requests (attaches waiting for a start,
-//! exec instances, exit codes of containers it started).
+//! exec instances, exit codes of containers it started, warm pool claims of
+//! containers it created).
 
 use std::collections::HashMap;
 use std::os::fd::AsFd;
@@ -11,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use berth_engine::containers::PreparedRun;
 use berth_engine::{Engine, EngineConfig};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
@@ -154,6 +156,95 @@ impl ExitBoard {
     }
 }
 
+/// How long a container created from a warm pool member may wait for its
+/// start before the member is released (see [`HeldClaims`]). `docker run`
+/// starts within milliseconds of its create; a `docker create` whose start
+/// comes later gets an ordinary created container.
+pub const CLAIM_HOLD: Duration = Duration::from_secs(30);
+
+/// Warm pool members claimed by `POST /containers/create` whose container
+/// was not started yet, by container id. `start` takes its claim and hands
+/// the member its streams; whatever else would change the container (`rm`,
+/// `update`, `prune`), a claim older than [`CLAIM_HOLD`] and the server's
+/// exit release it, which leaves an ordinary created container (a server
+/// killed outright closes the members' sockets, which they take as the
+/// same).
+#[derive(Default)]
+pub struct HeldClaims {
+    claims: Mutex<HashMap<String, (PreparedRun, Instant)>>,
+}
+
+impl HeldClaims {
+    pub fn hold(&self, run: PreparedRun) {
+        if let Ok(mut claims) = self.claims.lock() {
+            claims.insert(run.id.clone(), (run, Instant::now()));
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.claims.lock().map_or(true, |claims| claims.is_empty())
+    }
+
+    /// The claim of container `id` (a full id), now the caller's.
+    pub fn take(&self, id: &str) -> Option<PreparedRun> {
+        let mut claims = self.claims.lock().ok()?;
+        claims.remove(id).map(|(run, _)| run)
+    }
+
+    /// Releases the claim of container `id`, if one is held; returns once
+    /// the container is an ordinary created one.
+    pub fn release(&self, id: &str) {
+        if let Some(run) = self.take(id) {
+            run.release();
+        }
+    }
+
+    /// Releases every held claim (before a prune, or at exit).
+    pub fn release_all(&self) {
+        let runs: Vec<PreparedRun> = match self.claims.lock() {
+            Ok(mut claims) => claims.drain().map(|(_, (run, _))| run).collect(),
+            Err(_) => return,
+        };
+        for run in runs {
+            run.release();
+        }
+    }
+
+    /// Releases, on a thread of their own, the claims held longer than
+    /// [`CLAIM_HOLD`].
+    fn release_expired(&self) {
+        let expired: Vec<PreparedRun> = match self.claims.lock() {
+            Ok(mut claims) if !claims.is_empty() => {
+                let ids: Vec<String> = claims
+                    .iter()
+                    .filter(|(_, (_, since))| since.elapsed() >= CLAIM_HOLD)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                ids.iter()
+                    .filter_map(|id| claims.remove(id))
+                    .map(|(run, _)| run)
+                    .collect()
+            }
+            _ => return,
+        };
+        if expired.is_empty() {
+            return;
+        }
+        let released = std::thread::Builder::new()
+            .name("berth-api-release".to_owned())
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                for run in expired {
+                    tracing::debug!(container = %run.id, "an unstarted claim is released");
+                    run.release();
+                }
+            });
+        if let Err(error) = released {
+            tracing::warn!(%error, "failed to start a thread to release claims");
+        }
+    }
+}
+
 /// Everything the handlers share.
 pub struct Server {
     pub config: ServeConfig,
@@ -162,6 +253,7 @@ pub struct Server {
     pub attaches: Mutex<HashMap<String, PendingAttach>>,
     pub execs: Mutex<HashMap<String, Arc<ExecInstance>>>,
     pub exits: ExitBoard,
+    pub claims: HeldClaims,
     /// Connections being served, against `--max-connections`.
     pub connections: ConnectionSlots,
 }
@@ -175,6 +267,7 @@ impl Server {
             attaches: Mutex::new(HashMap::new()),
             execs: Mutex::new(HashMap::new()),
             exits: ExitBoard::default(),
+            claims: HeldClaims::default(),
         }
     }
 
@@ -210,7 +303,11 @@ pub fn serve(config: ServeConfig) -> Result<(), ServeError> {
         }
     }
     let server: &'static Server = Box::leak(Box::new(Server::new(config)));
-    accept_loop(server, &listeners)
+    let served = accept_loop(server, &listeners);
+    // Containers created from the pool and never started stay as created
+    // ones.
+    server.claims.release_all();
+    served
 }
 
 /// An idle server gives back what serving took: freed heap, and the pages
@@ -231,6 +328,7 @@ fn accept_loop(server: &'static Server, listeners: &[Listener]) -> Result<(), Se
     let idle_timeout = server.config.idle_timeout;
     loop {
         trim_when_idle(&server.activity);
+        server.claims.release_expired();
         let wait = match idle_timeout {
             // Woken once a second to trim after the last request.
             None => PollTimeout::from(1000u16),

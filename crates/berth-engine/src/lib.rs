@@ -102,4 +102,16 @@ impl Engine {
     pub fn store_mut(&mut self) -> &mut Store {
         &mut self.store
     }
+
+    /// `run` up to the start: the image as `plan` says, then a warm pool
+    /// member or a new container ([`containers::prepare_run`]); start it with
+    /// [`containers::PreparedRun::start`]. Callable from any thread.
+    pub fn prepare_run<F: containers::RunFrontEnd>(
+        &mut self,
+        request: &berth_types::container::CreateRequest,
+        plan: containers::RunPlan<'_>,
+        front_end: &mut F,
+    ) -> Result<containers::PreparedRun, F::Error> {
+        containers::prepare_run(self, request, plan, front_end)
+    }
 }

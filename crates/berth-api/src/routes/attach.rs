@@ -2,26 +2,27 @@
 //! `resize`.
 //!
 //! `docker run` attaches before it starts: the attach request waits here
-//! (a [`PendingAttach`]) until the start, which then runs the helper with
-//! pipes whose other ends the attach relays to its client. Attaching to a
-//! running container joins its monitor's attach socket instead.
+//! (a [`PendingAttach`]) until the start, which then hands the container's
+//! monitor pipes whose other ends the attach relays to its client.
+//! Attaching to a running container joins its monitor's attach socket
+//! instead.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::UnixStream;
-use std::process::Stdio;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
-use berth_engine::containers::monitor::protocol::MonitorMessage;
 use berth_engine::containers::paths::ContainerPaths;
-use berth_engine::containers::{find_container, stop_container_with, Container};
+use berth_engine::containers::{
+    find_container, start_container, stop_container_with, Attachment, Container,
+};
 use berth_engine::logs::Stream;
 use berth_engine::{Engine, EngineConfig};
 use fs_err::os::unix::fs::OpenOptionsExt;
 
 use crate::error::ApiError;
-use crate::helper::{failure, Helper, StartRequest};
+use crate::helper::failure;
 use crate::http::websocket::{self, Opcode};
 use crate::http::{Exchange, Response};
 use crate::router::{reply, Handled};
@@ -327,7 +328,12 @@ pub fn start(server: &'static Server, id: &str) -> Handled {
     reply(Response::empty(204))
 }
 
-/// Starts a container through the helper, with a waiting attach's pipes.
+/// Starts a container with a waiting attach's pipes as its streams, in
+/// this process: the member of a warm pool claim held since its create
+/// takes them, or `start_container` starts it cold (its monitor is started
+/// without a fork of this multi-threaded process, see berth-engine
+/// `monitor/launch.rs`). The exit code of a container someone waits for
+/// (an attach, `--rm`) goes on the exit board.
 fn start_found(
     server: &'static Server,
     id: &str,
@@ -342,97 +348,78 @@ fn start_found(
         .and_then(|mut attaches| attaches.remove(id));
     let io_error =
         |error: std::io::Error| ApiError::internal(format!("failed to create a pipe: {error}"));
-    let mut stdio = [Stdio::null(), Stdio::null(), Stdio::null()];
+    let mut attachment = Attachment::default();
     let mut outputs = Vec::new();
     let mut input = None;
-    let mut request = StartRequest {
-        container: id.to_owned(),
-        wait: pending.is_some() || auto_remove,
-        ..StartRequest::default()
-    };
     if let Some(pending) = &pending {
         if pending.stdin && open_stdin {
             let (read, write) = output_pipe().map_err(io_error)?;
-            stdio[0] = Stdio::from(read);
+            attachment.stdin = Some(read);
             input = Some(write);
-            request.stdin = true;
         }
         if pending.stdout {
             let (read, write) = output_pipe().map_err(io_error)?;
-            stdio[1] = Stdio::from(write);
+            attachment.stdout = Some(write);
             outputs.push((read, Stream::Stdout));
-            request.stdout = true;
         }
         if pending.stderr && !tty {
             let (read, write) = output_pipe().map_err(io_error)?;
-            stdio[2] = Stdio::from(write);
+            attachment.stderr = Some(write);
             outputs.push((read, Stream::Stderr));
-            request.stderr = true;
         }
     }
-    if request.wait {
+    let wait = pending.is_some() || auto_remove;
+    if wait {
         server.exits.expect(id);
     }
-    let mut helper = Helper::spawn(
-        &server.config.helper,
-        &server.config.engine,
-        "start",
-        &request,
-        stdio,
-    )?;
-    match helper.receive() {
-        Some(MonitorMessage::Started { .. }) => {
-            if let Some(pending) = pending {
-                let _ = pending.streams.send(Streams {
-                    outputs,
-                    input,
-                    framing: if tty {
-                        Framing::Raw
-                    } else {
-                        Framing::Multiplex
-                    },
-                });
-            }
-            if request.wait {
-                let board_id = id.to_owned();
-                let exits = &server.exits;
-                let _ = std::thread::Builder::new()
-                    .name("berth-api-exit".to_owned())
-                    .stack_size(64 * 1024)
-                    .spawn(move || {
-                        let mut code = None;
-                        while let Some(message) = helper.receive() {
-                            if let MonitorMessage::Exited { code: exited } = message {
-                                code = Some(exited);
-                                break;
-                            }
-                        }
-                        exits.record(&board_id, code);
-                        helper.reap();
-                    });
-            } else {
-                helper.reap();
-            }
-            Ok(())
+    let mut engine = server.engine()?;
+    let mut refill = None;
+    let started = match server.claims.take(id) {
+        Some(mut claimed) => {
+            claimed.keep_claim_if_it_fits(&engine);
+            refill = claimed.take_refill();
+            claimed.start(&mut engine, Some(attachment))
         }
-        Some(MonitorMessage::Failed { message, status }) => {
+        None => start_container(&mut engine, id, Some(attachment)),
+    };
+    let mut started = match started {
+        Ok(started) => started,
+        Err(error) => {
+            let status = error.run_status();
             server.exits.record(id, Some(status));
-            helper.reap();
-            Err(failure(message, status))
+            return Err(failure(ApiError::from(error).message, status));
         }
-        Some(MonitorMessage::Exited { code }) => {
-            server.exits.record(id, Some(code));
-            helper.reap();
-            Ok(())
-        }
-        None => {
-            server.exits.record(id, Some(125));
-            helper.reap();
-            Err(ApiError::internal(
-                "the start helper exited without a report",
-            ))
-        }
+    };
+    if let Some(pending) = pending {
+        let _ = pending.streams.send(Streams {
+            outputs,
+            input,
+            framing: if tty {
+                Framing::Raw
+            } else {
+                Framing::Multiplex
+            },
+        });
     }
+    if !wait {
+        return Ok(());
+    }
+    let board_id = id.to_owned();
+    let exits = &server.exits;
+    let watcher = std::thread::Builder::new()
+        .name("berth-api-exit".to_owned())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            let code = started.wait_exit().unwrap_or(-1);
+            exits.record(&board_id, Some(code));
+            // A claimed member's replacement is built once a short run is
+            // done (or its delay has passed).
+            drop(refill);
+        });
+    if let Err(error) = watcher {
+        tracing::warn!(%error, "failed to start a thread to wait for a container's exit");
+    }
+    Ok(())
 }
 
 pub fn restart(server: &'static Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {

@@ -5,10 +5,10 @@
 use std::time::{Duration, Instant};
 
 use berth_engine::containers::{
-    container_diff, container_stats, container_top, create_container, find_container,
+    container_diff, container_stats, container_top, create_for_run, find_container,
     inspect_container, kill_container, list_containers, pause_container, prune_containers,
     published_ports, remove_container_with, rename_container, status_text, stop_container_with,
-    unpause_container, update_container, Container, ContainerFilters, StopOptions,
+    unpause_container, update_container, Container, ContainerFilters, RunFrontEnd, StopOptions,
     CONTAINER_FILTERS,
 };
 use berth_engine::{EngineConfig, EngineError};
@@ -53,8 +53,35 @@ pub fn create(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
             .unwrap_or_else(|_| request.config.image.clone());
         return Err(ApiError::not_found(format!("No such image: {shown}")));
     }
-    let id = create_container(&mut engine, &request)?;
+    // A ready sandbox from the warm pool when one is offered and the request
+    // fits it (`berth run`'s rules), held for the start (see `HeldClaims`).
+    let prepared = create_for_run(&mut engine, &request, &mut ApiRun)?;
+    let id = prepared.id.clone();
+    if prepared.is_warm() {
+        server.claims.hold(prepared);
+    }
     reply(Response::json(201, &json!({ "Id": id, "Warnings": [] })))
+}
+
+/// The API's part in a run: none. Its create never pulls (clients pull on
+/// the 404 for a missing image), and the server runs sealed already.
+struct ApiRun;
+
+impl RunFrontEnd for ApiRun {
+    type Error = ApiError;
+}
+
+/// Before `rm`, `update` or `prune` changes a container created from the
+/// warm pool and not started yet: its member is released, so that the
+/// container is an ordinary created one.
+fn release_claim(server: &Server, engine: &berth_engine::Engine, text: &str) {
+    if server.claims.is_empty() {
+        return;
+    }
+    let found = berth_engine::containers::find_container(engine.store(), engine.config(), text);
+    if let Ok(container) = found {
+        server.claims.release(&container.record.id);
+    }
 }
 
 /// One row of `GET /containers/json` (Docker's `types.Container`).
@@ -398,6 +425,7 @@ pub fn update(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled
             maximum_retry_count: host_config.restart_policy.maximum_retry_count.max(0) as u32,
         });
     let mut engine = server.engine()?;
+    release_claim(server, &engine, id);
     update_container(&mut engine, id, &resources, restart)?;
     reply(Response::json(200, &json!({ "Warnings": [] })))
 }
@@ -517,6 +545,7 @@ pub fn changes(server: &Server, id: &str) -> Handled {
 
 pub fn prune(server: &Server) -> Handled {
     let mut engine = server.engine()?;
+    server.claims.release_all();
     let removed = prune_containers(&mut engine)?;
     reply(Response::json(
         200,
@@ -531,6 +560,7 @@ pub fn remove(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled
         return Err(ApiError::bad_request("berth has no container links"));
     }
     let mut engine = server.engine()?;
+    release_claim(server, &engine, id);
     remove_container_with(&mut engine, id, force, volumes)?;
     reply(Response::empty(204))
 }

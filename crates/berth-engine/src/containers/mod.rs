@@ -1,5 +1,6 @@
 //! Containers: create, start (through a per-container monitor process),
-//! stop, kill, wait, remove, list, inspect — daemonless.
+//! run (`run.rs`: image, warm pool or create, start), stop, kill, wait,
+//! remove, list, inspect — daemonless.
 
 mod changes;
 mod commit;
@@ -11,7 +12,7 @@ mod inspect;
 pub mod lifecycle;
 #[cfg(test)]
 mod lifecycle_tests;
-mod lookup;
+pub(crate) mod lookup;
 pub(crate) mod manage;
 pub mod merge;
 pub mod monitor;
@@ -23,6 +24,7 @@ pub mod record;
 pub(crate) mod remove;
 mod repair;
 mod restart;
+mod run;
 mod size;
 pub(crate) mod spec;
 pub(crate) mod start;
@@ -49,6 +51,10 @@ pub use manage::{
 pub use monitor::Attachment;
 pub use remove::{remove_container, remove_container_with};
 pub use restart::{restart_container, restarted};
+pub use run::{
+    create_for_run, ensure_image, prepare_run, PreparedRun, PullPolicy, PullReason, RunFrontEnd,
+    RunPlan, REFILL_DELAY,
+};
 pub use size::container_size;
 pub use spec::SpecError;
 pub use start::{start_container, StartFailure, StartedContainer};

@@ -1,16 +1,15 @@
-//! `start`: mount the root, write /etc files, fork the monitor, and wait
-//! until the container's program is running (or report why not).
+//! `start`: write /etc files, start the monitor (`monitor/launch.rs`), and
+//! wait until the container's program is running (or report why not).
 
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use berth_runtime::rootfs::mount_rootfs;
-use nix::unistd::{fork, ForkResult};
 
 use super::lookup::{find_container, Container};
 use super::monitor::lock::MonitorLock;
 use super::monitor::protocol::{MonitorMessage, MonitorReceiver};
-use super::monitor::{self, Attachment};
+use super::monitor::{launch, Attachment};
 use super::paths::ContainerPaths;
 use super::spec::write_etc_files;
 use crate::{Engine, EngineError};
@@ -123,78 +122,40 @@ pub fn start_container(
         }
         Claim::Start(container, lock) => (container, lock),
     };
-    // Until the fork, a failure undoes the start record: nothing was done
-    // that a repair would have to undo.
-    let prepared = prepare(engine, &container).and_then(|()| {
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))
-    });
-    let (status_read, status_write) = match prepared {
-        Ok(pipe) => pipe,
-        Err(error) => {
-            lock.release();
-            return Err(error);
-        }
-    };
+    // Until the monitor runs, a failure undoes the start record: nothing
+    // was done that a repair would have to undo.
+    if let Err(error) = prepare(engine, &container) {
+        lock.release();
+        return Err(error);
+    }
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
     // A new start clears an earlier stop request.
     let _ = std::fs::remove_file(paths.stop_marker());
-    let known = monitor::Known {
-        layers: container_layers(engine.store(), &container.record).ok(),
-        restart_count: container.state.restart_count,
-    };
     tracing::debug!(container = %container.record.id, "prepared");
-    let attachment = attachment.unwrap_or_default();
-    // No SQLite connection may cross the fork (see Store::suspend).
-    if let Err(error) = engine.store_mut().suspend() {
-        lock.release();
-        return Err(error.into());
+    let id = container.record.id.clone();
+    let monitor = launch::start_container_monitor(
+        engine,
+        launch::ContainerMonitor {
+            record: container.record,
+            restart_count: container.state.restart_count,
+            attachment: attachment.unwrap_or_default(),
+            lock,
+        },
+    )?;
+    let started = StartedContainer::await_start(
+        id.clone(),
+        monitor.pid,
+        MonitorReceiver::new(monitor.status),
+    );
+    if started.is_err() {
+        if monitor.child {
+            let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(monitor.pid), None);
+        }
+        // A killed monitor left its work half done: finish it before
+        // reporting, so the container is shown as it is.
+        super::reconcile::after_failed_start(engine.store(), &config, &id);
     }
-    // SAFETY: the CLI is single-threaded here (no runtime, no worker
-    // threads), so the child cannot inherit a lock held by another thread.
-    // (The parent reopens the store lazily, when it next needs it.)
-    let forked = match unsafe { fork() } {
-        Ok(forked) => forked,
-        Err(error) => {
-            lock.release();
-            return Err(EngineError::Start(format!(
-                "failed to fork the monitor: {error}"
-            )));
-        }
-    };
-    match forked {
-        ForkResult::Child => {
-            drop(status_read);
-            monitor::run(
-                config,
-                container.record,
-                known,
-                attachment,
-                status_write,
-                lock,
-            )
-        }
-        ForkResult::Parent { child } => {
-            drop(status_write);
-            drop(attachment);
-            // The monitor holds the record now (the lock is on the open
-            // file both share); closing this copy keeps it.
-            drop(lock);
-            let id = container.record.id;
-            let started = StartedContainer::await_start(
-                id.clone(),
-                child.as_raw(),
-                MonitorReceiver::new(status_read),
-            );
-            if started.is_err() {
-                let _ = nix::sys::wait::waitpid(child, None);
-                // A killed monitor left its work half done: finish it
-                // before reporting, so the container is shown as it is.
-                super::reconcile::after_failed_start(engine.store(), &config, &id);
-            }
-            started
-        }
-    }
+    started
 }
 
 /// How long `start` waits while another process starts the same container

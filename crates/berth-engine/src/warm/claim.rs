@@ -1,12 +1,12 @@
 //! Making members, and a run taking one.
 
+use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use berth_types::container::CreateRequest;
-use nix::unistd::{fork, ForkResult};
 
 use super::member::{members, monitor_alive, MemberDir, MemberInfo, Taker};
 use super::{discard_member, wait_offered, ClaimMessage, WarmMode, WarmSettings};
@@ -107,29 +107,19 @@ pub(super) fn spawn_member(
         depth,
         key,
     };
-    let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
-    // No SQLite connection may cross the fork (see Store::suspend).
-    engine.store_mut().suspend()?;
-    // SAFETY: the CLI is single-threaded here, so the child cannot inherit
-    // a lock held by another thread.
-    match unsafe { fork() }
-        .map_err(|error| EngineError::Start(format!("failed to fork a pool member: {error}")))?
-    {
-        ForkResult::Child => {
-            drop(status_read);
-            crate::containers::monitor::member::run_member(config, record, dir, info, status_write)
-        }
-        ForkResult::Parent { child } => {
-            drop(status_write);
-            let offered = wait_offered(status_read);
-            if offered.is_err() {
-                let _ = nix::sys::wait::waitpid(child, None);
-            }
-            offered.map(|()| id)
-        }
+    // Forked, or (from a process with other threads) spawned: see
+    // `monitor/launch.rs`.
+    let monitor =
+        crate::containers::monitor::launch::start_member_monitor(engine, record, dir, info)?;
+    let offered = wait_offered(monitor.status);
+    if offered.is_err() && monitor.child {
+        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(monitor.pid), None);
     }
+    offered.map(|()| id)
 }
+
+/// How long [`Claimed::release`] waits for the member to end.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A member a run has taken: its container row is stored; `start` hands
 /// over the run's streams.
@@ -321,6 +311,42 @@ impl Claimed {
     /// [`Refill`]); a claim whose refill was not taken starts it on drop.
     pub fn take_refill(&mut self) -> Option<Refill> {
         self.refill.take()
+    }
+
+    /// Whether the container's stored settings still fit the member's
+    /// sandbox. A claim held a while (the API's create, waiting for its
+    /// start) may have seen an `update` or a `network connect` meanwhile;
+    /// then it is released and the container starts cold.
+    pub fn still_fits(&self, engine: &Engine) -> bool {
+        let stored = crate::containers::lookup::find_row(engine.store(), &self.id)
+            .and_then(|row| crate::containers::lookup::parse_row(&row));
+        match stored {
+            Ok(container) => sandbox_key(&container.record).as_ref() == Some(&self.info.key),
+            Err(_) => false,
+        }
+    }
+
+    /// Gives the member back without starting the container, whose start
+    /// may never come: the member tears its sandbox down (process, network
+    /// address, cgroup) and leaves the stored row and the container's
+    /// directory, an ordinary `created` container that a later `start`
+    /// starts cold. Returns once the member's monitor has ended, so that the
+    /// container is as it stays. (Dropping a claim does the same without
+    /// waiting; an unstarted refill starts now.)
+    pub fn release(self) {
+        let body = serde_json::to_vec(&ClaimMessage::Release).unwrap_or_default();
+        if berth_runtime::handoff::send_message(&self.socket, &body, &[]).is_ok() {
+            // The member closes its end once the sandbox is gone.
+            let _ = self.socket.set_read_timeout(Some(RELEASE_TIMEOUT));
+            let mut buffer = [0u8; 64];
+            while matches!((&self.socket).read(&mut buffer), Ok(read) if read > 0) {}
+        }
+        // Then it ends its start record and exits.
+        let deadline = std::time::Instant::now() + RELEASE_TIMEOUT;
+        while monitor_alive(&self.info) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        tracing::debug!(container = %self.id, "pool member released");
     }
 
     /// Hands the member the run's streams (None: detached) and returns once

@@ -44,6 +44,11 @@ pub(crate) enum ClaimMessage {
         stderr: bool,
     },
     Retire,
+    /// The claimant stored the container's row but will not start it now
+    /// (a created container whose start may never come): the member tears
+    /// its sandbox down and leaves an ordinary `created` container, row and
+    /// directory, which a later `start` starts cold. No descriptors.
+    Release,
 }
 
 /// `BERTH_WARM`: whether runs use the pool.
@@ -351,8 +356,22 @@ pub fn spawn_refill(config: &crate::EngineConfig, reference: &str, depth: u32, t
             Ok(())
         });
     }
-    if let Err(error) = command.spawn() {
-        tracing::debug!(%error, "no pool refill");
+    match command.spawn() {
+        // Reaped once it is done (it exits as soon as its members are
+        // offered): a long-lived caller, the API server, would collect a
+        // zombie per refill otherwise.
+        Ok(mut child) => {
+            let reaper = std::thread::Builder::new()
+                .name("berth-refill".to_owned())
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    let _ = child.wait();
+                });
+            if let Err(error) = reaper {
+                tracing::debug!(%error, "a pool refill is not reaped");
+            }
+        }
+        Err(error) => tracing::debug!(%error, "no pool refill"),
     }
 }
 

@@ -26,6 +26,7 @@ use crate::commands::image::{
     HistoryArgs, ImagesArgs, ImportArgs, InspectArgs, LoadArgs, PruneArgs, PullArgs, PushArgs,
     RmiArgs, SaveArgs, TagArgs,
 };
+use crate::commands::monitor::MonitorArgs;
 use crate::commands::network::NetworkCommand;
 use crate::commands::registry::{LoginArgs, LogoutArgs};
 use crate::commands::system::bench::BenchArgs;
@@ -194,6 +195,9 @@ pub enum Command {
     /// Internal: work `berth serve` runs in a process of its own
     #[command(hide = true)]
     ApiHelper(Lazy<ApiHelperArgs>),
+    /// Internal: a monitor started by a berth process with threads
+    #[command(name = "__monitor", hide = true)]
+    Monitor(Lazy<MonitorArgs>),
 }
 
 /// How a command touches berth's state, which decides who may run it and

@@ -4,6 +4,7 @@
 // Not wired into the command line yet; `run`/`create` land with the runtime.
 pub mod container;
 pub mod image;
+pub mod monitor;
 pub mod network;
 mod output;
 pub mod registry;
@@ -152,6 +153,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Events(Lazy(args)) => system::events::run(&global, &args),
         Command::Serve(Lazy(args)) => system::serve::run(&global, &args),
         Command::ApiHelper(Lazy(args)) => system::serve::helper(&global, &args),
+        Command::Monitor(Lazy(args)) => monitor::run(&global, &args),
         Command::Image(Lazy(ImageCommand::Prune(args))) => {
             image::prune::run(&mut open(&global)?, &args)
         }
@@ -214,7 +216,8 @@ fn enters_containers(command: &Command) -> bool {
         | Command::Exec(_)
         | Command::Warm(_)
         | Command::Serve(_)
-        | Command::ApiHelper(_) => true,
+        | Command::ApiHelper(_)
+        | Command::Monitor(_) => true,
         Command::Container(Lazy(command)) => matches!(
             command,
             ContainerCommand::Start(_) | ContainerCommand::Restart(_) | ContainerCommand::Exec(_)

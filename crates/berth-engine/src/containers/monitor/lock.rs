@@ -93,9 +93,13 @@ impl MonitorLock {
             }
             // Made under a temporary name and locked before it is linked
             // into place, so no one ever sees it unlocked.
-            let temporary = paths
-                .runtime
-                .join(format!("{LOCK_FILE}.{}", std::process::id()));
+            // Per thread: the API server starts containers from many
+            // threads of one process.
+            let temporary = paths.runtime.join(format!(
+                "{LOCK_FILE}.{}.{}",
+                std::process::id(),
+                nix::unistd::gettid()
+            ));
             let _ = std::fs::remove_file(&temporary);
             let file = File::options()
                 .write(true)
@@ -163,6 +167,21 @@ impl MonitorLock {
             }
             // Unlinked by its holder meanwhile: look again.
         }
+    }
+
+    /// The record a started monitor inherited as `file` (an open file
+    /// description the starting command locked, see `launch.rs`).
+    pub(crate) fn inherited(paths: &ContainerPaths, file: File) -> Self {
+        Self {
+            path: lock_path(paths),
+            file,
+            leftover: false,
+        }
+    }
+
+    /// The locked file, for handing to the monitor.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
     }
 
     /// Marks the record as not a leftover (its holder repaired what the

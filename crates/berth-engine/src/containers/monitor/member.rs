@@ -2,7 +2,9 @@
 //! container's cgroup, network and root, its first process waiting), offers
 //! it on a socket, and then either hands it to the run that claims it — and
 //! from there is that container's ordinary monitor — or, unclaimed after its
-//! TTL, retired, or with its sandbox dead, removes everything and exits.
+//! TTL, retired, or with its sandbox dead, removes everything and exits. A
+//! claimant that stored the container's row and then releases the member
+//! (or goes away) gets an ordinary `created` container back.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -254,18 +256,54 @@ impl Member<'_> {
         dir.remove();
     }
 
-    /// A connection to the member: a claim (with the run's streams) or a
-    /// retirement.
+    /// Tears the sandbox down (its process, network address, cgroup) but
+    /// keeps the container's row and directory, which its claimant stored:
+    /// what is left is an ordinary `created` container, which a later
+    /// `start` starts cold. (The start record goes when this monitor ends.)
+    fn release(self) {
+        let Member {
+            record,
+            dir,
+            paths,
+            prepared,
+            ..
+        } = self;
+        let Prepared {
+            mut store,
+            mut network,
+            cgroup,
+            sandbox,
+            ..
+        } = prepared;
+        drop(sandbox);
+        network.release(&mut store, record);
+        cleanup(cgroup.as_ref(), &paths);
+        dir.remove();
+        tracing::debug!(container = %record.id, "pool member released");
+    }
+
+    /// The claimant went without starting the container. Before it stored
+    /// the container's row (its name was taken, say) the member ends; after
+    /// (a `run` killed between its claim and its start, an API server that
+    /// went away) the container is the claimant's: released, not removed.
+    fn release_or_end(self) {
+        match self.prepared.store.container(&self.record.id) {
+            Ok(None) => self.end(),
+            _ => self.release(),
+        }
+    }
+
+    /// A connection to the member: a claim (with the run's streams), a
+    /// release, or a retirement.
     fn answer(self, stream: UnixStream) {
         let message = match berth_runtime::handoff::receive_message(&stream) {
             Ok(Some(message)) => message,
-            // The claimant gave up (its name was taken, say).
-            _ => return self.end(),
+            _ => return self.release_or_end(),
         };
         let (body, mut fds) = message;
         let claim: ClaimMessage = match serde_json::from_slice(&body) {
             Ok(claim) => claim,
-            Err(_) => return self.end(),
+            Err(_) => return self.release_or_end(),
         };
         let ClaimMessage::Claim {
             stdin,
@@ -273,10 +311,12 @@ impl Member<'_> {
             stderr,
         } = claim
         else {
-            return self.end();
+            // A release; or a retirement, which only a member not taken by
+            // a claim gets (the row is absent then, and the member ends).
+            return self.release_or_end();
         };
         if fds.is_empty() {
-            return self.end();
+            return self.release_or_end();
         }
         let status = fds.remove(0);
         let mut streams = fds.into_iter();

@@ -1,10 +1,12 @@
 //! The per-container monitor: a fork of the `berth` process that started
-//! the container. It is the parent of the container's first process, copies
-//! its output, records its exit, applies the restart policy, removes `--rm`
-//! containers, and exits when its container is gone. No other berth process
-//! stays behind.
+//! the container, or of a `berth __monitor` it ran (a caller with other
+//! threads must not fork, see `launch.rs`). It is the parent of the
+//! container's first process, copies its output, records its exit, applies
+//! the restart policy, removes `--rm` containers, and exits when its
+//! container is gone. No other berth process stays behind.
 
 mod io;
+pub mod launch;
 pub(crate) mod lock;
 pub(crate) mod member;
 mod network;
@@ -15,7 +17,7 @@ use std::time::Duration;
 
 use berth_runtime::cgroups::{new_manager, CgroupDriver, CgroupManager, CgroupVersion};
 use berth_runtime::rootfs::unmount_rootfs;
-use berth_runtime::{launch, Stdio};
+use berth_runtime::Stdio;
 use berth_store::Store;
 
 pub use io::{frame, Attachment, ContainerIo};
@@ -509,7 +511,7 @@ fn start_once(
             125,
         )
     })?;
-    let launched = launch(&spec, stdio, cgroup, &mut |pid| {
+    let launched = berth_runtime::launch(&spec, stdio, cgroup, &mut |pid| {
         // This runs while the container builds its root and the monitor
         // would only wait: open the store (deferred since the fork) now, so
         // that recording the start does not wait for it.

@@ -1,11 +1,12 @@
 //! `run` and `create`.
 
-use berth_engine::containers::create_container;
-use berth_engine::images::resolve_image;
+use berth_engine::containers::{
+    create_container, ensure_image, PullPolicy, PullReason, RunFrontEnd, RunPlan,
+};
 use berth_engine::{Engine, EngineError};
 
 use super::attach::{start_attached, AttachStreams};
-use super::options::{CreateOptions, PullPolicy, RunOptions, Stream};
+use super::options::{CreateOptions, PullPolicy as CliPullPolicy, RunOptions, Stream};
 use crate::commands::image::pull::{self, ProgressTarget};
 use crate::exit::StatusError;
 
@@ -22,68 +23,64 @@ where
     .into()
 }
 
-/// Makes sure the image is present, pulling it as `--pull` says (Docker's
-/// default `missing`: only when it is not in the store). Pull progress goes
-/// to stderr, as Docker shows it for `run` and `create`.
-fn ensure_image(
-    engine: &mut Engine,
-    image: &str,
-    policy: PullPolicy,
+/// The CLI's part in a run: pull progress on stderr (as Docker shows it
+/// for `run` and `create`), and the sealed binary before a cold start.
+struct CliRun {
     quiet: bool,
-    platform: Option<&str>,
-) -> anyhow::Result<()> {
-    let target = if quiet {
-        ProgressTarget::Nowhere
-    } else {
-        ProgressTarget::Stderr
-    };
-    let pull = |engine: &mut Engine| {
-        pull::pull(engine, image, platform, None, target)
-            .map(drop)
-            .map_err(engine_failure)
-    };
-    if policy == PullPolicy::Always {
-        return pull(engine);
+}
+
+/// A failed step of a run as the CLI reports it: the engine's failures and
+/// a failed pull exit with 125 (already applied), sealing's as it says.
+struct RunFailure(anyhow::Error);
+
+impl From<EngineError> for RunFailure {
+    fn from(error: EngineError) -> Self {
+        Self(engine_failure(error))
     }
-    let wanted = platform
-        .map(berth_types::container::platform::parse_platform)
-        .transpose()
-        .map_err(engine_failure)?;
-    let local = match resolve_image(engine.store(), image) {
-        // Docker treats a local image of another platform than `--platform` as missing.
-        Ok(_) => match &wanted {
-            Some(wanted) => {
-                match berth_engine::containers::local_platform_mismatch(engine, image, wanted)
-                    .map_err(engine_failure)?
-                {
-                    Some(actual) if policy == PullPolicy::Never => {
-                        return Err(engine_failure(anyhow::anyhow!(
-                            "image with reference {image} was found but does not match the specified platform: wanted {}, actual: {actual}",
-                            berth_types::container::platform::format_platform(wanted)
-                        )));
-                    }
-                    Some(_) => Err(EngineError::NoSuchImage(image.to_owned())),
-                    None => Ok(()),
-                }
-            }
-            None => Ok(()),
-        },
-        Err(error) => Err(error),
-    };
-    match local {
-        Ok(()) => Ok(()),
-        Err(error @ EngineError::NoSuchImage(_)) => {
+}
+
+impl RunFrontEnd for CliRun {
+    type Error = RunFailure;
+
+    fn pull(
+        &mut self,
+        engine: &mut Engine,
+        image: &str,
+        platform: Option<&str>,
+        reason: PullReason,
+    ) -> Result<(), RunFailure> {
+        if reason == PullReason::Missing {
             // docker/cli says this only when it is about to pull.
-            if policy == PullPolicy::Never {
-                return Err(engine_failure(error));
-            }
             let shown = berth_engine::images::parse_reference(image)
                 .map(|reference| reference.familiar_string())
                 .unwrap_or_else(|_| image.to_owned());
             eprintln!("Unable to find image '{shown}' locally");
-            pull(engine)
         }
-        Err(error) => Err(engine_failure(error)),
+        let target = if self.quiet {
+            ProgressTarget::Nowhere
+        } else {
+            ProgressTarget::Stderr
+        };
+        pull::pull(engine, image, platform, None, target)
+            .map(drop)
+            .map_err(|error| RunFailure(engine_failure(error)))
+    }
+
+    /// A cold start forks berth into the container, which must run from a sealed binary
+    /// (re-executing from here repeats only lookups); a claimed pool member already does.
+    fn before_cold_start(&mut self) -> Result<(), RunFailure> {
+        crate::commands::seal_before_entering_containers().map_err(RunFailure)
+    }
+}
+
+fn plan(pull: CliPullPolicy, platform: Option<&str>) -> RunPlan<'_> {
+    RunPlan {
+        pull: match pull {
+            CliPullPolicy::Missing => PullPolicy::Missing,
+            CliPullPolicy::Always => PullPolicy::Always,
+            CliPullPolicy::Never => PullPolicy::Never,
+        },
+        platform,
     }
 }
 
@@ -125,13 +122,16 @@ pub fn create(engine: &mut Engine, options: &CreateOptions) -> anyhow::Result<i3
     refuse_unknown_flag(options, "create")?;
     let (request, extras) = options.to_create_request().map_err(engine_failure)?;
     refuse_existing_cidfile(extras.container_id_file.as_deref())?;
+    let mut front_end = CliRun {
+        quiet: extras.quiet,
+    };
     ensure_image(
         engine,
         &request.config.image,
-        extras.pull,
-        extras.quiet,
-        options.platform.as_deref(),
-    )?;
+        plan(extras.pull, options.platform.as_deref()),
+        &mut front_end,
+    )
+    .map_err(|failure| failure.0)?;
     let id = create_container(engine, &request).map_err(engine_failure)?;
     write_cidfile(extras.container_id_file.as_deref(), &id)?;
     println!("{id}");
@@ -147,44 +147,26 @@ pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
         !extras.detach && extras.attach.contains(&Stream::Stdin),
     )?;
     refuse_existing_cidfile(extras.create.container_id_file.as_deref())?;
-    ensure_image(
-        engine,
-        &request.config.image,
-        extras.create.pull,
-        extras.create.quiet,
-        options.create.platform.as_deref(),
-    )?;
-    tracing::debug!("run: request resolved");
-    // A cold start forks berth into the container, which must run from a sealed binary
-    // (re-executing from here repeats only lookups); a claimed pool member already does.
-    let offered = berth_engine::warm::offered(engine, &request).map_err(engine_failure)?;
-    if offered.is_empty() {
-        crate::commands::seal_before_entering_containers()?;
-    }
+    let mut front_end = CliRun {
+        quiet: extras.create.quiet,
+    };
     // A ready sandbox from the warm pool when the run is eligible for one.
-    let mut claimed =
-        berth_engine::warm::claim(engine, &request, offered).map_err(engine_failure)?;
-    if claimed.is_none() {
-        crate::commands::seal_before_entering_containers()?;
-    }
+    let mut prepared = engine
+        .prepare_run(
+            &request,
+            plan(extras.create.pull, options.create.platform.as_deref()),
+            &mut front_end,
+        )
+        .map_err(|failure| failure.0)?;
     // The claimed member's replacement is built once this run is done with
     // the CPU, or after a moment for a longer run (see `Refill`).
-    let refill = claimed
-        .as_mut()
-        .and_then(|claimed| claimed.take_refill())
-        .map(|refill| refill.start_after(std::time::Duration::from_millis(200)));
-    let id = match &claimed {
-        Some(claimed) => claimed.id.clone(),
-        None => create_container(engine, &request).map_err(engine_failure)?,
-    };
-    tracing::debug!(warm = claimed.is_some(), "run: container created");
+    let refill = prepared.take_refill();
+    let id = prepared.id.clone();
     write_cidfile(extras.create.container_id_file.as_deref(), &id)?;
     if extras.detach {
-        let started = match claimed {
-            Some(claimed) => claimed.start(None),
-            None => berth_engine::containers::start_container(engine, &id, None),
-        };
-        started.map_err(|error| crate::exit::engine_status_error(&error, crate::exit::USAGE))?;
+        prepared
+            .start(engine, None)
+            .map_err(|error| crate::exit::engine_status_error(&error, crate::exit::USAGE))?;
         println!("{id}");
         drop(refill);
         return Ok(0);
@@ -200,7 +182,7 @@ pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
         streams,
         request.config.tty,
         extras.sig_proxy,
-        claimed,
+        prepared.claimed,
     );
     drop(refill);
     status
