@@ -41,12 +41,13 @@
 //! written is a warning.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use berth_store::Store;
+use fs_err::os::unix::fs::OpenOptionsExt;
+use fs_err::File;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -230,7 +231,7 @@ fn append(root: &Path, event: &Event) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(event).map_err(std::io::Error::other)?;
     line.push(b'\n');
     let path = log_path(root);
-    let mut file = std::fs::OpenOptions::new()
+    let mut file = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
@@ -245,14 +246,14 @@ fn append(root: &Path, event: &Event) -> std::io::Result<()> {
 
 fn rotate(root: &Path) -> std::io::Result<()> {
     let locks = root.join("locks");
-    std::fs::create_dir_all(&locks)?;
-    let lock = File::create(locks.join("events.lock"))?;
+    fs_err::create_dir_all(&locks)?;
+    let lock = File::create(locks.join("events.lock"))?.into_file();
     let _guard = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
         .map_err(|(_, errno)| std::io::Error::from(errno))?;
     // Another process may have rotated it while this one waited.
     let path = log_path(root);
-    if std::fs::metadata(&path)?.len() > MAX_LOG_BYTES {
-        std::fs::rename(&path, rotated_path(root))?;
+    if fs_err::metadata(&path)?.len() > MAX_LOG_BYTES {
+        fs_err::rename(&path, rotated_path(root))?;
     }
     Ok(())
 }
@@ -311,7 +312,7 @@ impl EventFollower {
         let mut events = self.read_new();
         // Rotated away (or created since)? Finish the old file, then
         // start on the new one.
-        let current = std::fs::metadata(log_path(&self.root))
+        let current = fs_err::metadata(log_path(&self.root))
             .ok()
             .map(|metadata| metadata.ino());
         let open = self
@@ -567,7 +568,7 @@ mod tests {
         let ids: Vec<usize> = seen.iter().map(|event| event.id.parse().unwrap()).collect();
         assert_eq!(ids, (0..count).collect::<Vec<_>>());
         assert!(rotated_path(root.path()).exists());
-        let size = std::fs::metadata(log_path(root.path())).unwrap().len();
+        let size = fs_err::metadata(log_path(root.path())).unwrap().len();
         assert!(size <= MAX_LOG_BYTES, "{size}");
 
         // A new reader gets what both files hold, oldest first.
@@ -586,7 +587,7 @@ mod tests {
         assert_eq!(past.len(), 1);
         let line = serde_json::to_string(&Event::new("volume", "create", "b")).unwrap();
         let (first, second) = line.split_at(10);
-        let mut file = std::fs::OpenOptions::new()
+        let mut file = fs_err::OpenOptions::new()
             .append(true)
             .open(log_path(root.path()))
             .unwrap();

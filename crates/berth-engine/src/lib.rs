@@ -1,9 +1,6 @@
 //! The services every berth front end (CLI, API server) calls. No clap, no
 //! HTTP: inputs are plain values, outputs are records and Docker-shaped JSON.
 
-// TODO(fs-err): migrated separately
-#![allow(clippy::disallowed_methods)]
-
 pub mod containers;
 pub mod copy;
 mod error;

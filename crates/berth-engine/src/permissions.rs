@@ -49,7 +49,7 @@ pub fn prepare_run_root(run_root: &Path) -> Result<(), EngineError> {
             source,
         })
     };
-    match std::fs::metadata(run_root) {
+    match fs_err::metadata(run_root) {
         Ok(metadata) if metadata.is_dir() && metadata.mode() & 0o7777 == RUN_ROOT_MODE => Ok(()),
         Ok(metadata) if metadata.is_dir() => {
             tracing::info!(run_root = %run_root.display(), "making the berth run root private");
@@ -57,11 +57,7 @@ pub fn prepare_run_root(run_root: &Path) -> Result<(), EngineError> {
                 let directory = run_root.join(name);
                 if directory.is_dir() {
                     private(&directory)?;
-                    for entry in std::fs::read_dir(&directory)
-                        .into_iter()
-                        .flatten()
-                        .flatten()
-                    {
+                    for entry in fs_err::read_dir(&directory).into_iter().flatten().flatten() {
                         if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
                             private(&entry.path())?;
                         }
@@ -103,7 +99,7 @@ pub(crate) fn create_shared_directory(path: &Path) -> Result<(), EngineError> {
     if let Some(parent) = path.parent().filter(|parent| !parent.is_dir()) {
         berth_store::permissions::create_private_directory_all(parent)?;
     }
-    match std::fs::create_dir(path) {
+    match fs_err::create_dir(path) {
         Ok(()) => set_mode(path, SHARED_DIRECTORY),
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => Ok(()),
         Err(source) => Err(io(source)),
@@ -139,7 +135,7 @@ mod tests {
     use super::*;
 
     fn mode(path: &Path) -> u32 {
-        std::fs::metadata(path).unwrap().mode() & 0o7777
+        fs_err::metadata(path).unwrap().mode() & 0o7777
     }
 
     #[test]
@@ -150,7 +146,7 @@ mod tests {
         assert_eq!(mode(&run_root), 0o711);
 
         let container = run_root.join("containers/abc");
-        std::fs::create_dir_all(&container).unwrap();
+        fs_err::create_dir_all(&container).unwrap();
         for path in [&run_root, &run_root.join("containers"), &container] {
             set_mode(path, 0o755).unwrap();
         }

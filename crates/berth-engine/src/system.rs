@@ -68,7 +68,7 @@ fn cgroup_version() -> &'static str {
 }
 
 fn operating_system() -> String {
-    std::fs::read_to_string("/etc/os-release")
+    fs_err::read_to_string("/etc/os-release")
         .ok()
         .and_then(|text| {
             text.lines()
@@ -80,7 +80,7 @@ fn operating_system() -> String {
 
 /// The host's memory in bytes (/proc/meminfo MemTotal).
 pub fn memory_total() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
+    fs_err::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|text| {
             text.lines()

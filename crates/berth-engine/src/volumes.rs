@@ -159,7 +159,7 @@ pub fn remove_volume(engine: &Engine, name: &str, force: bool) -> Result<(), Eng
         .into());
     }
     let directory = engine.root().join("volumes").join(&row.name);
-    if let Err(source) = std::fs::remove_dir_all(&directory) {
+    if let Err(source) = fs_err::remove_dir_all(&directory) {
         if source.kind() != std::io::ErrorKind::NotFound {
             return Err(VolumeError::Remove {
                 path: directory,
@@ -190,7 +190,7 @@ pub fn prune_volumes(engine: &Engine, all: bool) -> Result<(Vec<String>, u64), E
 }
 
 fn directory_size(path: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(path) else {
+    let Ok(entries) = fs_err::read_dir(path) else {
         return 0;
     };
     entries
@@ -206,7 +206,7 @@ fn directory_size(path: &Path) -> u64 {
 /// Docker copies the image's content at the mount point into a volume the
 /// first time an empty volume is mounted there.
 pub fn populate_from_image(data: &Path, image_path: &Path) -> Result<(), EngineError> {
-    let empty = std::fs::read_dir(data)
+    let empty = fs_err::read_dir(data)
         .map(|mut entries| entries.next().is_none())
         .unwrap_or(false);
     if !empty || !image_path.is_dir() {

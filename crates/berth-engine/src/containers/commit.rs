@@ -152,7 +152,7 @@ pub fn commit_container(
         mark.update(false, &staged)?;
     }
     let layer = (|| {
-        let file = std::fs::File::create(&staged).map_err(|source| CommitError::CreateLayer {
+        let file = fs_err::File::create(&staged).map_err(|source| CommitError::CreateLayer {
             path: staged.clone(),
             source,
         })?;

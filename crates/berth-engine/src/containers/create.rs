@@ -386,7 +386,7 @@ pub(crate) fn insert_record(
             Ok(()) => {
                 let config = engine.config();
                 let paths = ContainerPaths::new(&config.root, &config.run_root, &id);
-                std::fs::create_dir_all(&paths.directory).map_err(|source| {
+                fs_err::create_dir_all(&paths.directory).map_err(|source| {
                     CreateError::CreateDirectory {
                         path: paths.directory.clone(),
                         source,
@@ -585,7 +585,7 @@ fn mounts(
             _ => return Err(CreateError::VolumeSpecification { bind: bind.clone() }.into()),
         };
         let readonly = options.split(',').any(|option| option == "ro");
-        if source.starts_with('/') && std::fs::symlink_metadata(source).is_err() {
+        if source.starts_with('/') && fs_err::symlink_metadata(source).is_err() {
             // Docker creates a missing `-v` host path as a directory, 0755
             // with its parents (`--mount` refuses instead).
             crate::permissions::create_host_directory_all(std::path::Path::new(source)).map_err(
@@ -648,7 +648,7 @@ fn mounts(
             }
         };
         if let MountSource::Bind { host_path, .. } = &source {
-            if std::fs::metadata(host_path).is_err() {
+            if fs_err::metadata(host_path).is_err() {
                 return Err(CreateError::BindSourceMissing {
                     path: host_path.clone(),
                 }

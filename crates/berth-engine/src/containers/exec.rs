@@ -145,7 +145,7 @@ pub fn exec_detached(
             super::monitor::run_monitor(status_write, &container_id, |sender| {
                 // The waiter's stdio is /dev/null by now; so is the exec's.
                 let null = || -> Result<std::os::fd::OwnedFd, EngineError> {
-                    std::fs::OpenOptions::new()
+                    fs_err::OpenOptions::new()
                         .read(true)
                         .write(true)
                         .open("/dev/null")

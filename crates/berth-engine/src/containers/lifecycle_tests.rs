@@ -245,9 +245,9 @@ fn a_freeze_left_by_a_killed_commit_is_thawed() {
     let id = store_container(&mut fixture, "frozen", paused, false);
     let config = fixture.engine.config().clone();
     let paths = super::paths::ContainerPaths::new(&config.root, &config.run_root, &id);
-    std::fs::create_dir_all(&paths.runtime).unwrap();
+    fs_err::create_dir_all(&paths.runtime).unwrap();
     // The intent of a commit whose process (pid 0: none) is gone.
-    std::fs::write(paths.runtime.join("commit-0-1-0"), br#"{"froze":true}"#).unwrap();
+    fs_err::write(paths.runtime.join("commit-0-1-0"), br#"{"froze":true}"#).unwrap();
     let container = look_up(&fixture, "frozen").unwrap();
     assert_eq!(
         fixture.runtime.calls(),

@@ -75,7 +75,7 @@ fn ids_with_directories(config: &EngineConfig) -> HashSet<String> {
 }
 
 fn container_directory_names(directory: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(directory) else {
+    let Ok(entries) = fs_err::read_dir(directory) else {
         return Vec::new();
     };
     entries
@@ -99,7 +99,7 @@ mod tests {
             &"g".repeat(64),
             &"b".repeat(63),
         ] {
-            std::fs::create_dir(directory.path().join(name)).unwrap();
+            fs_err::create_dir(directory.path().join(name)).unwrap();
         }
         assert_eq!(container_directory_names(directory.path()), vec![id]);
         assert!(container_directory_names(&directory.path().join("missing")).is_empty());

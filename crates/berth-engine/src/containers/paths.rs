@@ -52,7 +52,7 @@ impl ContainerPaths {
         &self,
         action: impl FnOnce(&Path) -> std::io::Result<T>,
     ) -> std::io::Result<T> {
-        let directory = std::fs::File::open(&self.runtime)?;
+        let directory = fs_err::File::open(&self.runtime)?;
         let short = PathBuf::from(format!(
             "/proc/self/fd/{}/attach.sock",
             std::os::fd::AsRawFd::as_raw_fd(&directory)
@@ -118,20 +118,20 @@ pub fn init_layer(root: &Path) -> Result<PathBuf, InitLayerError> {
     // both build it.
     let shared = |path: &Path, mode: u32| {
         create(
-            std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)),
+            fs_err::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)),
             path,
         )
     };
-    create(std::fs::create_dir_all(&init), &init)?;
+    create(fs_err::create_dir_all(&init), &init)?;
     shared(&init, crate::permissions::SHARED_DIRECTORY)?;
     for directory in ["etc", "dev", "proc", "sys"] {
         let path = init.join(directory);
-        create(std::fs::create_dir_all(&path), &path)?;
+        create(fs_err::create_dir_all(&path), &path)?;
         shared(&path, crate::permissions::SHARED_DIRECTORY)?;
     }
     for file in INIT_LAYER_FILES {
         let path = init.join(file);
-        let made = std::fs::OpenOptions::new()
+        let made = fs_err::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
@@ -153,7 +153,7 @@ mod tests {
     fn entries(layer: &Path) -> Vec<String> {
         let mut found = Vec::new();
         for directory in ["", "etc"] {
-            for entry in std::fs::read_dir(layer.join(directory)).unwrap() {
+            for entry in fs_err::read_dir(layer.join(directory)).unwrap() {
                 let name = entry.unwrap().file_name().into_string().unwrap();
                 found.push(Path::new(directory).join(name).display().to_string());
             }
@@ -178,7 +178,7 @@ mod tests {
         ];
         assert_eq!(entries(&layer), expected);
         assert!(layer.join("etc/hosts").is_file());
-        assert_eq!(std::fs::metadata(layer.join("etc/hosts")).unwrap().len(), 0);
+        assert_eq!(fs_err::metadata(layer.join("etc/hosts")).unwrap().len(), 0);
         // A second start reuses it as it is.
         assert_eq!(init_layer(root.path()).unwrap(), layer);
         assert_eq!(entries(&layer), expected);
@@ -188,7 +188,7 @@ mod tests {
     fn an_init_layer_that_cannot_be_made_names_its_path() {
         let root = tempfile::tempdir().unwrap();
         // A file where the layer's directory goes.
-        std::fs::write(root.path().join("init-layer"), b"").unwrap();
+        fs_err::write(root.path().join("init-layer"), b"").unwrap();
         let error = init_layer(root.path()).unwrap_err();
         assert_eq!(error.path, root.path().join("init-layer"));
         let error = crate::EngineError::from(error);
@@ -207,8 +207,8 @@ mod tests {
     fn a_partly_made_init_layer_is_completed() {
         // As a start killed while making it would leave it.
         let root = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(root.path().join("init-layer/etc")).unwrap();
-        std::fs::write(root.path().join("init-layer/etc/hostname"), b"").unwrap();
+        fs_err::create_dir_all(root.path().join("init-layer/etc")).unwrap();
+        fs_err::write(root.path().join("init-layer/etc/hostname"), b"").unwrap();
         let layer = init_layer(root.path()).unwrap();
         for path in ["dev", "proc", "sys", "etc/hosts", "etc/resolv.conf"] {
             assert!(layer.join(path).exists(), "{path} missing");

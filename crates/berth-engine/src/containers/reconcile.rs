@@ -124,7 +124,7 @@ pub(crate) fn repair(
     if let Err(error) = unmount_rootfs(&paths.rootfs()) {
         tracing::warn!(%error, "failed to unmount the root of a crashed container");
     }
-    let _ = std::fs::remove_file(paths.attach_socket());
+    let _ = fs_err::remove_file(paths.attach_socket());
     if record_crash(&mut container.state) {
         write_state(store, &id, &container.state);
     }

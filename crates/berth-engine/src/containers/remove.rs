@@ -26,7 +26,7 @@ pub(crate) fn remove_anonymous_volumes(
         };
         match store.volume(name) {
             Ok(Some(volume)) if volume.anonymous => {
-                let _ = std::fs::remove_dir_all(root.join("volumes").join(name));
+                let _ = fs_err::remove_dir_all(root.join("volumes").join(name));
                 if store.delete_volume(name).is_ok() {
                     crate::events::emit_volume(store, "destroy", name);
                 }

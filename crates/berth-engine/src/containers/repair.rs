@@ -401,9 +401,9 @@ mod tests {
     fn own_intents_are_alive_and_dead_ones_are_claimed_once() {
         let runtime = tempfile::tempdir().unwrap();
         let own = own_intent_path(runtime.path(), COPY_PREFIX);
-        std::fs::write(&own, b"").unwrap();
+        fs_err::write(&own, b"").unwrap();
         // pid 0 is never a process.
-        std::fs::write(runtime.path().join("commit-0-1-0"), b"{}").unwrap();
+        fs_err::write(runtime.path().join("commit-0-1-0"), b"{}").unwrap();
         let found = intents(runtime.path());
         assert_eq!(found.len(), 2);
         let dead: Vec<_> = found.iter().filter(|intent| !intent.alive()).collect();

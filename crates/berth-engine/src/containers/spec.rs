@@ -190,7 +190,7 @@ pub fn build_spec(
         &rootfs_paths.work,
         &rootfs_paths.merged,
     ] {
-        std::fs::create_dir_all(directory).map_err(|source| SpecError::CreateDirectory {
+        fs_err::create_dir_all(directory).map_err(|source| SpecError::CreateDirectory {
             path: directory.clone(),
             source,
         })?;
@@ -359,7 +359,7 @@ pub fn write_etc_files(
     let run = &record.run;
     write_file(paths.hostname(), format!("{}\n", run.hostname))?;
     write_hosts(record, paths, None)?;
-    let host_resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+    let host_resolv = fs_err::read_to_string("/etc/resolv.conf").unwrap_or_default();
     Ok(write_file(
         paths.resolv_conf(),
         resolv_conf(run, &host_resolv),
@@ -480,7 +480,7 @@ pub fn resolv_conf(run: &super::record::RunSettings, host: &str) -> String {
 /// The servers the embedded resolver forwards to: `--dns`, else the host's.
 pub fn embedded_dns_upstreams(run: &super::record::RunSettings) -> Vec<std::net::SocketAddr> {
     if run.dns.is_empty() {
-        let host = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+        let host = fs_err::read_to_string("/etc/resolv.conf").unwrap_or_default();
         berth_net::dns::upstreams_from_resolv_conf(&host)
     } else {
         run.dns

@@ -130,7 +130,7 @@ pub fn start_container(
     }
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
     // A new start clears an earlier stop request.
-    let _ = std::fs::remove_file(paths.stop_marker());
+    let _ = fs_err::remove_file(paths.stop_marker());
     tracing::debug!(container = %container.record.id, "prepared");
     let id = container.record.id.clone();
     let monitor = launch::start_container_monitor(
@@ -274,7 +274,7 @@ fn populate_new_volumes(
             _ => None,
         })
         .filter(|(data, _)| {
-            std::fs::read_dir(data)
+            fs_err::read_dir(data)
                 .map(|mut entries| entries.next().is_none())
                 .unwrap_or(true)
         })

@@ -103,7 +103,7 @@ pub fn now() -> String {
 
 /// Field 22 of /proc/PID/stat: the process start time in clock ticks.
 pub fn process_start_time(pid: i32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = fs_err::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may contain spaces; fields after it are
     // counted from the closing parenthesis.
     let after = &stat[stat.rfind(')')? + 2..];
@@ -118,7 +118,7 @@ pub fn process_alive(pid: i32, start_time: u64) -> bool {
     if pid <= 0 {
         return false;
     }
-    let stat = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+    let stat = match fs_err::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => stat,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return false,
         Err(_) => return true,

@@ -91,8 +91,8 @@ fn signal_container(
 fn mark_stopped_by_user(engine: &Engine, id: &str) {
     let config = engine.config();
     let paths = super::paths::ContainerPaths::new(&config.root, &config.run_root, id);
-    let _ = std::fs::create_dir_all(&paths.runtime);
-    if let Err(error) = std::fs::write(paths.stop_marker(), b"") {
+    let _ = fs_err::create_dir_all(&paths.runtime);
+    if let Err(error) = fs_err::write(paths.stop_marker(), b"") {
         tracing::warn!(%error, "failed to record the stop request");
     }
 }

@@ -257,7 +257,7 @@ fn copy_info_destination_path(path: &[u8]) -> Result<CopyInfo, CopyError> {
     const MAX_SYMLINKS: usize = 10;
     let original = path;
     let mut path = path.to_vec();
-    let mut metadata = std::fs::symlink_metadata(sys::host_path(&path));
+    let mut metadata = fs_err::symlink_metadata(sys::host_path(&path));
     let mut followed = 0;
     while let Ok(found) = &metadata {
         if !found.file_type().is_symlink() {
@@ -269,7 +269,7 @@ fn copy_info_destination_path(path: &[u8]) -> Result<CopyInfo, CopyError> {
             });
         }
         followed += 1;
-        let target = std::fs::read_link(sys::host_path(&path))
+        let target = fs_err::read_link(sys::host_path(&path))
             .map_err(host_error("readlink", &path))?
             .into_os_string()
             .into_encoded_bytes();
@@ -278,7 +278,7 @@ fn copy_info_destination_path(path: &[u8]) -> Result<CopyInfo, CopyError> {
         } else {
             paths::join(&paths::split_dir_entry(&path).0, &target)
         };
-        metadata = std::fs::symlink_metadata(sys::host_path(&path));
+        metadata = fs_err::symlink_metadata(sys::host_path(&path));
     }
     match metadata {
         Ok(found) => Ok(CopyInfo {
@@ -290,7 +290,7 @@ fn copy_info_destination_path(path: &[u8]) -> Result<CopyInfo, CopyError> {
         Err(error) if sys::is_not_found(&error) => {
             let (parent, _) = paths::split_dir_entry(&path);
             let parent_metadata =
-                std::fs::metadata(sys::host_path(&parent)).map_err(host_error("stat", &parent))?;
+                fs_err::metadata(sys::host_path(&parent)).map_err(host_error("stat", &parent))?;
             if !parent_metadata.is_dir() {
                 return Err(CopyError::NotADirectory);
             }
@@ -306,7 +306,7 @@ fn copy_info_destination_path(path: &[u8]) -> Result<CopyInfo, CopyError> {
 /// `CopyInfoSourcePath` on the host.
 fn copy_info_source_path(path: &[u8], follow_link: bool) -> Result<CopyInfo, CopyError> {
     let (resolved, rebase_name) = resolve_host_source_path(path, follow_link)?;
-    let metadata = std::fs::symlink_metadata(sys::host_path(&resolved))
+    let metadata = fs_err::symlink_metadata(sys::host_path(&resolved))
         .map_err(host_error("lstat", &resolved))?;
     Ok(CopyInfo {
         path: resolved,
@@ -341,9 +341,11 @@ fn resolve_host_source_path(
 /// `filepath.EvalSymlinks` of an absolute host path. Go reports a non-directory in the
 /// middle of the path as a bare "not a directory".
 fn eval_symlinks(path: &[u8]) -> Result<Vec<u8>, CopyError> {
-    match std::fs::canonicalize(sys::host_path(path)) {
+    match fs_err::canonicalize(sys::host_path(path)) {
         Ok(resolved) => Ok(resolved.into_os_string().into_encoded_bytes()),
-        Err(error) if error.raw_os_error() == Some(libc::ENOTDIR) => Err(CopyError::NotADirectory),
+        Err(error) if error.kind() == std::io::ErrorKind::NotADirectory => {
+            Err(CopyError::NotADirectory)
+        }
         Err(error) => Err(host_error("lstat", &paths::clean(path))(error)),
     }
 }
@@ -352,7 +354,7 @@ fn eval_symlinks(path: &[u8]) -> Result<Vec<u8>, CopyError> {
 fn validate_output_path(path: &[u8]) -> Result<(), CopyError> {
     let directory = paths::dir(&paths::clean(path));
     if !directory.is_empty() && directory != b"." {
-        if let Err(error) = std::fs::metadata(sys::host_path(&directory)) {
+        if let Err(error) = fs_err::metadata(sys::host_path(&directory)) {
             if sys::is_not_found(&error) {
                 return Err(CopyError::OutputDirectoryMissing {
                     dir: sys::host_path(&directory),
@@ -360,7 +362,7 @@ fn validate_output_path(path: &[u8]) -> Result<(), CopyError> {
             }
         }
     }
-    match std::fs::metadata(sys::host_path(path)) {
+    match fs_err::metadata(sys::host_path(path)) {
         Err(error) if sys::is_not_found(&error) => Ok(()),
         Err(error) => Err(host_error("stat", path)(error)),
         Ok(found) if found.is_dir() || found.is_file() => Ok(()),

@@ -172,10 +172,10 @@ mod tests {
     fn a_journaled_temporary_is_removed_and_nothing_else() {
         let root = tempfile::tempdir().unwrap();
         let journal = root.path().join("journal");
-        std::fs::create_dir(root.path().join("dir")).unwrap();
+        fs_err::create_dir(root.path().join("dir")).unwrap();
         let name = String::from_utf8(temporary_name()).unwrap();
         let temporary = root.path().join("dir").join(&name);
-        std::fs::write(&temporary, b"partial").unwrap();
+        fs_err::write(&temporary, b"partial").unwrap();
         Journal::open(&journal)
             .unwrap()
             .record(format!("/dir/{name}").as_bytes())
@@ -183,10 +183,10 @@ mod tests {
         remove_journaled_temporary(&journal, root.path()).unwrap();
         assert!(!temporary.exists());
         // Names without the prefix, and paths out of the root, are left.
-        std::fs::write(root.path().join("dir/keep"), b"").unwrap();
-        std::fs::write(&journal, b"/dir/keep").unwrap();
+        fs_err::write(root.path().join("dir/keep"), b"").unwrap();
+        fs_err::write(&journal, b"/dir/keep").unwrap();
         remove_journaled_temporary(&journal, root.path()).unwrap();
-        std::fs::write(&journal, b"/../../etc/.berth-cp-x").unwrap();
+        fs_err::write(&journal, b"/../../etc/.berth-cp-x").unwrap();
         remove_journaled_temporary(&journal, root.path()).unwrap();
         assert!(root.path().join("dir/keep").exists());
         // A missing journal is nothing to do.
@@ -196,19 +196,16 @@ mod tests {
     #[test]
     fn unnamed_files_are_linked_into_place() {
         let directory = tempfile::tempdir().unwrap();
-        let parent = File::open(directory.path()).unwrap();
+        let parent = fs_err::File::open(directory.path()).unwrap();
         let Some(file) = open_unnamed(parent.as_fd()).unwrap() else {
             eprintln!("skipped: no O_TMPFILE on {:?}", directory.path());
             return;
         };
         std::io::Write::write_all(&mut &file, b"data").unwrap();
-        assert!(std::fs::read_dir(directory.path())
-            .unwrap()
-            .next()
-            .is_none());
+        assert!(fs_err::read_dir(directory.path()).unwrap().next().is_none());
         link_unnamed(&file, parent.as_fd(), b"name").unwrap();
         assert_eq!(
-            std::fs::read(directory.path().join("name")).unwrap(),
+            fs_err::read(directory.path().join("name")).unwrap(),
             b"data"
         );
         let again = link_unnamed(&file, parent.as_fd(), b"name").unwrap_err();

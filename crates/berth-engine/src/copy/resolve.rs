@@ -85,7 +85,7 @@ fn joined(components: &[Vec<u8>]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::symlink;
+    use fs_err::os::unix::fs::symlink;
 
     use super::*;
 
@@ -97,14 +97,14 @@ mod tests {
     fn follows_links_inside_the_root() {
         let temp = tempfile::tempdir().unwrap();
         let base = temp.path();
-        std::fs::create_dir_all(base.join("src/dir")).unwrap();
-        std::fs::write(base.join("src/file"), "x").unwrap();
+        fs_err::create_dir_all(base.join("src/dir")).unwrap();
+        fs_err::write(base.join("src/file"), "x").unwrap();
         symlink("file", base.join("src/link")).unwrap();
         symlink("/src/dir", base.join("src/abs")).unwrap();
         symlink("../../../../..", base.join("src/up")).unwrap();
         symlink("nowhere/deeper", base.join("src/dangling")).unwrap();
         symlink("loop", base.join("src/loop")).unwrap();
-        std::fs::write(base.join("src/up-target"), "x").unwrap();
+        fs_err::write(base.join("src/up-target"), "x").unwrap();
         let root = RootDir::open(base).unwrap();
 
         assert_eq!(

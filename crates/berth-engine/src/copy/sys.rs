@@ -358,7 +358,8 @@ pub(crate) fn remove_all_at(directory: BorrowedFd<'_>, name: &[u8]) -> io::Resul
 
 /// Whether an error means "this path does not exist" in Go's `os.IsNotExist` sense.
 pub(crate) fn is_not_found(error: &io::Error) -> bool {
-    error.raw_os_error() == Some(libc::ENOENT)
+    // Kinds, not errno: errors of fs_err calls carry no raw code.
+    error.kind() == io::ErrorKind::NotFound
 }
 
 pub(crate) fn display(path: &[u8]) -> String {

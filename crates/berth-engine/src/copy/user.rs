@@ -98,13 +98,13 @@ mod tests {
     #[test]
     fn users_and_groups_come_from_the_container() {
         let temp = tempfile::tempdir().unwrap();
-        std::fs::create_dir(temp.path().join("etc")).unwrap();
-        std::fs::write(
+        fs_err::create_dir(temp.path().join("etc")).unwrap();
+        fs_err::write(
             temp.path().join("etc/passwd"),
             "root:x:0:0:root:/root:/bin/sh\nwww-data:x:33:33::/var/www:/bin/false\n",
         )
         .unwrap();
-        std::fs::write(temp.path().join("etc/group"), "root:x:0:\nstaff:x:50:\n").unwrap();
+        fs_err::write(temp.path().join("etc/group"), "root:x:0:\nstaff:x:50:\n").unwrap();
         let root = RootDir::open(temp.path()).unwrap();
         assert_eq!(lookup(&root, "www-data").unwrap(), (33, 33));
         assert_eq!(lookup(&root, "33").unwrap(), (33, 33));

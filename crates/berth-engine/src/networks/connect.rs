@@ -50,7 +50,7 @@ pub fn connect_network(
         mac_address: String::new(),
     };
     if container.state.is_running() {
-        let netns = std::fs::File::open(format!("/proc/{}/ns/net", container.state.pid))
+        let netns = fs_err::File::open(format!("/proc/{}/ns/net", container.state.pid))
             .map_err(NetworkError::OpenNamespace)?;
         let device = format!("eth{}", container_endpoints(store, &record.id).len());
         let identity = ContainerIdentity {

@@ -41,7 +41,7 @@ pub fn connect_container(
         return Ok(Vec::new());
     }
     let netns =
-        std::fs::File::open(format!("/proc/{pid}/ns/net")).map_err(NetworkError::OpenNamespace)?;
+        fs_err::File::open(format!("/proc/{pid}/ns/net")).map_err(NetworkError::OpenNamespace)?;
     let mut endpoints = Vec::new();
     let mut rules_needed = !ports.is_empty();
     for (index, request) in requests.iter().enumerate() {

@@ -155,7 +155,7 @@ pub fn config_file() -> std::path::PathBuf {
 /// range), read when the default bridge network is first made.
 pub(super) fn configured_bip() -> Result<Option<(std::net::Ipv4Addr, Ipv4Net)>, NetworkError> {
     let path = config_file();
-    let text = match std::fs::read_to_string(&path) {
+    let text = match fs_err::read_to_string(&path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(NetworkError::ReadConfig { path, source }),

@@ -82,10 +82,10 @@ pub(super) fn spawn_member(
     })?;
     let config = engine.config().clone();
     let dir = MemberDir::new(&config.run_root, &id);
-    std::fs::create_dir_all(&dir.path)
+    fs_err::create_dir_all(&dir.path)
         .map_err(|error| EngineError::Start(format!("failed to create {:?}: {error}", dir.path)))?;
     let paths = crate::containers::paths::ContainerPaths::new(&config.root, &config.run_root, &id);
-    let prepared = std::fs::create_dir_all(&paths.directory)
+    let prepared = fs_err::create_dir_all(&paths.directory)
         .map_err(|error| {
             EngineError::Start(format!("failed to create {:?}: {error}", paths.directory))
         })

@@ -72,20 +72,20 @@ impl MemberDir {
     }
 
     pub fn read_info(&self) -> Option<MemberInfo> {
-        let bytes = std::fs::read(self.info_path()).ok()?;
+        let bytes = fs_err::read(self.info_path()).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
     /// Written whole under a temporary name, then renamed into place.
     pub fn write_info(&self, info: &MemberInfo) -> std::io::Result<()> {
         let staging = self.path.join("member.json.tmp");
-        std::fs::write(&staging, serde_json::to_vec(info)?)?;
-        std::fs::rename(staging, self.info_path())
+        fs_err::write(&staging, serde_json::to_vec(info)?)?;
+        fs_err::rename(staging, self.info_path())
     }
 
     /// Takes the member for `taker`; false when someone else took it first.
     pub fn take(&self, taker: Taker) -> bool {
-        std::fs::rename(self.offer_path(), self.taken_path(taker)).is_ok()
+        fs_err::rename(self.offer_path(), self.taken_path(taker)).is_ok()
     }
 
     /// Free to claim (its offer socket is still there).
@@ -94,7 +94,7 @@ impl MemberDir {
     }
 
     pub fn remove(&self) {
-        if let Err(error) = std::fs::remove_dir_all(&self.path) {
+        if let Err(error) = fs_err::remove_dir_all(&self.path) {
             if error.kind() != std::io::ErrorKind::NotFound {
                 tracing::warn!(path = %self.path.display(), %error, "failed to remove a pool member");
             }
@@ -105,7 +105,7 @@ impl MemberDir {
 /// Every member directory with its info (a member still being built has
 /// no info yet and is left out).
 pub fn members(run_root: &Path) -> Vec<(MemberDir, MemberInfo)> {
-    let Ok(entries) = std::fs::read_dir(pool_dir(run_root)) else {
+    let Ok(entries) = fs_err::read_dir(pool_dir(run_root)) else {
         return Vec::new();
     };
     let mut found: Vec<(MemberDir, MemberInfo)> = entries
@@ -155,8 +155,8 @@ mod tests {
         let newer = MemberDir::new(run_root.path(), &"b".repeat(64));
         let older = MemberDir::new(run_root.path(), &"a".repeat(64));
         for (dir, created) in [(&newer, 20), (&older, 10)] {
-            std::fs::create_dir_all(&dir.path).unwrap();
-            std::fs::write(dir.offer_path(), b"").unwrap();
+            fs_err::create_dir_all(&dir.path).unwrap();
+            fs_err::write(dir.offer_path(), b"").unwrap();
             dir.write_info(&info(
                 &dir.path.file_name().unwrap().to_string_lossy(),
                 created,
@@ -185,7 +185,7 @@ mod tests {
     fn a_member_without_info_is_not_listed() {
         let run_root = tempfile::tempdir().unwrap();
         let building = MemberDir::new(run_root.path(), &"c".repeat(64));
-        std::fs::create_dir_all(&building.path).unwrap();
+        fs_err::create_dir_all(&building.path).unwrap();
         assert!(members(run_root.path()).is_empty());
     }
 }

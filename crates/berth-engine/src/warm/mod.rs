@@ -201,7 +201,7 @@ pub fn fill(
     ttl: Duration,
 ) -> Result<Vec<String>, EngineError> {
     let run_root = engine.config().run_root.clone();
-    std::fs::create_dir_all(member::pool_dir(&run_root)).map_err(|error| {
+    fs_err::create_dir_all(member::pool_dir(&run_root)).map_err(|error| {
         EngineError::Start(format!("failed to create the warm pool directory: {error}"))
     })?;
     let _lock = lock_pool(&run_root)?;
@@ -230,8 +230,9 @@ pub fn fill(
 /// One fill at a time per run root: concurrent refills would overshoot.
 fn lock_pool(run_root: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, EngineError> {
     let path = member::pool_dir(run_root).join(".lock");
-    let file = std::fs::File::create(&path)
-        .map_err(|error| EngineError::Start(format!("failed to open {path:?}: {error}")))?;
+    let file = fs_err::File::create(&path)
+        .map_err(|error| EngineError::Start(format!("failed to open {path:?}: {error}")))?
+        .into_file();
     nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
         .map_err(|(_, error)| EngineError::Start(format!("failed to lock {path:?}: {error}")))
 }
@@ -257,7 +258,7 @@ pub fn list(engine: &mut Engine) -> Result<Vec<PoolMember>, EngineError> {
 /// Proportional set size: pages shared with other processes (the member's
 /// monitor and its sandbox share most of theirs) count in part.
 fn resident_bytes(pid: i32) -> u64 {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) else {
+    let Ok(status) = fs_err::read_to_string(format!("/proc/{pid}/smaps_rollup")) else {
         return 0;
     };
     status

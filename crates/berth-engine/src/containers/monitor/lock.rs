@@ -15,13 +15,13 @@
 //! clone until it closes every descriptor before `execve`: once the lock is
 //! free, that process is either gone or in its cgroup (it joins it first).
 
-use std::fs::File;
 use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use berth_store::StoreError;
+use fs_err::File;
 
 use super::super::paths::ContainerPaths;
 
@@ -74,7 +74,7 @@ fn try_lock(file: &File, path: &Path) -> Result<bool, StoreError> {
 /// True when `path` still names the file `file` is open on (the holder
 /// before us may have unlinked it, and a new start made another).
 fn still_named(file: &File, path: &Path) -> bool {
-    match (file.metadata(), std::fs::symlink_metadata(path)) {
+    match (file.metadata(), fs_err::symlink_metadata(path)) {
         (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
         _ => false,
     }
@@ -100,15 +100,15 @@ impl MonitorLock {
                 std::process::id(),
                 nix::unistd::gettid()
             ));
-            let _ = std::fs::remove_file(&temporary);
+            let _ = fs_err::remove_file(&temporary);
             let file = File::options()
                 .write(true)
                 .create_new(true)
                 .open(&temporary)
                 .map_err(io_error(&temporary))?;
             let linked = try_lock(&file, &temporary)
-                .and_then(|_| std::fs::hard_link(&temporary, &path).map_err(io_error(&path)));
-            let _ = std::fs::remove_file(&temporary);
+                .and_then(|_| fs_err::hard_link(&temporary, &path).map_err(io_error(&path)));
+            let _ = fs_err::remove_file(&temporary);
             match linked {
                 Ok(()) => {
                     return Ok(Some(Self {
@@ -171,7 +171,8 @@ impl MonitorLock {
 
     /// The record a started monitor inherited as `file` (an open file
     /// description the starting command locked, see `launch.rs`).
-    pub(crate) fn inherited(paths: &ContainerPaths, file: File) -> Self {
+    pub(crate) fn inherited(paths: &ContainerPaths, file: std::fs::File) -> Self {
+        let file = File::from_parts(file, lock_path(paths));
         Self {
             path: lock_path(paths),
             file,
@@ -192,7 +193,7 @@ impl MonitorLock {
 
     /// Ends the record: the work it covered is done (or repaired).
     pub(crate) fn release(self) {
-        if let Err(error) = std::fs::remove_file(&self.path) {
+        if let Err(error) = fs_err::remove_file(&self.path) {
             if error.kind() != ErrorKind::NotFound {
                 tracing::warn!(path = %self.path.display(), %error, "failed to remove a start record");
             }
@@ -207,7 +208,7 @@ mod tests {
 
     fn paths(directory: &Path) -> ContainerPaths {
         let paths = ContainerPaths::new(directory, directory, &"a".repeat(64));
-        std::fs::create_dir_all(&paths.runtime).unwrap();
+        fs_err::create_dir_all(&paths.runtime).unwrap();
         paths
     }
 
@@ -232,7 +233,7 @@ mod tests {
         leftover.release();
         assert!(matches!(MonitorLock::try_take(&paths), Taken::NoRecord));
         // Only the record itself is left behind by a start: no temporary.
-        let left: Vec<_> = std::fs::read_dir(&paths.runtime).unwrap().collect();
+        let left: Vec<_> = fs_err::read_dir(&paths.runtime).unwrap().collect();
         assert!(left.is_empty(), "{left:?}");
     }
 

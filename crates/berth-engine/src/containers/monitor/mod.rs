@@ -117,7 +117,7 @@ fn become_monitor() {
     // SAFETY: malloc_trim only returns free heap pages to the kernel.
     unsafe { libc::malloc_trim(0) };
     // The monitor's own stdio must not keep the CLI's terminal or pipes open.
-    if let Ok(null) = std::fs::OpenOptions::new()
+    if let Ok(null) = fs_err::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/null")
@@ -131,7 +131,7 @@ fn become_monitor() {
     // Diagnostics go to /dev/null unless BERTH_MONITOR_LOG names a file
     // (for debugging a monitor; `--debug` output of the CLI stops here).
     if let Some(path) = std::env::var_os("BERTH_MONITOR_LOG") {
-        if let Ok(file) = std::fs::OpenOptions::new()
+        if let Ok(file) = fs_err::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
@@ -199,7 +199,7 @@ fn supervise(
     let mut log = LogWriter::open(&paths.log(&record.id)).ok();
     // `berth attach` connects here while the container runs.
     let attach_path = paths.attach_socket();
-    let _ = std::fs::remove_file(&attach_path);
+    let _ = fs_err::remove_file(&attach_path);
     let attach_listener = paths
         .with_short_attach_path(|path| std::os::unix::net::UnixListener::bind(path))
         .and_then(|listener| listener.set_nonblocking(true).map(|()| listener))
@@ -303,7 +303,9 @@ fn supervise(
         // the host's disk, milliseconds to seconds when other work has
         // dirtied it), and with this reference it happens after the report
         // instead of inside the container's exit.
-        root_pin = std::fs::File::open(format!("/proc/{}/root", launched.pid)).ok();
+        root_pin = fs_err::File::open(format!("/proc/{}/root", launched.pid))
+            .map(fs_err::File::into_file)
+            .ok();
         let mut state = read_state(&store, &record.id).unwrap_or_default();
         state.status = Status::Running;
         state.pid = launched.pid.as_raw();
@@ -427,7 +429,7 @@ fn supervise(
             EndStep::Cleanup => {
                 cleanup(cgroup.as_ref(), &paths);
                 drop(attach_listener.take());
-                let _ = std::fs::remove_file(&attach_path);
+                let _ = fs_err::remove_file(&attach_path);
             }
             EndStep::RemoveFiles => super::remove::remove_files(&store, &paths, &record.id),
         }
@@ -620,7 +622,7 @@ impl PendingIo {
 }
 
 fn null() -> nix::Result<OwnedFd> {
-    std::fs::OpenOptions::new()
+    fs_err::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/null")
@@ -698,7 +700,7 @@ const TRIM_DELAY: Duration = Duration::from_millis(50);
 /// written by the loader, and MADV_DONTNEED would reset it to the file's
 /// bytes.
 pub fn release_read_only_pages() {
-    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+    let Ok(smaps) = fs_err::read_to_string("/proc/self/smaps") else {
         return;
     };
     let mut candidate: Option<(usize, usize)> = None;

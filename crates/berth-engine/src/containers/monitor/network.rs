@@ -118,7 +118,7 @@ impl MonitorNetwork {
 /// A UDP socket on 127.0.0.11:53 in the network namespace of `pid`.
 fn bind_dns_socket(pid: i32) -> Result<std::net::UdpSocket, String> {
     let netns =
-        std::fs::File::open(format!("/proc/{pid}/ns/net")).map_err(|error| error.to_string())?;
+        fs_err::File::open(format!("/proc/{pid}/ns/net")).map_err(|error| error.to_string())?;
     berth_net::netns::in_netns(netns.as_fd(), || -> Result<std::net::UdpSocket, String> {
         // The container brings lo up itself, but maybe not yet: 127.0.0.11
         // exists only once it is up.

@@ -8,9 +8,9 @@
 //! relative targets leaving the destination: `invalid symlink "/etc/up" ->
 //! "../../../.."`) because every later path through it is resolved inside the root.
 
-use std::fs;
-use std::os::unix::fs::symlink;
 use std::path::PathBuf;
+
+use fs_err::os::unix::fs::symlink;
 
 use super::support::*;
 use crate::copy::{
@@ -24,7 +24,7 @@ const SECRET: &str = "host secret\n";
 fn fixture_with_secret() -> (Fixture, PathBuf) {
     let fixture = Fixture::new();
     let secret = fixture.temp.path().join("secret");
-    fs::write(&secret, SECRET).unwrap();
+    fs_err::write(&secret, SECRET).unwrap();
     (fixture, secret)
 }
 
@@ -38,7 +38,7 @@ fn extract(fixture: &Fixture, destination: &str, tar: &[u8]) -> Result<(), CopyE
 }
 
 fn assert_untouched(fixture: &Fixture, secret: &PathBuf) {
-    assert_eq!(fs::read_to_string(secret).unwrap(), SECRET);
+    assert_eq!(fs_err::read_to_string(secret).unwrap(), SECRET);
     assert!(
         !fixture.temp.path().join("outside").exists(),
         "a file appeared outside the root"
@@ -85,7 +85,7 @@ fn absolute_entries_stay_below_the_destination() {
         .finish();
     extract(&fixture, "/dst", &tar).unwrap();
     assert_eq!(
-        fs::read_to_string(fixture.inside(&format!("/dst{host_path}"))).unwrap(),
+        fs_err::read_to_string(fixture.inside(&format!("/dst{host_path}"))).unwrap(),
         "evil"
     );
     assert!(fixture.inside("/dst/outside").is_file());
@@ -108,15 +108,15 @@ fn symlink_entries_cannot_redirect_later_entries_outside() {
     extract(&fixture, "/dst", &tar).unwrap();
     // `..` stops at the container root; absolute targets start from it.
     assert_eq!(
-        fs::read_to_string(fixture.inside("/outside")).unwrap(),
+        fs_err::read_to_string(fixture.inside("/outside")).unwrap(),
         "evil"
     );
     assert_eq!(
-        fs::read_to_string(fixture.inside(&format!("{temp}/outside"))).unwrap(),
+        fs_err::read_to_string(fixture.inside(&format!("{temp}/outside"))).unwrap(),
         "evil"
     );
     assert_eq!(
-        fs::read_to_string(fixture.inside(&format!("{temp}/secret"))).unwrap(),
+        fs_err::read_to_string(fixture.inside(&format!("{temp}/secret"))).unwrap(),
         "evil"
     );
     assert_untouched(&fixture, &secret);
@@ -133,7 +133,7 @@ fn symlink_entry_replaced_by_file_is_not_followed() {
         .finish();
     extract(&fixture, "/dst", &tar).unwrap();
     assert_eq!(
-        fs::read_to_string(fixture.inside("/dst/victim")).unwrap(),
+        fs_err::read_to_string(fixture.inside("/dst/victim")).unwrap(),
         "evil"
     );
     assert_untouched(&fixture, &secret);
@@ -161,7 +161,7 @@ fn hardlinks_cannot_reach_outside() {
         .finish();
     assert!(extract(&fixture, "/dst", &tar).is_err());
     assert!(!fixture.inside("/dst/stolen").exists());
-    assert_eq!(fs::metadata(&secret).unwrap().nlink(), 1);
+    assert_eq!(fs_err::metadata(&secret).unwrap().nlink(), 1);
     assert_untouched(&fixture, &secret);
 }
 
@@ -205,7 +205,7 @@ fn container_symlinks_cannot_be_read_through_to_the_host() {
         0o600,
     );
     copy_container_to_host(&container, "/shadow", &out, true, false).unwrap();
-    assert_eq!(fs::read_to_string(&out).unwrap(), "inside\n");
+    assert_eq!(fs_err::read_to_string(&out).unwrap(), "inside\n");
     assert_untouched(&fixture, &secret);
 }
 
@@ -227,10 +227,10 @@ fn container_symlinks_cannot_be_written_through_to_the_host() {
         format!("Could not find the file {temp} in container cpt")
     );
     // …and once it does, the file lands inside the root.
-    fs::create_dir_all(fixture.inside(&temp)).unwrap();
+    fs_err::create_dir_all(fixture.inside(&temp)).unwrap();
     copy_host_to_container(&container, &file, "/dst/shadow", false, false).unwrap();
     assert_eq!(
-        fs::read_to_string(fixture.inside(&temp).join("secret")).unwrap(),
+        fs_err::read_to_string(fixture.inside(&temp).join("secret")).unwrap(),
         "hello\n"
     );
     // A directory symlink to a host directory resolves inside the root too: here it

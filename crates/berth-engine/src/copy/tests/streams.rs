@@ -2,8 +2,6 @@
 //! endpoints behind them. Entry names, types and owners are the ones Docker 20.10 sent
 //! for the same layout (`curl --unix-socket … /containers/cpt/archive?path=…`).
 
-use std::fs;
-
 use super::support::*;
 use crate::copy::{
     archive_from_container, copy_container_to_stream, copy_stream_to_container,
@@ -221,7 +219,7 @@ fn api_extract_may_replace_directories_unless_told_not_to() {
     )
     .unwrap();
     assert_eq!(
-        fs::read_to_string(fixture.inside("/dst/existdir")).unwrap(),
+        fs_err::read_to_string(fixture.inside("/dst/existdir")).unwrap(),
         "now a file\n"
     );
 }
@@ -274,10 +272,13 @@ fn long_and_unicode_names_roundtrip() {
     let tar = archive(&fixture, "/src/tree", false);
     copy_stream_to_container(&fixture.container(), &tar[..], "/dst/existdir", false).unwrap();
     let copied = fixture.inside("/dst/existdir/tree");
-    assert_eq!(fs::read_to_string(copied.join(&long)).unwrap(), "long");
-    assert_eq!(fs::read_to_string(copied.join("ünïcødé")).unwrap(), "utf8");
+    assert_eq!(fs_err::read_to_string(copied.join(&long)).unwrap(), "long");
     assert_eq!(
-        fs::read_link(copied.join("longlink")).unwrap().to_str(),
+        fs_err::read_to_string(copied.join("ünïcødé")).unwrap(),
+        "utf8"
+    );
+    assert_eq!(
+        fs_err::read_link(copied.join("longlink")).unwrap().to_str(),
         Some(&*"t".repeat(150))
     );
 }
@@ -287,15 +288,15 @@ fn large_files_stream_in_chunks() {
     let fixture = Fixture::new();
     // Not a multiple of the block or buffer size.
     let content: Vec<u8> = (0..3_000_017u32).map(|index| (index % 251) as u8).collect();
-    fs::write(fixture.inside("/src/big"), &content).unwrap();
+    fs_err::write(fixture.inside("/src/big"), &content).unwrap();
     let tar = archive(&fixture, "/src/big", false);
     copy_stream_to_container(&fixture.container(), &tar[..], "/dst/existdir", false).unwrap();
     assert_eq!(
-        fs::read(fixture.inside("/dst/existdir/big")).unwrap(),
+        fs_err::read(fixture.inside("/dst/existdir/big")).unwrap(),
         content
     );
 }
 
 fn symlink_to(path: &std::path::Path, target: &str) {
-    std::os::unix::fs::symlink(target, path).unwrap();
+    fs_err::os::unix::fs::symlink(target, path).unwrap();
 }

@@ -17,8 +17,9 @@
 //! /dst/abssym -> /dst/existdir
 //! ```
 
+use fs_err::os::unix::fs::{chown, symlink};
 use std::fs;
-use std::os::unix::fs::{chown, symlink, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::copy::ContainerFs;
@@ -45,20 +46,20 @@ impl Fixture {
         let source = temp.path().join("s");
         let host = temp.path().join("h");
         for directory in [&root, &source, &host] {
-            fs::create_dir(directory).unwrap();
+            fs_err::create_dir(directory).unwrap();
         }
 
         // The container.
         write(&root.join("src/file"), "hello\n", 0o644);
         set_mtime(&root.join("src/file"), OLD_TIME, 0);
         write(&root.join("src/dir/a"), "inner\n", 0o4755);
-        fs::hard_link(root.join("src/dir/a"), root.join("src/dir/hard")).unwrap();
+        fs_err::hard_link(root.join("src/dir/a"), root.join("src/dir/hard")).unwrap();
         write(&root.join("src/dir/sub/b"), "deep\n", 0o644);
         chown(root.join("src/dir/sub/b"), Some(1234), Some(5678)).unwrap();
         symlink("file", root.join("src/link")).unwrap();
         symlink("dir", root.join("src/dirlink")).unwrap();
         symlink("/src/file", root.join("src/abslink")).unwrap();
-        fs::create_dir_all(root.join("dst/existdir")).unwrap();
+        fs_err::create_dir_all(root.join("dst/existdir")).unwrap();
         write(&root.join("dst/existfile"), "old\n", 0o644);
         symlink("existdir", root.join("dst/dirsymlink")).unwrap();
         symlink("existfile", root.join("dst/filesymlink")).unwrap();
@@ -70,13 +71,13 @@ impl Fixture {
         chown(source.join("file"), Some(1234), Some(5678)).unwrap();
         set_mtime(&source.join("file"), OLD_TIME, 500_000_000);
         write(&source.join("dir/a"), "inner\n", 0o4755);
-        fs::hard_link(source.join("dir/a"), source.join("dir/hard")).unwrap();
+        fs_err::hard_link(source.join("dir/a"), source.join("dir/hard")).unwrap();
         write(&source.join("dir/sub/b"), "deep\n", 0o644);
         chown(source.join("dir/sub/b"), Some(1234), Some(5678)).unwrap();
         symlink("file", source.join("link")).unwrap();
         symlink("dir", source.join("dirlink")).unwrap();
         symlink(source.join("file"), source.join("abslink")).unwrap();
-        fs::create_dir(host.join("existdir")).unwrap();
+        fs_err::create_dir(host.join("existdir")).unwrap();
         write(&host.join("existfile"), "old\n", 0o644);
         symlink("existdir", host.join("dirsymlink")).unwrap();
         symlink("existfile", host.join("filesymlink")).unwrap();
@@ -101,9 +102,9 @@ impl Fixture {
 }
 
 pub fn write(path: &Path, content: &str, mode: u32) {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, content).unwrap();
-    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+    fs_err::write(path, content).unwrap();
+    fs_err::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
 }
 
 pub fn set_mtime(path: &Path, seconds: i64, nanoseconds: i64) {
@@ -156,21 +157,21 @@ pub const DST_FIXTURES: &[&str] = &[
 ];
 
 fn collect(base: &Path, directory: &Path, lines: &mut Vec<String>) {
-    for entry in fs::read_dir(directory).unwrap() {
+    for entry in fs_err::read_dir(directory).unwrap() {
         let path = entry.unwrap().path();
-        let metadata = fs::symlink_metadata(&path).unwrap();
+        let metadata = fs_err::symlink_metadata(&path).unwrap();
         let rel = path.strip_prefix(base).unwrap().display().to_string();
         let (kind, detail) = if metadata.is_symlink() {
             (
                 "l",
-                format!("-> {}", fs::read_link(&path).unwrap().display()),
+                format!("-> {}", fs_err::read_link(&path).unwrap().display()),
             )
         } else if metadata.is_dir() {
             ("d", String::new())
         } else if metadata.is_file() {
             (
                 "f",
-                fs::read_to_string(&path)
+                fs_err::read_to_string(&path)
                     .unwrap_or_default()
                     .trim_end()
                     .to_owned(),
@@ -212,11 +213,11 @@ pub fn dir_lines(at: &str, owner_of_b: &str) -> Vec<String> {
 }
 
 pub fn inode(path: &Path) -> u64 {
-    fs::symlink_metadata(path).unwrap().ino()
+    fs_err::symlink_metadata(path).unwrap().ino()
 }
 
 pub fn mtime(path: &Path) -> (i64, i64) {
-    let metadata = fs::symlink_metadata(path).unwrap();
+    let metadata = fs_err::symlink_metadata(path).unwrap();
     (metadata.mtime(), metadata.mtime_nsec())
 }
 

@@ -8,8 +8,6 @@
 //! (it chowns the second link after chmod'ing the first); berth keeps it, as go-archive
 //! does since it resolves hardlink targets properly.
 
-use std::fs;
-
 use super::support::*;
 use super::to_host::anyhow_chain;
 use crate::copy::{copy_host_to_container, ContainerFs, CopyError};
@@ -69,7 +67,7 @@ fn file_over_existing_file_replaces_it() {
     let fixture = Fixture::new();
     copy(&fixture, "file", "/dst/existfile").unwrap();
     assert_eq!(
-        fs::read_to_string(fixture.inside("/dst/existfile")).unwrap(),
+        fs_err::read_to_string(fixture.inside("/dst/existfile")).unwrap(),
         "hello\n"
     );
 }
@@ -225,10 +223,10 @@ fn destination_symlinks_are_followed_inside_the_container() {
         ]
     );
     assert_eq!(
-        fs::read_to_string(fixture.inside("/dst/existfile")).unwrap(),
+        fs_err::read_to_string(fixture.inside("/dst/existfile")).unwrap(),
         "hello\n"
     );
-    fs::remove_file(fixture.inside("/dst/existdir/file")).unwrap();
+    fs_err::remove_file(fixture.inside("/dst/existdir/file")).unwrap();
     copy(&fixture, "file", "/dst/abssym").unwrap();
     assert!(fixture.inside("/dst/existdir/file").exists());
 }
@@ -354,7 +352,7 @@ fn directories_and_files_do_not_replace_each_other() {
     );
     assert!(fixture.inside("/dst/existdir").is_dir());
     assert_eq!(
-        fs::read_to_string(fixture.inside("/dst/existfile")).unwrap(),
+        fs_err::read_to_string(fixture.inside("/dst/existfile")).unwrap(),
         "old\n"
     );
 }

@@ -3,8 +3,6 @@
 //! (see `support.rs`), run as root: copies are owned by 0:0 whatever the owner in the
 //! container, with or without `-a`.
 
-use std::fs;
-
 use super::support::*;
 use crate::copy::{copy_container_to_host, CopyError};
 
@@ -59,7 +57,7 @@ fn file_over_existing_file_replaces_it() {
     let fixture = Fixture::new();
     copy(&fixture, "/src/file", "existfile").unwrap();
     assert_eq!(
-        fs::read_to_string(fixture.host.join("existfile")).unwrap(),
+        fs_err::read_to_string(fixture.host.join("existfile")).unwrap(),
         "hello\n"
     );
 }
@@ -127,7 +125,7 @@ fn directory_over_existing_file_fails() {
         let error = copy(&fixture, source, "existfile").unwrap_err();
         assert_eq!(error.to_string(), "cannot copy directory");
         assert_eq!(
-            fs::read_to_string(fixture.host.join("existfile")).unwrap(),
+            fs_err::read_to_string(fixture.host.join("existfile")).unwrap(),
             "old\n"
         );
     }
@@ -223,10 +221,10 @@ fn destination_symlinks_are_followed() {
         vec!["existdir/file f 644 0:0 hello", "nowhere f 644 0:0 hello"]
     );
     assert_eq!(
-        fs::read_to_string(fixture.host.join("existfile")).unwrap(),
+        fs_err::read_to_string(fixture.host.join("existfile")).unwrap(),
         "hello\n"
     );
-    assert!(fs::symlink_metadata(fixture.host.join("filesymlink"))
+    assert!(fs_err::symlink_metadata(fixture.host.join("filesymlink"))
         .unwrap()
         .is_symlink());
 }
@@ -298,16 +296,18 @@ fn follow_link_to_directory() {
 fn the_root_directory() {
     let fixture = Fixture::new();
     copy(&fixture, "/", "rootcopy").unwrap();
-    fs::create_dir(fixture.host.join("into")).unwrap();
+    fs_err::create_dir(fixture.host.join("into")).unwrap();
     copy(&fixture, "/", "into").unwrap();
     for copied in ["rootcopy", "into"] {
         let copied = fixture.host.join(copied);
         assert_eq!(
-            fs::read_to_string(copied.join("src/dir/sub/b")).unwrap(),
+            fs_err::read_to_string(copied.join("src/dir/sub/b")).unwrap(),
             "deep\n"
         );
         assert_eq!(
-            fs::read_link(copied.join("dst/abssym")).unwrap().to_str(),
+            fs_err::read_link(copied.join("dst/abssym"))
+                .unwrap()
+                .to_str(),
             Some("/dst/existdir")
         );
     }

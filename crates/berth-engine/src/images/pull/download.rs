@@ -46,7 +46,7 @@ impl StagedFile {
 
 impl Drop for StagedFile {
     fn drop(&mut self) {
-        match std::fs::remove_file(&self.path) {
+        match fs_err::remove_file(&self.path) {
             Ok(()) => {}
             Err(error) if error.kind() == io::ErrorKind::NotFound => {}
             Err(error) => {
@@ -125,7 +125,7 @@ fn download(
         digest: job.digest.clone(),
         source,
     };
-    let file = std::fs::OpenOptions::new()
+    let file = fs_err::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&job.path)
@@ -176,7 +176,7 @@ fn download(
 /// Counts what reaches the file, reports it now and then, and stops the
 /// download when the pull is abandoned.
 struct ProgressWriter<'a> {
-    inner: BufWriter<std::fs::File>,
+    inner: BufWriter<fs_err::File>,
     id: &'a str,
     written: u64,
     total: u64,
@@ -231,7 +231,7 @@ mod tests {
     fn staged_files_are_removed_when_dropped() {
         let directory = tempfile::tempdir().unwrap();
         let path = directory.path().join("blob");
-        std::fs::write(&path, b"partial").unwrap();
+        fs_err::write(&path, b"partial").unwrap();
         drop(StagedFile { path: path.clone() });
         assert!(!path.exists());
         // Already moved away: nothing to do, no error.
