@@ -1,8 +1,11 @@
-//! Both sides of `berth api-helper`: the server runs the berth binary for
-//! work that forks (starting a container forks its monitor; exec forks into
-//! the container), because the server is multi-threaded and a forked child
-//! of a multi-threaded process may only run async-signal-safe code.
-//! `std::process::Command` (fork + exec) is safe from any thread.
+//! Both sides of `berth api-helper exec`: the server runs the berth binary
+//! for an exec, which joins the container's namespaces (the pid namespace
+//! for the calling process's future children too), because the server is
+//! multi-threaded and a forked child of a multi-threaded process may only
+//! run async-signal-safe code. `std::process::Command` (fork + exec) is safe
+//! from any thread. (Starting a container needs no helper: the engine
+//! spawns the monitor itself when its caller has threads,
+//! `containers/monitor/launch.rs`.)
 //!
 //! Protocol: the request is one JSON argument; the helper's stdin, stdout
 //! and stderr are the container's streams (pipes from the server, or
@@ -18,7 +21,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 use berth_engine::containers::monitor::protocol::MonitorMessage;
-use berth_engine::containers::{exec_in_container, start_container, Attachment, ExecRequest};
+use berth_engine::containers::{exec_in_container, ExecRequest};
 use berth_engine::{Engine, EngineConfig, EngineError};
 use serde::{Deserialize, Serialize};
 
@@ -26,18 +29,6 @@ use crate::error::ApiError;
 
 /// The descriptor the helper reports on.
 const STATUS_FD: i32 = 3;
-
-/// `berth api-helper start`: start a container, its streams attached to
-/// the helper's stdio as flagged.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct StartRequest {
-    pub container: String,
-    pub stdin: bool,
-    pub stdout: bool,
-    pub stderr: bool,
-    /// Stay until the container exits and report its code.
-    pub wait: bool,
-}
 
 /// `berth api-helper exec`: run a process in a running container.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -173,9 +164,6 @@ pub fn run(config: EngineConfig, kind: &str, request: &str) -> i32 {
     }
     let mut status = UnixStream::from(status);
     let result = match kind {
-        "start" => serde_json::from_str(request)
-            .map_err(|error| error.to_string())
-            .map(|request| start(config, &request, &mut status)),
         "exec" => serde_json::from_str(request)
             .map_err(|error| error.to_string())
             .map(|request| exec(config, &request, &mut status)),
@@ -228,48 +216,6 @@ fn release_standard_streams() {
             // SAFETY: dup2 onto 0..2 replaces this process's standard
             // streams with /dev/null, which it owns.
             unsafe { libc::dup2(null.as_raw_fd(), target) };
-        }
-    }
-}
-
-fn start(config: EngineConfig, request: &StartRequest, status: &mut UnixStream) -> i32 {
-    let mut engine = match Engine::open(config) {
-        Ok(engine) => engine,
-        Err(error) => {
-            send(
-                status,
-                &MonitorMessage::Failed {
-                    message: message_of(&error),
-                    status: 125,
-                },
-            );
-            return 125;
-        }
-    };
-    let attachment = Attachment {
-        stdin: request.stdin.then(|| dup_standard(0)).flatten(),
-        stdout: request.stdout.then(|| dup_standard(1)).flatten(),
-        stderr: request.stderr.then(|| dup_standard(2)).flatten(),
-    };
-    match start_container(&mut engine, &request.container, Some(attachment)) {
-        Ok(mut started) => {
-            release_standard_streams();
-            send(status, &MonitorMessage::Started { pid: started.pid });
-            if request.wait {
-                let code = started.wait_exit().unwrap_or(-1);
-                send(status, &MonitorMessage::Exited { code });
-            }
-            0
-        }
-        Err(error) => {
-            send(
-                status,
-                &MonitorMessage::Failed {
-                    message: message_of(&error),
-                    status: error.run_status(),
-                },
-            );
-            1
         }
     }
 }

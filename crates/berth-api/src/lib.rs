@@ -7,13 +7,16 @@
 //! Docker's JSON. The engine never sees HTTP.
 //!
 //! Threads and forks: the server answers each connection on its own
-//! thread. Whatever forks and then runs code in the child (starting a
-//! container forks its monitor; exec forks into the container's
-//! namespaces) is not done in this process — a fork of a multi-threaded
-//! process may only call async-signal-safe functions before exec, and the
-//! engine's child code allocates, logs and opens SQLite. The server runs
-//! the berth binary instead (`berth api-helper start|exec`, see
-//! [`helper`]): `std::process::Command` is fork+exec, safe from any thread.
+//! thread. A fork of a multi-threaded process may only call
+//! async-signal-safe functions before exec, and the engine's child code
+//! allocates, logs and opens SQLite. Starting a container is safe from any
+//! thread: the engine spawns `berth __monitor` instead of forking when its
+//! caller has threads (`containers/monitor/launch.rs`). An exec, which joins
+//! the container's namespaces, runs in the berth binary
+//! (`berth api-helper exec`, see [`helper`]). Create and start use the warm
+//! pool: a create that fits an offered member claims it and the server
+//! holds the claim until the start (`Server::claims`; released after 30 s,
+//! on `rm`/`update`/prune, and when the server exits).
 
 pub mod error;
 pub mod filters;
