@@ -312,3 +312,50 @@ fn a_stopped_container_is_not_asked_for_stats_or_processes() {
     );
     assert!(fixture.runtime.calls().is_empty());
 }
+
+#[test]
+fn a_start_record_nobody_holds_is_repaired_as_a_killed_start() {
+    let mut fixture = fixture();
+    let created = ContainerState::default();
+    let id = store_container(&mut fixture, "halfstarted", created, false);
+    let config = fixture.engine.config().clone();
+    let paths = super::paths::ContainerPaths::new(&config.root, &config.run_root, &id);
+    berth_store::permissions::create_private_directory_all(&paths.runtime).unwrap();
+    // A start that took its record and was killed before its monitor
+    // recorded anything: the file stays, its lock went with the process.
+    let record = super::monitor::lock::MonitorLock::take_for_start(&paths)
+        .unwrap()
+        .expect("no other start");
+    drop(record);
+    let container = look_up(&fixture, "halfstarted").unwrap();
+    assert_eq!(
+        (container.state.status, container.state.exit_code),
+        (Status::Exited, 137)
+    );
+    assert_eq!(
+        fixture.runtime.calls(),
+        vec![format!("delete {}", &id[..4])]
+    );
+    // The record is gone: the next look repairs nothing.
+    look_up(&fixture, "halfstarted").unwrap();
+    assert_eq!(fixture.runtime.calls().len(), 1);
+}
+
+#[test]
+fn a_removal_whose_remover_died_is_finished() {
+    let mut fixture = fixture();
+    let removing = ContainerState {
+        status: Status::Removing,
+        ..ContainerState::default()
+    };
+    let id = store_container(&mut fixture, "halfremoved", removing, false);
+    let config = fixture.engine.config().clone();
+    let paths = super::paths::ContainerPaths::new(&config.root, &config.run_root, &id);
+    std::fs::create_dir_all(&paths.directory).unwrap();
+    assert!(
+        look_up(&fixture, "halfremoved").is_none(),
+        "removal finished"
+    );
+    assert!(fixture.engine.store().container(&id).unwrap().is_none());
+    assert!(!paths.directory.exists());
+}
