@@ -1,0 +1,30 @@
+//! berth's microVM backend: one QEMU `microvm` per container, Debian's
+//! kernel, an initramfs berth writes itself, and berth's agent as the
+//! guest's `/init` (docs/VM.md).
+//!
+//! - [`kernel`]: the guest kernel from an extracted Debian package, made
+//!   bootable fast (the uncompressed `vmlinux`, cached).
+//! - [`modules`], [`cpio`], [`initramfs`]: the initramfs: the agent, the
+//!   virtio modules in load order, the agent's configuration.
+//! - [`accel`], [`qemu`], [`qmp`]: the accelerator, QEMU's command line and
+//!   process, its control protocol.
+//! - [`protocol`]: what host and agent say to each other.
+//! - [`vm`]: the host side: boot, run, pause, shut down.
+//! - [`agent`]: the guest side, PID 1 in the VM.
+
+pub mod accel;
+pub mod agent;
+pub mod cpio;
+pub mod initramfs;
+pub mod kernel;
+pub mod modules;
+pub mod protocol;
+pub mod qemu;
+pub mod qmp;
+pub mod vm;
+
+pub use accel::{Accelerator, AcceleratorChoice};
+pub use initramfs::{Compression, InitramfsConfig};
+pub use kernel::GuestKernel;
+pub use protocol::RunRequest;
+pub use vm::{BootTimes, Exit, OutputStream, RunOutput, Shutdown, Vm, VmConfig, VmError};

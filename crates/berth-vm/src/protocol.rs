@@ -1,0 +1,279 @@
+//! The host ↔ guest agent protocol, spoken over one virtio-serial port.
+//!
+//! A stream of frames, each `[u32 big-endian length][u8 kind][payload]`,
+//! where the length counts the kind byte and the payload. Kind 1 carries a
+//! JSON control message ([`HostMessage`] to the guest, [`GuestMessage`] to
+//! the host); kinds 2 and 3 carry a process's stdout and stderr bytes as they
+//! are, so output is never re-encoded. A session is:
+//!
+//! ```text
+//! guest: Ready { protocol, kernel_release, init_started_ns, ready_ns }
+//! host:  Run { args, env, cwd }
+//! guest: Stdout bytes / Stderr bytes ...   Exited { code, error }
+//! host:  Run ... | Shutdown (or closes the channel)   → the guest powers off
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// The name of the virtio-serial port the agent looks for
+/// (`/sys/class/virtio-ports/vport*/name`).
+pub const PORT_NAME: &str = "org.berth.agent";
+
+/// Bumped whenever a message changes shape; the host refuses another.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The largest frame either side accepts: a bound on what a confused or
+/// hostile peer can make the other allocate.
+pub const MAX_FRAME: usize = 16 << 20;
+
+/// A process to run in the guest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRequest {
+    /// argv; `args[0]` is looked up in the `PATH` of `env` when it has no `/`.
+    pub args: Vec<String>,
+    /// The whole environment, `KEY=value` each (nothing is inherited).
+    pub env: Vec<String>,
+    /// The working directory, absolute.
+    pub cwd: String,
+}
+
+/// Sent by the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HostMessage {
+    Run(RunRequest),
+    /// Power the guest off now.
+    Shutdown,
+}
+
+/// The agent's first message, once it has mounted, loaded its modules and
+/// opened the port. Times are the guest's `CLOCK_BOOTTIME`, from the start of
+/// the kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ready {
+    pub protocol: u32,
+    pub kernel_release: String,
+    /// When `/init` began: the kernel's own boot time.
+    pub init_started_ns: u64,
+    /// When the port was open and this message about to be written.
+    pub ready_ns: u64,
+}
+
+/// Sent by the guest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum GuestMessage {
+    Ready(Ready),
+    /// The process of the last `Run` has ended: its exit code, or 128 +
+    /// signal, or 126/127 when it could not be started, with `error` saying
+    /// why (Docker's words where it has them).
+    Exited {
+        code: i32,
+        error: Option<String>,
+    },
+}
+
+/// What a frame carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameKind {
+    Message,
+    Stdout,
+    Stderr,
+}
+
+impl FrameKind {
+    fn byte(self) -> u8 {
+        match self {
+            FrameKind::Message => 1,
+            FrameKind::Stdout => 2,
+            FrameKind::Stderr => 3,
+        }
+    }
+
+    fn from_byte(byte: u8) -> Option<FrameKind> {
+        match byte {
+            1 => Some(FrameKind::Message),
+            2 => Some(FrameKind::Stdout),
+            3 => Some(FrameKind::Stderr),
+            _ => None,
+        }
+    }
+}
+
+/// One decoded frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub kind: FrameKind,
+    pub payload: Vec<u8>,
+}
+
+impl Frame {
+    /// Decodes a control message frame as `T`.
+    pub fn message<T: for<'de> Deserialize<'de>>(&self) -> Result<T, ProtocolError> {
+        if self.kind != FrameKind::Message {
+            return Err(ProtocolError::Unexpected { kind: self.kind });
+        }
+        serde_json::from_slice(&self.payload).map_err(|source| ProtocolError::Json { source })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    #[error("frame of {length} bytes is larger than the limit of {MAX_FRAME}")]
+    TooLarge { length: usize },
+    #[error("empty frame")]
+    Empty,
+    #[error("unknown frame kind {byte}")]
+    UnknownKind { byte: u8 },
+    #[error("expected a control message, got a {kind:?} frame")]
+    Unexpected { kind: FrameKind },
+    #[error("malformed control message")]
+    Json {
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Appends one frame to `out`.
+pub fn encode_frame(kind: FrameKind, payload: &[u8], out: &mut Vec<u8>) {
+    let length = u32::try_from(payload.len() + 1).expect("frames are far below 4 GiB");
+    out.extend_from_slice(&length.to_be_bytes());
+    out.push(kind.byte());
+    out.extend_from_slice(payload);
+}
+
+/// Encodes a control message as one frame.
+pub fn encode_message<T: Serialize>(message: &T) -> Vec<u8> {
+    let json = serde_json::to_vec(message).expect("protocol messages always serialize");
+    let mut out = Vec::with_capacity(json.len() + 5);
+    encode_frame(FrameKind::Message, &json, &mut out);
+    out
+}
+
+/// Reassembles frames from bytes as they arrive, in pieces of any size.
+#[derive(Debug, Default)]
+pub struct FrameDecoder {
+    buffer: Vec<u8>,
+}
+
+impl FrameDecoder {
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.buffer.extend_from_slice(bytes);
+    }
+
+    /// The next complete frame, or `None` until more bytes arrive.
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, ProtocolError> {
+        let Some(header) = self.buffer.first_chunk::<4>() else {
+            return Ok(None);
+        };
+        let length = u32::from_be_bytes(*header) as usize;
+        if length > MAX_FRAME {
+            return Err(ProtocolError::TooLarge { length });
+        }
+        if length == 0 {
+            return Err(ProtocolError::Empty);
+        }
+        if self.buffer.len() < 4 + length {
+            return Ok(None);
+        }
+        let byte = self.buffer[4];
+        let kind = FrameKind::from_byte(byte).ok_or(ProtocolError::UnknownKind { byte })?;
+        let payload = self.buffer[5..4 + length].to_vec();
+        self.buffer.drain(..4 + length);
+        Ok(Some(Frame { kind, payload }))
+    }
+
+    /// Whether bytes of an incomplete frame are waiting.
+    pub fn has_partial(&self) -> bool {
+        !self.buffer.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_survive_any_split() {
+        let mut bytes = encode_message(&HostMessage::Run(RunRequest {
+            args: vec!["uname".into(), "-r".into()],
+            env: vec!["PATH=/bin".into()],
+            cwd: "/".into(),
+        }));
+        encode_frame(FrameKind::Stdout, b"hello\n", &mut bytes);
+        encode_frame(FrameKind::Stderr, b"", &mut bytes);
+        bytes.extend(encode_message(&HostMessage::Shutdown));
+        for split in 0..bytes.len() {
+            let mut decoder = FrameDecoder::default();
+            let mut frames = Vec::new();
+            for piece in [&bytes[..split], &bytes[split..]] {
+                decoder.push(piece);
+                while let Some(frame) = decoder.next_frame().unwrap() {
+                    frames.push(frame);
+                }
+            }
+            assert!(!decoder.has_partial());
+            assert_eq!(frames.len(), 4, "split at {split}");
+            assert_eq!(
+                frames[0].message::<HostMessage>().unwrap(),
+                HostMessage::Run(RunRequest {
+                    args: vec!["uname".into(), "-r".into()],
+                    env: vec!["PATH=/bin".into()],
+                    cwd: "/".into(),
+                })
+            );
+            assert_eq!(
+                frames[1],
+                Frame {
+                    kind: FrameKind::Stdout,
+                    payload: b"hello\n".to_vec()
+                }
+            );
+            assert_eq!(frames[2].kind, FrameKind::Stderr);
+            assert_eq!(
+                frames[3].message::<HostMessage>().unwrap(),
+                HostMessage::Shutdown
+            );
+        }
+    }
+
+    #[test]
+    fn messages_have_a_stable_json_shape() {
+        let exited = GuestMessage::Exited {
+            code: 127,
+            error: Some("not found".into()),
+        };
+        assert_eq!(
+            serde_json::to_string(&exited).unwrap(),
+            r#"{"type":"exited","code":127,"error":"not found"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&HostMessage::Shutdown).unwrap(),
+            r#"{"type":"shutdown"}"#
+        );
+    }
+
+    #[test]
+    fn bad_frames_are_refused() {
+        let mut decoder = FrameDecoder::default();
+        decoder.push(&u32::MAX.to_be_bytes());
+        assert!(matches!(
+            decoder.next_frame(),
+            Err(ProtocolError::TooLarge { .. })
+        ));
+        let mut decoder = FrameDecoder::default();
+        decoder.push(&[0, 0, 0, 1, 9]);
+        assert!(matches!(
+            decoder.next_frame(),
+            Err(ProtocolError::UnknownKind { byte: 9 })
+        ));
+        let stdout = Frame {
+            kind: FrameKind::Stdout,
+            payload: vec![],
+        };
+        assert!(matches!(
+            stdout.message::<HostMessage>(),
+            Err(ProtocolError::Unexpected { .. })
+        ));
+    }
+}

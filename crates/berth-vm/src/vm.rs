@@ -1,0 +1,632 @@
+//! The host side of one microVM: boot it, run processes in it through the
+//! agent, pause it, shut it down. Dropping a [`Vm`] shuts it down too and
+//! leaves nothing behind: no QEMU, no socket (the channels are socket
+//! pairs), no file (its directory is removed).
+
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use fs_err as fs;
+
+use crate::accel::{self, Accelerator};
+use crate::protocol::{
+    encode_message, FrameDecoder, FrameKind, GuestMessage, HostMessage, ProtocolError, Ready,
+    RunRequest, PROTOCOL_VERSION,
+};
+use crate::qemu::{self, QemuArgs, QemuError, QemuProcess};
+use crate::qmp::{Qmp, QmpError};
+
+/// How one VM is made.
+#[derive(Debug, Clone)]
+pub struct VmConfig {
+    pub qemu: PathBuf,
+    pub accelerator: Accelerator,
+    /// The uncompressed kernel (`GuestKernel::vmlinux`).
+    pub kernel: PathBuf,
+    pub initramfs: PathBuf,
+    pub memory_mib: u32,
+    pub cpus: u32,
+    /// Where the VM's private directory (console log, QEMU's log) is made.
+    pub run_dir: PathBuf,
+    /// From starting QEMU to the agent's `Ready`.
+    pub boot_timeout: Duration,
+    /// Words added to the kernel command line (`loglevel=7` to see the
+    /// boot in the console log).
+    pub kernel_cmdline_extra: Vec<String>,
+}
+
+impl VmConfig {
+    /// Defaults: QEMU from `PATH`, the detected accelerator, 256 MiB, one
+    /// CPU, the system's temporary directory, a minute to boot (TCG on a
+    /// loaded two-core host needs seconds).
+    pub fn new(kernel: PathBuf, initramfs: PathBuf) -> Result<VmConfig, VmError> {
+        Ok(VmConfig {
+            qemu: qemu::find_qemu()?,
+            accelerator: accel::detect().accelerator,
+            kernel,
+            initramfs,
+            memory_mib: 256,
+            cpus: 1,
+            run_dir: std::env::temp_dir(),
+            boot_timeout: Duration::from_secs(60),
+            kernel_cmdline_extra: Vec::new(),
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VmError {
+    #[error(transparent)]
+    Qemu(#[from] QemuError),
+    #[error(transparent)]
+    Qmp(#[from] QmpError),
+    #[error("{what} {path:?} does not exist")]
+    MissingInput { what: &'static str, path: PathBuf },
+    #[error("failed to create the VM directory {path:?}")]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to create a socket pair for QEMU")]
+    SocketPair {
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the guest agent did not report ready within {timeout:?}{}", diagnostics(.console, .qemu_log))]
+    BootTimeout {
+        timeout: Duration,
+        console: String,
+        qemu_log: String,
+    },
+    #[error("QEMU exited ({status}) before the guest agent was ready{}", diagnostics(.console, .qemu_log))]
+    BootFailed {
+        status: String,
+        console: String,
+        qemu_log: String,
+    },
+    #[error("the guest agent speaks protocol {found}, berth {PROTOCOL_VERSION}")]
+    ProtocolVersion { found: u32 },
+    #[error("the guest agent went away (QEMU: {status}){}", diagnostics(.console, .qemu_log))]
+    AgentGone {
+        status: String,
+        console: String,
+        qemu_log: String,
+    },
+    #[error("unexpected message from the guest agent: {message}")]
+    Unexpected { message: String },
+    #[error("failed to talk to the guest agent")]
+    Channel {
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+}
+
+fn diagnostics(console: &str, qemu_log: &str) -> String {
+    let mut text = String::new();
+    for (name, body) in [("console", console), ("qemu", qemu_log)] {
+        if !body.trim().is_empty() {
+            text.push_str(&format!(
+                "\n--- {name} (last lines) ---\n{}",
+                body.trim_end()
+            ));
+        }
+    }
+    text
+}
+
+/// Which output stream a piece of output came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
+/// How a process in the guest ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    /// The exit code, 128 + signal, or 126/127 when it could not start.
+    pub code: i32,
+    /// Why it could not start, in Docker's words.
+    pub error: Option<String>,
+}
+
+/// A finished process with its whole output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutput {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub exit: Exit,
+}
+
+/// When the boot's steps were done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BootTimes {
+    /// From starting QEMU to the agent's `Ready`, on the host's clock.
+    pub ready: Duration,
+    /// The guest kernel's time when `/init` started (its own boot).
+    pub guest_init: Duration,
+    /// The guest's time at `Ready` (after mounts, modules, the port).
+    pub guest_ready: Duration,
+}
+
+/// How a VM ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shutdown {
+    /// QEMU exited by itself: the guest powered off when asked (or had
+    /// already ended).
+    Guest,
+    /// QEMU quit on QMP's `quit`.
+    Quit,
+    /// QEMU was killed.
+    Killed,
+}
+
+/// A booted microVM with its agent ready.
+pub struct Vm {
+    qemu: Option<QemuProcess>,
+    qmp: Qmp,
+    agent: UnixStream,
+    decoder: FrameDecoder,
+    dir: VmDir,
+    ready: Ready,
+    boot_times: BootTimes,
+}
+
+impl Vm {
+    /// Starts QEMU and waits for the agent's `Ready`.
+    pub fn boot(config: &VmConfig) -> Result<Vm, VmError> {
+        for (what, path) in [
+            ("guest kernel", &config.kernel),
+            ("initramfs", &config.initramfs),
+        ] {
+            if !path.is_file() {
+                return Err(VmError::MissingInput {
+                    what,
+                    path: path.clone(),
+                });
+            }
+        }
+        let dir = VmDir::create(&config.run_dir)?;
+        let pair = || UnixStream::pair().map_err(|source| VmError::SocketPair { source });
+        let (agent, guest_agent) = pair()?;
+        let (qmp, guest_qmp) = pair()?;
+        let arguments = qemu::arguments(&QemuArgs {
+            accelerator: config.accelerator,
+            memory_mib: config.memory_mib,
+            cpus: config.cpus,
+            kernel: &config.kernel,
+            initramfs: &config.initramfs,
+            console_log: &dir.console_log(),
+            agent_fd: guest_agent.as_raw_fd(),
+            qmp_fd: guest_qmp.as_raw_fd(),
+            kernel_cmdline_extra: &config.kernel_cmdline_extra,
+        });
+        let started = Instant::now();
+        let mut process = QemuProcess::spawn(
+            &config.qemu,
+            &arguments,
+            [guest_agent.as_raw_fd(), guest_qmp.as_raw_fd()],
+            &dir.qemu_log(),
+        )?;
+        // Only QEMU holds these now, so its exit is our end of file.
+        drop(guest_agent);
+        drop(guest_qmp);
+        tracing::debug!(pid = process.pid(), dir = %dir.path.display(), "started QEMU");
+
+        let qmp = match Qmp::handshake(qmp, Duration::from_secs(30)) {
+            Ok(qmp) => qmp,
+            Err(error) => {
+                if let Some(status) = process.wait_timeout(Duration::from_millis(500)) {
+                    return Err(VmError::BootFailed {
+                        status: status.to_string(),
+                        console: dir.console_tail(),
+                        qemu_log: dir.qemu_log_tail(),
+                    });
+                }
+                return Err(error.into());
+            }
+        };
+        // The Vm exists before the agent is ready so that every failure from
+        // here on goes through its Drop: QEMU stopped, directory removed.
+        let mut vm = Vm {
+            qemu: Some(process),
+            qmp,
+            agent,
+            decoder: FrameDecoder::default(),
+            dir,
+            ready: Ready {
+                protocol: 0,
+                kernel_release: String::new(),
+                init_started_ns: 0,
+                ready_ns: 0,
+            },
+            boot_times: BootTimes {
+                ready: Duration::ZERO,
+                guest_init: Duration::ZERO,
+                guest_ready: Duration::ZERO,
+            },
+        };
+        let ready = vm.wait_ready(started + config.boot_timeout, config.boot_timeout)?;
+        if ready.protocol != PROTOCOL_VERSION {
+            return Err(VmError::ProtocolVersion {
+                found: ready.protocol,
+            });
+        }
+        vm.boot_times = BootTimes {
+            ready: started.elapsed(),
+            guest_init: Duration::from_nanos(ready.init_started_ns),
+            guest_ready: Duration::from_nanos(ready.ready_ns),
+        };
+        vm.ready = ready;
+        Ok(vm)
+    }
+
+    /// The guest's `uname -r`, as its agent reported it.
+    pub fn kernel_release(&self) -> &str {
+        &self.ready.kernel_release
+    }
+
+    pub fn boot_times(&self) -> BootTimes {
+        self.boot_times
+    }
+
+    /// QEMU's pid, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.qemu.as_ref().map(QemuProcess::pid)
+    }
+
+    /// The VM's private directory (removed when it ends).
+    pub fn dir(&self) -> &Path {
+        &self.dir.path
+    }
+
+    /// What the guest wrote to its serial console so far.
+    pub fn console(&self) -> String {
+        tail(&self.dir.console_log(), usize::MAX)
+    }
+
+    /// Runs a process in the guest and collects its output.
+    pub fn run(&mut self, request: &RunRequest) -> Result<RunOutput, VmError> {
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let exit = self.run_streaming(request, &mut |stream, data| match stream {
+            OutputStream::Stdout => stdout.extend_from_slice(data),
+            OutputStream::Stderr => stderr.extend_from_slice(data),
+        })?;
+        Ok(RunOutput {
+            stdout,
+            stderr,
+            exit,
+        })
+    }
+
+    /// Runs a process in the guest, handing its output to `output` as it
+    /// arrives.
+    pub fn run_streaming(
+        &mut self,
+        request: &RunRequest,
+        output: &mut dyn FnMut(OutputStream, &[u8]),
+    ) -> Result<Exit, VmError> {
+        if let Err(error) = self.send(&HostMessage::Run(request.clone())) {
+            return Err(match error {
+                VmError::Channel { source }
+                    if matches!(
+                        source.kind(),
+                        std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+                    ) =>
+                {
+                    self.agent_gone()
+                }
+                error => error,
+            });
+        }
+        loop {
+            let frame = match self.next_frame(None)? {
+                Some(frame) => frame,
+                None => return Err(self.agent_gone()),
+            };
+            match frame.kind {
+                FrameKind::Stdout => output(OutputStream::Stdout, &frame.payload),
+                FrameKind::Stderr => output(OutputStream::Stderr, &frame.payload),
+                FrameKind::Message => match frame.message::<GuestMessage>()? {
+                    GuestMessage::Exited { code, error } => return Ok(Exit { code, error }),
+                    other => {
+                        return Err(VmError::Unexpected {
+                            message: format!("{other:?}"),
+                        })
+                    }
+                },
+            }
+        }
+    }
+
+    /// Pauses the whole VM (its vCPUs stop; QMP `stop`).
+    pub fn pause(&mut self) -> Result<(), VmError> {
+        self.qmp.execute("stop", None)?;
+        Ok(())
+    }
+
+    /// Resumes a paused VM (QMP `cont`).
+    pub fn resume(&mut self) -> Result<(), VmError> {
+        self.qmp.execute("cont", None)?;
+        Ok(())
+    }
+
+    /// QEMU's run state: `running`, `paused`, …
+    pub fn status(&mut self) -> Result<String, VmError> {
+        Ok(self.qmp.status()?)
+    }
+
+    /// Ends the VM: asks the guest to power off, then QEMU to quit, then
+    /// kills it; removes its directory.
+    pub fn shutdown(mut self) -> Shutdown {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Shutdown {
+        let Some(mut process) = self.qemu.take() else {
+            return Shutdown::Killed;
+        };
+        let ended = if process.try_wait().is_some() {
+            Shutdown::Guest
+        } else {
+            let _ = self.send(&HostMessage::Shutdown);
+            if process.wait_timeout(Duration::from_secs(5)).is_some() {
+                Shutdown::Guest
+            } else if self.qmp.quit().is_ok()
+                && process.wait_timeout(Duration::from_secs(2)).is_some()
+            {
+                Shutdown::Quit
+            } else {
+                process.kill();
+                Shutdown::Killed
+            }
+        };
+        drop(process);
+        self.dir.remove();
+        ended
+    }
+
+    fn send(&mut self, message: &HostMessage) -> Result<(), VmError> {
+        self.agent
+            .write_all(&encode_message(message))
+            .map_err(|source| VmError::Channel { source })
+    }
+
+    fn wait_ready(&mut self, deadline: Instant, timeout: Duration) -> Result<Ready, VmError> {
+        match self.next_frame(Some(deadline))? {
+            Some(frame) => match frame.message::<GuestMessage>()? {
+                GuestMessage::Ready(ready) => Ok(ready),
+                other => Err(VmError::Unexpected {
+                    message: format!("{other:?}"),
+                }),
+            },
+            None if Instant::now() >= deadline => Err(VmError::BootTimeout {
+                timeout,
+                console: self.dir.console_tail(),
+                qemu_log: self.dir.qemu_log_tail(),
+            }),
+            None => {
+                let status = self.exit_status(Duration::from_secs(2));
+                Err(VmError::BootFailed {
+                    status,
+                    console: self.dir.console_tail(),
+                    qemu_log: self.dir.qemu_log_tail(),
+                })
+            }
+        }
+    }
+
+    /// The next frame from the agent; `None` at end of file or, with a
+    /// deadline, when it passes.
+    fn next_frame(
+        &mut self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<crate::protocol::Frame>, VmError> {
+        let mut buffer = [0u8; 64 * 1024];
+        loop {
+            if let Some(frame) = self.decoder.next_frame()? {
+                return Ok(Some(frame));
+            }
+            let timeout = match deadline {
+                Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Ok(None),
+                },
+                None => None,
+            };
+            self.agent
+                .set_read_timeout(timeout)
+                .map_err(|source| VmError::Channel { source })?;
+            match self.agent.read(&mut buffer) {
+                // QEMU gone: its end closed, or reset with data unread.
+                Ok(0) => return Ok(None),
+                Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => {
+                    return Ok(None)
+                }
+                Ok(read) => self.decoder.push(&buffer[..read]),
+                Err(error)
+                    if matches!(
+                        error.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) => {}
+                Err(source) => return Err(VmError::Channel { source }),
+            }
+        }
+    }
+
+    fn agent_gone(&mut self) -> VmError {
+        VmError::AgentGone {
+            status: self.exit_status(Duration::from_secs(2)),
+            console: self.dir.console_tail(),
+            qemu_log: self.dir.qemu_log_tail(),
+        }
+    }
+
+    fn exit_status(&mut self, wait: Duration) -> String {
+        let status: Option<ExitStatus> = self
+            .qemu
+            .as_mut()
+            .and_then(|process| process.wait_timeout(wait));
+        match status {
+            Some(status) => status.to_string(),
+            None => "still running".to_string(),
+        }
+    }
+}
+
+impl Drop for Vm {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// `<run_dir>/berth-vm-<pid>-<n>`, mode 0700, removed when dropped.
+struct VmDir {
+    path: PathBuf,
+    removed: bool,
+}
+
+impl VmDir {
+    fn create(run_dir: &Path) -> Result<VmDir, VmError> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = run_dir.join(format!(
+            "berth-vm-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map_err(|source| VmError::CreateDir {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(VmDir {
+            path,
+            removed: false,
+        })
+    }
+
+    fn console_log(&self) -> PathBuf {
+        self.path.join("console.log")
+    }
+
+    fn qemu_log(&self) -> PathBuf {
+        self.path.join("qemu.log")
+    }
+
+    fn console_tail(&self) -> String {
+        tail(&self.console_log(), 30)
+    }
+
+    fn qemu_log_tail(&self) -> String {
+        tail(&self.qemu_log(), 10)
+    }
+
+    fn remove(&mut self) {
+        if !self.removed {
+            self.removed = true;
+            if let Err(error) = fs::remove_dir_all(&self.path) {
+                tracing::warn!(%error, "failed to remove the VM directory");
+            }
+        }
+    }
+}
+
+impl Drop for VmDir {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+/// The last `lines` lines of a log file, or nothing.
+fn tail(path: &Path, lines: usize) -> String {
+    let text = fs::read(path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+    let text = text.unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_inputs_are_named_before_qemu_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = VmConfig {
+            qemu: PathBuf::from("/nonexistent/qemu"),
+            accelerator: Accelerator::Tcg,
+            kernel: dir.path().join("vmlinux"),
+            initramfs: dir.path().join("initramfs"),
+            memory_mib: 256,
+            cpus: 1,
+            run_dir: dir.path().to_path_buf(),
+            boot_timeout: Duration::from_secs(1),
+            kernel_cmdline_extra: Vec::new(),
+        };
+        let error = Vm::boot(&config).err().unwrap();
+        assert!(
+            matches!(
+                error,
+                VmError::MissingInput {
+                    what: "guest kernel",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_missing_qemu_is_reported_as_such_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("vmlinux"), b"").unwrap();
+        fs::write(dir.path().join("initramfs"), b"").unwrap();
+        let runs = dir.path().join("runs");
+        fs::create_dir(&runs).unwrap();
+        let config = VmConfig {
+            qemu: PathBuf::from("/nonexistent/qemu-system-x86_64"),
+            accelerator: Accelerator::Tcg,
+            kernel: dir.path().join("vmlinux"),
+            initramfs: dir.path().join("initramfs"),
+            memory_mib: 256,
+            cpus: 1,
+            run_dir: runs.clone(),
+            boot_timeout: Duration::from_secs(1),
+            kernel_cmdline_extra: Vec::new(),
+        };
+        let error = Vm::boot(&config).err().unwrap();
+        assert!(
+            matches!(error, VmError::Qemu(QemuError::NotInstalled)),
+            "{error}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("apt-get install qemu-system-x86"),
+            "{error}"
+        );
+        assert_eq!(fs::read_dir(&runs).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn diagnostics_show_only_what_there_is() {
+        assert_eq!(diagnostics("", " \n"), "");
+        assert_eq!(
+            diagnostics("Kernel panic\n", ""),
+            "\n--- console (last lines) ---\nKernel panic"
+        );
+    }
+}
