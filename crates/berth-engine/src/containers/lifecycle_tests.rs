@@ -351,7 +351,7 @@ fn a_removal_whose_remover_died_is_finished() {
     let id = store_container(&mut fixture, "halfremoved", removing, false);
     let config = fixture.engine.config().clone();
     let paths = super::paths::ContainerPaths::new(&config.root, &config.run_root, &id);
-    std::fs::create_dir_all(&paths.directory).unwrap();
+    fs_err::create_dir_all(&paths.directory).unwrap();
     assert!(
         look_up(&fixture, "halfremoved").is_none(),
         "removal finished"
