@@ -124,7 +124,13 @@ mod tests {
             status_for(&EngineError::InvalidArgument("bad".to_owned())),
             400
         );
-        assert_eq!(status_for(&EngineError::Start("x".to_owned())), 500);
+        assert_eq!(
+            status_for(&EngineError::RemoveFiles {
+                id: "x".to_owned(),
+                source: std::io::Error::from_raw_os_error(libc::EIO),
+            }),
+            500
+        );
         assert_eq!(
             status_for(&EngineError::ContainerNotRunning { id: "x".to_owned() }),
             409

@@ -21,7 +21,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 use berth_engine::containers::monitor::protocol::MonitorMessage;
-use berth_engine::containers::{exec_in_container, ExecRequest};
+use berth_engine::containers::{exec_in_container, ContainerError, ExecRequest};
 use berth_engine::{Engine, EngineConfig, EngineError};
 use serde::{Deserialize, Serialize};
 
@@ -195,12 +195,10 @@ fn message_of(error: &EngineError) -> String {
     berth_engine::ErrorChain(error).to_string()
 }
 
-fn dup_standard(fd: i32) -> Option<OwnedFd> {
+fn dup_standard(fd: i32) -> std::io::Result<OwnedFd> {
     // SAFETY: 0, 1 and 2 are open for the life of the process; the borrow
     // lasts only for the duplication.
-    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
-        .try_clone_to_owned()
-        .ok()
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()
 }
 
 /// Points 0, 1 and 2 at /dev/null: once the container (or the exec) has
@@ -243,13 +241,15 @@ fn exec(config: EngineConfig, request: &ExecHelperRequest, status: &mut UnixStre
         Ok(engine) => engine,
         Err(error) => return failed(status, &error),
     };
-    let null = || -> Option<OwnedFd> {
+    let null = || -> std::io::Result<OwnedFd> {
         fs_err::OpenOptions::new()
             .read(true)
             .write(true)
             .open("/dev/null")
-            .ok()
             .map(OwnedFd::from)
+    };
+    let stdio_failed = |status: &mut UnixStream, what, source| {
+        failed(status, &ContainerError::ExecStdio { what, source }.into())
     };
     let exec_request = ExecRequest {
         id: request.id.clone(),
@@ -264,12 +264,12 @@ fn exec(config: EngineConfig, request: &ExecHelperRequest, status: &mut UnixStre
     };
     let mut console = None;
     let stdio = if request.tty {
-        let pair = berth_runtime::console::console_socket_pair();
-        let (Ok((ours, theirs)), Some(a), Some(b), Some(c)) = (pair, null(), null(), null()) else {
-            return failed(
-                status,
-                &EngineError::Start("failed to set up the exec's terminal".to_owned()),
-            );
+        let terminal = berth_runtime::console::console_socket_pair()
+            .map_err(std::io::Error::from)
+            .and_then(|pair| Ok((pair, null()?, null()?, null()?)));
+        let ((ours, theirs), a, b, c) = match terminal {
+            Ok(terminal) => terminal,
+            Err(source) => return stdio_failed(status, "terminal", source),
         };
         console = Some(ours);
         berth_runtime::Stdio {
@@ -284,12 +284,10 @@ fn exec(config: EngineConfig, request: &ExecHelperRequest, status: &mut UnixStre
         } else {
             null()
         };
-        let (Some(stdin), Some(stdout), Some(stderr)) = (stdin, dup_standard(1), dup_standard(2))
-        else {
-            return failed(
-                status,
-                &EngineError::Start("failed to set up the exec's streams".to_owned()),
-            );
+        let streams = stdin.and_then(|stdin| Ok((stdin, dup_standard(1)?, dup_standard(2)?)));
+        let (stdin, stdout, stderr) = match streams {
+            Ok(streams) => streams,
+            Err(source) => return stdio_failed(status, "streams", source),
         };
         berth_runtime::Stdio {
             stdin,

@@ -16,6 +16,7 @@ use crate::logs::LogError;
 use crate::networks::NetworkError;
 use crate::system::SystemError;
 use crate::volumes::VolumeError;
+use crate::warm::WarmError;
 
 /// What kind of failure an error is: the one thing the HTTP and exit-status
 /// maps look at.
@@ -108,14 +109,14 @@ pub enum EngineError {
     Events(#[from] EventsError),
     #[error(transparent)]
     System(#[from] SystemError),
-    #[error("failed to start the container: {0}")]
-    Start(String),
     #[error(transparent)]
     StartFailed(crate::containers::StartFailure),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     Container(#[from] crate::containers::ContainerError),
+    #[error(transparent)]
+    Warm(#[from] WarmError),
     /// The container's runtime refused or failed (see `berth_runtime::backend`).
     #[error(transparent)]
     Runtime(Box<berth_runtime::RuntimeError>),
@@ -161,6 +162,7 @@ impl EngineError {
                 _ => ErrorKind::Internal,
             },
             Self::Container(error) => error.kind(),
+            Self::Warm(error) => error.kind(),
             Self::Runtime(error) => match error.as_ref() {
                 berth_runtime::RuntimeError::NotRunning { .. } => ErrorKind::NotRunning,
                 _ => ErrorKind::Internal,
@@ -168,7 +170,6 @@ impl EngineError {
             Self::RemoveFiles { .. }
             | Self::Signal { .. }
             | Self::InitLayer(_)
-            | Self::Start(_)
             | Self::Store(_) => ErrorKind::Internal,
         }
     }
@@ -268,6 +269,13 @@ mod tests {
             EngineError::AmbiguousContainer(id()).kind(),
             ErrorKind::InvalidArgument
         );
-        assert_eq!(EngineError::Start(id()).kind(), ErrorKind::Internal);
+        assert_eq!(
+            EngineError::Signal {
+                id: id(),
+                source: nix::Error::ESRCH
+            }
+            .kind(),
+            ErrorKind::Internal
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use berth_runtime::rootfs::mount_rootfs;
 
+use super::error::ContainerError;
 use super::lookup::{find_container, Container};
 use super::monitor::lock::MonitorLock;
 use super::monitor::protocol::{MonitorMessage, MonitorReceiver};
@@ -198,10 +199,10 @@ fn take_start_record(engine: &mut Engine, text: &str) -> Result<Claim, EngineErr
             }
             Some(lock) => return Ok(Claim::Start(container, lock)),
             None if Instant::now() >= deadline => {
-                return Err(EngineError::Start(format!(
-                    "container {} is being started or stopped by another process",
-                    container.record.id
-                )))
+                return Err(ContainerError::StartInProgress {
+                    id: container.record.id,
+                }
+                .into())
             }
             None => std::thread::sleep(Duration::from_millis(2)),
         }
@@ -209,8 +210,7 @@ fn take_start_record(engine: &mut Engine, text: &str) -> Result<Claim, EngineErr
 }
 
 fn closed_pipe() -> Result<OwnedFd, EngineError> {
-    let (read, write) = nix::unistd::pipe()
-        .map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
+    let (read, write) = nix::unistd::pipe().map_err(ContainerError::Pipe)?;
     drop(write);
     Ok(read)
 }
@@ -220,8 +220,12 @@ pub(crate) fn container_layers(
     store: &berth_store::Store,
     container: &super::record::ContainerRecord,
 ) -> Result<Vec<std::path::PathBuf>, EngineError> {
-    let image_id = berth_types::Digest::parse(&container.image_id)
-        .map_err(|error| EngineError::Start(error.to_string()))?;
+    let image_id = berth_types::Digest::parse(&container.image_id).map_err(|source| {
+        ContainerError::ImageId {
+            id: container.id.clone(),
+            source,
+        }
+    })?;
     let image = store
         .image(&image_id)?
         .ok_or_else(|| EngineError::NoSuchImage(container.image_name.clone()))?;
@@ -286,8 +290,10 @@ fn populate_new_volumes(
     let mounted_here = !berth_runtime::rootfs::is_mounted(&rootfs.merged);
     if mounted_here {
         paths.create_rootfs_directories()?;
-        mount_rootfs(layers, &rootfs)
-            .map_err(|error| EngineError::Start(format!("{error}: {}", error_source(&error))))?;
+        mount_rootfs(layers, &rootfs).map_err(|source| ContainerError::MountRootfs {
+            id: record.id.clone(),
+            source,
+        })?;
     }
     let result = empty_volumes.iter().try_for_each(|(data, destination)| {
         crate::permissions::create_shared_directory(data)?;
@@ -305,8 +311,4 @@ fn populate_new_volumes(
         let _ = berth_runtime::rootfs::unmount_rootfs(&rootfs);
     }
     result
-}
-
-fn error_source(error: &dyn std::error::Error) -> String {
-    error.source().map(ToString::to_string).unwrap_or_default()
 }

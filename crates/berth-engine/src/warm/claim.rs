@@ -9,12 +9,12 @@ use std::time::Duration;
 use berth_types::container::CreateRequest;
 
 use super::member::{members, monitor_alive, MemberDir, MemberInfo, Taker};
-use super::{discard_member, wait_offered, ClaimMessage, WarmMode, WarmSettings};
+use super::{discard_member, wait_offered, ClaimMessage, WarmError, WarmMode, WarmSettings};
 use crate::containers::create::{build_record, insert_record};
 use crate::containers::monitor::protocol::MonitorReceiver;
 use crate::containers::names::new_id;
 use crate::containers::record::{ContainerRecord, MountSource, RestartPolicy};
-use crate::containers::{Attachment, StartedContainer};
+use crate::containers::{Attachment, ContainerError, StartedContainer};
 use crate::images::resolve_image;
 use crate::{Engine, EngineError};
 
@@ -77,18 +77,19 @@ pub(super) fn spawn_member(
 ) -> Result<String, EngineError> {
     let id = new_id();
     let record = build_record(engine, &member_request(reference), id.clone())?;
-    let key = sandbox_key(&record).ok_or_else(|| {
-        EngineError::Start("the image's own volumes keep it out of the warm pool".to_owned())
+    let key = sandbox_key(&record).ok_or_else(|| WarmError::ImageVolumes {
+        reference: reference.to_owned(),
     })?;
     let config = engine.config().clone();
     let dir = MemberDir::new(&config.run_root, &id);
-    fs_err::create_dir_all(&dir.path)
-        .map_err(|error| EngineError::Start(format!("failed to create {:?}: {error}", dir.path)))?;
+    let directory = |source| WarmError::MemberDirectory {
+        id: id.clone(),
+        source,
+    };
+    fs_err::create_dir_all(&dir.path).map_err(directory)?;
     let paths = crate::containers::paths::ContainerPaths::new(&config.root, &config.run_root, &id);
     let prepared = fs_err::create_dir_all(&paths.directory)
-        .map_err(|error| {
-            EngineError::Start(format!("failed to create {:?}: {error}", paths.directory))
-        })
+        .map_err(|source| directory(source).into())
         .and_then(|()| crate::containers::start::prepare_record(engine, &record));
     if let Err(error) = prepared {
         crate::containers::remove::remove_files_and_row(engine.store(), &paths, &id);
@@ -111,11 +112,11 @@ pub(super) fn spawn_member(
     // `monitor/launch.rs`.
     let monitor =
         crate::containers::monitor::launch::start_member_monitor(engine, record, dir, info)?;
-    let offered = wait_offered(monitor.status);
+    let offered = wait_offered(&id, monitor.status);
     if offered.is_err() && monitor.child {
         let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(monitor.pid), None);
     }
-    offered.map(|()| id)
+    Ok(offered.map(|()| id)?)
 }
 
 /// How long [`Claimed::release`] waits for the member to end.
@@ -353,8 +354,8 @@ impl Claimed {
     /// the container's program runs.
     pub fn start(self, attachment: Option<Attachment>) -> Result<StartedContainer, EngineError> {
         let attachment = attachment.unwrap_or_default();
-        let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))?;
+        let (status_read, status_write) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(ContainerError::Pipe)?;
         let message = ClaimMessage::Claim {
             stdin: attachment.stdin.is_some(),
             stdout: attachment.stdout.is_some(),
@@ -366,12 +367,15 @@ impl Claimed {
             .collect();
         let mut fds: Vec<RawFd> = vec![status_write.as_raw_fd()];
         fds.extend(streams.iter().map(|fd| fd.as_raw_fd()));
-        let body =
-            serde_json::to_vec(&message).map_err(|error| EngineError::Start(error.to_string()))?;
-        berth_runtime::handoff::send_message(&self.socket, &body, &fds).map_err(|error| {
-            EngineError::Start(format!(
-                "failed to hand the run to its pool member: {error}"
-            ))
+        let body = serde_json::to_vec(&message).map_err(|source| WarmError::EncodeClaim {
+            id: self.id.clone(),
+            source,
+        })?;
+        berth_runtime::handoff::send_message(&self.socket, &body, &fds).map_err(|source| {
+            WarmError::HandOver {
+                id: self.id.clone(),
+                source,
+            }
         })?;
         drop((status_write, attachment));
         StartedContainer::await_start(

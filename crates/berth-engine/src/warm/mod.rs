@@ -19,6 +19,7 @@
 //! is found and removed by the next pool operation.
 
 mod claim;
+mod error;
 pub mod member;
 
 use std::path::Path;
@@ -27,6 +28,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use claim::{claim, offered, Claimed, Offered, Refill, RefillGuard};
+pub use error::WarmError;
 use member::{members, monitor_alive, MemberDir, MemberInfo, Taker};
 
 use crate::containers::monitor::protocol::{MonitorMessage, MonitorReceiver};
@@ -201,9 +203,7 @@ pub fn fill(
     ttl: Duration,
 ) -> Result<Vec<String>, EngineError> {
     let run_root = engine.config().run_root.clone();
-    fs_err::create_dir_all(member::pool_dir(&run_root)).map_err(|error| {
-        EngineError::Start(format!("failed to create the warm pool directory: {error}"))
-    })?;
+    fs_err::create_dir_all(member::pool_dir(&run_root)).map_err(WarmError::PoolDirectory)?;
     let _lock = lock_pool(&run_root)?;
     reap_leaked(engine);
     let name = pool_reference(reference)?;
@@ -231,10 +231,12 @@ pub fn fill(
 fn lock_pool(run_root: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, EngineError> {
     let path = member::pool_dir(run_root).join(".lock");
     let file = fs_err::File::create(&path)
-        .map_err(|error| EngineError::Start(format!("failed to open {path:?}: {error}")))?
+        .map_err(WarmError::OpenLock)?
         .into_file();
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, error)| EngineError::Start(format!("failed to lock {path:?}: {error}")))
+    Ok(
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, source)| WarmError::Lock { path, source })?,
+    )
 }
 
 /// Every live member, oldest first.
@@ -376,14 +378,15 @@ pub fn spawn_refill(config: &crate::EngineConfig, reference: &str, depth: u32, t
     }
 }
 
-/// Reads the member monitor's first report: offered, or why not.
-fn wait_offered(status: std::os::fd::OwnedFd) -> Result<(), EngineError> {
+/// Reads the first report of member `id`'s monitor: offered, or why not.
+fn wait_offered(id: &str, status: std::os::fd::OwnedFd) -> Result<(), WarmError> {
     match MonitorReceiver::new(status).receive() {
         Some(MonitorMessage::Started { .. }) => Ok(()),
-        Some(MonitorMessage::Failed { message, .. }) => Err(EngineError::Start(message)),
-        _ => Err(EngineError::Start(
-            "the pool member's monitor exited before its sandbox was ready".to_owned(),
-        )),
+        Some(MonitorMessage::Failed { message, .. }) => Err(WarmError::Member {
+            id: id.to_owned(),
+            message,
+        }),
+        _ => Err(WarmError::MonitorExited { id: id.to_owned() }),
     }
 }
 

@@ -38,6 +38,7 @@ use super::protocol::{MonitorMessage, MonitorSender};
 use super::{Attachment, Known};
 use crate::containers::paths::ContainerPaths;
 use crate::containers::record::ContainerRecord;
+use crate::containers::ContainerError;
 use crate::warm::member::{MemberDir, MemberInfo};
 use crate::{Engine, EngineConfig, EngineError};
 
@@ -88,8 +89,7 @@ pub(crate) fn single_threaded() -> bool {
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd), EngineError> {
-    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|error| EngineError::Start(format!("failed to create a pipe: {error}")))
+    Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(ContainerError::Pipe)?)
 }
 
 /// Starts the monitor of `start.record`'s container. On failure the start
@@ -151,11 +151,13 @@ pub(crate) fn start_container_monitor(
     // cannot inherit a lock another thread held. (The parent reopens the
     // store lazily, when it next needs it.)
     match unsafe { fork() } {
-        Err(error) => {
+        Err(source) => {
             start.lock.release();
-            Err(EngineError::Start(format!(
-                "failed to fork the monitor: {error}"
-            )))
+            Err(ContainerError::Fork {
+                what: "the monitor",
+                source,
+            }
+            .into())
         }
         Ok(ForkResult::Child) => {
             drop(status_read);
@@ -194,8 +196,9 @@ pub(crate) fn start_member_monitor(
     let (status_read, status_write) = pipe()?;
     let config = engine.config().clone();
     if !single_threaded() {
+        let id = record.id.clone();
         let payload = serde_json::to_vec(&MemberPayload { record, info })
-            .map_err(|error| EngineError::Start(format!("failed to encode a member: {error}")))?;
+            .map_err(|source| ContainerError::EncodeMember { id, source })?;
         let pid = spawn(
             &config,
             Spawn::Member { payload: &payload },
@@ -212,9 +215,10 @@ pub(crate) fn start_member_monitor(
     engine.store_mut().suspend()?;
     // SAFETY: this process has one thread (checked above), so the child
     // cannot inherit a lock another thread held.
-    match unsafe { fork() }
-        .map_err(|error| EngineError::Start(format!("failed to fork a pool member: {error}")))?
-    {
+    match unsafe { fork() }.map_err(|source| ContainerError::Fork {
+        what: "a pool member's monitor",
+        source,
+    })? {
         ForkResult::Child => {
             drop(status_read);
             super::member::run_member(config, record, dir, info, status_write)
@@ -248,7 +252,6 @@ fn spawn(
     attachment: &Attachment,
     status: OwnedFd,
 ) -> Result<i32, EngineError> {
-    let failed = |what: &str, error: std::io::Error| EngineError::Start(format!("{what}: {error}"));
     let (pid_read, pid_write) = pipe()?;
     let high = |fd: BorrowedFd<'_>| -> Result<OwnedFd, EngineError> {
         // SAFETY: F_DUPFD_CLOEXEC only makes a new descriptor of an open one.
@@ -260,10 +263,9 @@ fn spawn(
             )
         };
         if raw < 0 {
-            return Err(failed(
-                "failed to duplicate a descriptor",
-                std::io::Error::last_os_error(),
-            ));
+            return Err(
+                ContainerError::DuplicateDescriptor(std::io::Error::last_os_error()).into(),
+            );
         }
         // SAFETY: fcntl returned a new descriptor that nothing else owns.
         Ok(unsafe { OwnedFd::from_raw_fd(raw) })
@@ -344,7 +346,7 @@ fn spawn(
     drop(sources);
     drop(pid_write);
     drop(status);
-    let mut child = spawned.map_err(|error| failed("failed to run berth's monitor", error))?;
+    let mut child = spawned.map_err(ContainerError::SpawnMonitor)?;
     if let Some((write, payload)) = payload {
         let mut write = std::fs::File::from(write);
         // A spawned process that died early reports nothing; its status
@@ -430,7 +432,7 @@ pub fn run_spawned(config: EngineConfig, what: SpawnedMonitor, streams: SpawnedS
     };
     let fail = |status: OwnedFd, error: &EngineError| {
         MonitorSender::new(status).send(&MonitorMessage::Failed {
-            message: error.to_string(),
+            message: crate::ErrorChain(error).to_string(),
             status: 125,
         });
         125
@@ -461,18 +463,13 @@ pub fn run_spawned(config: EngineConfig, what: SpawnedMonitor, streams: SpawnedS
         SpawnedMonitor::Member => {
             let mut payload = Vec::new();
             let read = std::fs::File::from(second).read_to_end(&mut payload);
-            let decoded = read
-                .map_err(|error| error.to_string())
-                .and_then(|_| {
-                    serde_json::from_slice::<MemberPayload>(&payload)
-                        .map_err(|error| error.to_string())
-                })
-                .map_err(|error| {
-                    EngineError::Start(format!("failed to read the pool member: {error}"))
-                });
+            let decoded = read.map_err(ContainerError::ReadMember).and_then(|_| {
+                serde_json::from_slice::<MemberPayload>(&payload)
+                    .map_err(ContainerError::DecodeMember)
+            });
             let MemberPayload { record, info } = match decoded {
                 Ok(member) => member,
-                Err(error) => return fail(status, &error),
+                Err(error) => return fail(status, &error.into()),
             };
             let dir = MemberDir::new(&config.run_root, &record.id);
             match fork_monitor(&mut pid_pipe) {
@@ -505,14 +502,14 @@ fn read_start(config: &EngineConfig, id: &str) -> Result<(ContainerRecord, Known
 /// start record close with it, the monitor's keep them).
 fn fork_monitor(pid_pipe: &mut std::fs::File) -> Result<ForkResult, EngineError> {
     if !single_threaded() {
-        return Err(EngineError::Start(
-            "the monitor's starter has other threads".to_owned(),
-        ));
+        return Err(ContainerError::StarterThreads.into());
     }
     // SAFETY: this process has one thread (checked above): the child may run
     // any code.
-    let forked = unsafe { fork() }
-        .map_err(|error| EngineError::Start(format!("failed to fork the monitor: {error}")))?;
+    let forked = unsafe { fork() }.map_err(|source| ContainerError::Fork {
+        what: "the monitor",
+        source,
+    })?;
     if let ForkResult::Parent { child } = forked {
         let _ = pid_pipe.write_all(&child.as_raw().to_le_bytes());
     }

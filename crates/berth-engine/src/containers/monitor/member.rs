@@ -23,8 +23,9 @@ use crate::containers::paths::ContainerPaths;
 use crate::containers::record::ContainerRecord;
 use crate::containers::spec::{build_spec, cgroup_resources};
 use crate::containers::state::process_start_time;
+use crate::containers::ContainerError;
 use crate::warm::member::{MemberDir, MemberInfo, Taker};
-use crate::warm::ClaimMessage;
+use crate::warm::{ClaimMessage, WarmError};
 use crate::{EngineConfig, EngineError};
 
 /// Runs in the forked member monitor; never returns. `status` gets
@@ -43,7 +44,9 @@ pub(crate) fn run_member(
         let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
         berth_store::permissions::create_private_directory_all(&paths.runtime)?;
         let lock = super::lock::MonitorLock::take_for_start(&paths)?.ok_or_else(|| {
-            EngineError::Start(format!("pool member {} is started twice", record.id))
+            WarmError::StartedTwice {
+                id: record.id.clone(),
+            }
         })?;
         let done = serve(&config, &record, &dir, info, sender);
         lock.release();
@@ -73,7 +76,10 @@ fn serve(
     let mut store = Store::open(&config.root)?;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
     let (cgroups, cgroup) = container_cgroup(record)?;
-    let mut network = MonitorNetwork::new(record).map_err(EngineError::Start)?;
+    let mut network = MonitorNetwork::new(record).map_err(|reason| WarmError::Network {
+        id: record.id.clone(),
+        reason,
+    })?;
     let discard = |store: &Store| {
         cleanup(cgroup.as_ref(), &paths);
         crate::containers::remove::remove_files_and_row(store, &paths, &record.id);
@@ -97,25 +103,29 @@ fn serve(
     };
     let listener = match UnixListener::bind(dir.offer_path()) {
         Ok(listener) => listener,
-        Err(error) => {
+        Err(source) => {
             drop(sandbox);
             network.release(&mut store, record);
             discard(&store);
-            return Err(EngineError::Start(format!(
-                "failed to offer the pool member: {error}"
-            )));
+            return Err(WarmError::Offer {
+                id: record.id.clone(),
+                source,
+            }
+            .into());
         }
     };
     info.monitor_pid = std::process::id() as i32;
     info.monitor_start_time = process_start_time(info.monitor_pid).unwrap_or(0);
     info.sandbox_pid = sandbox.pid().map_or(0, |pid| pid.as_raw());
-    if let Err(error) = dir.write_info(&info) {
+    if let Err(source) = dir.write_info(&info) {
         drop(sandbox);
         network.release(&mut store, record);
         discard(&store);
-        return Err(EngineError::Start(format!(
-            "failed to record the pool member: {error}"
-        )));
+        return Err(WarmError::Record {
+            id: record.id.clone(),
+            source,
+        }
+        .into());
     }
     sender.send(&MonitorMessage::Started {
         pid: info.sandbox_pid,
@@ -159,15 +169,22 @@ fn build_sandbox(
         cgroups,
     )?;
     let resources = cgroup_resources(record, &spec);
-    cgroup.create(&resources).map_err(|error| {
-        EngineError::Start(format!("failed to create the container's cgroup: {error}"))
-    })?;
+    cgroup
+        .create(&resources)
+        .map_err(|source| ContainerError::CreateCgroup {
+            id: record.id.clone(),
+            source: Box::new(source),
+        })?;
     let sandbox = berth_runtime::Sandbox::prepare(&spec, cgroup, &mut |pid| {
         network.connect(store, record, paths, pid.as_raw())
     });
-    sandbox.map_err(|error| {
+    sandbox.map_err(|source| {
         network.disconnect(store, record);
-        EngineError::Start(error.to_string())
+        WarmError::Sandbox {
+            id: record.id.clone(),
+            source: Box::new(source),
+        }
+        .into()
     })
 }
 
@@ -336,8 +353,11 @@ impl Member<'_> {
             .flatten()
             .map(|_| current_record(&self.prepared.store, self.record))
         else {
+            let error = WarmError::NoRecord {
+                id: self.record.id.clone(),
+            };
             sender.send(&MonitorMessage::Failed {
-                message: "the claimed pool member has no container record".to_owned(),
+                message: crate::ErrorChain(&error).to_string(),
                 status: 125,
             });
             return self.end();
@@ -353,7 +373,7 @@ impl Member<'_> {
             super::Begin::Warm(Box::new(self.prepared)),
         ) {
             sender.send(&MonitorMessage::Failed {
-                message: error.to_string(),
+                message: crate::ErrorChain(&error).to_string(),
                 status: 125,
             });
         }

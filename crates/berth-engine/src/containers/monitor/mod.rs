@@ -80,7 +80,7 @@ pub(super) fn run_monitor(
         Err(error) => {
             tracing::error!(container = %id, error = %format!("{error:#}"), "monitor failed");
             sender.send(&MonitorMessage::Failed {
-                message: error.to_string(),
+                message: crate::ErrorChain(&error).to_string(),
                 status: 125,
             });
             1
