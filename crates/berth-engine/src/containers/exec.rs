@@ -168,7 +168,7 @@ pub fn exec_detached(
                         process.wait();
                     }
                     Err(error) => sender.send(&MonitorMessage::Failed {
-                        message: error.to_string(),
+                        message: crate::ErrorChain(&error).to_string(),
                         status: match &error {
                             EngineError::StartFailed(failure) => failure.status,
                             _ => 126,
