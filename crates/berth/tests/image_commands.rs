@@ -407,3 +407,61 @@ fn version_info_and_usage_errors() {
     // command line (125).
     berth.run(&["no-such-command"]).fails(1);
 }
+
+/// `images --filter` with Docker's keys: `reference` globs, `label`,
+/// `before`/`since` by creation time, `dangling`; others refused.
+#[test]
+fn images_filters_as_dockers() {
+    let berth = Berth::new();
+    berth.load("busybox-docker.tar");
+    berth.load("busybox-extra.tar");
+    let names = |filters: &[&str]| {
+        let mut args = vec!["images", "--format", "{{.Repository}}:{{.Tag}}"];
+        for filter in filters {
+            args.extend(["--filter", filter]);
+        }
+        let mut lines: Vec<String> = berth.run(&args).ok().lines().map(str::to_owned).collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(
+        names(&["label=org.berth.fixture=extra"]),
+        ["extra:1", "extra:latest"]
+    );
+    assert_eq!(
+        names(&["label=org.berth.fixture"]),
+        ["extra:1", "extra:latest", "other:latest"]
+    );
+    assert!(names(&["label=org.berth.fixture=nope"]).is_empty());
+    assert_eq!(names(&["reference=ext*"]), ["extra:1", "extra:latest"]);
+    assert_eq!(names(&["reference=*:1"]), ["extra:1"]);
+    assert_eq!(
+        names(&["reference=busybox", "reference=other"]),
+        ["busybox:latest", "other:latest"]
+    );
+    // A commit is newer than every fixture (which share one creation time).
+    let id = berth
+        .run(&["create", "busybox", "true"])
+        .ok()
+        .trim()
+        .to_owned();
+    berth.run(&["commit", &id, "newer:1"]).ok();
+    assert_eq!(names(&["since=busybox"]), ["newer:1"]);
+    assert_eq!(
+        names(&["before=newer:1"]),
+        ["busybox:latest", "extra:1", "extra:latest", "other:latest"]
+    );
+    let refused = berth.run(&["images", "--filter", "bogus=1"]);
+    assert_ne!(refused.code(), 0);
+    assert!(
+        refused.stderr().contains("Invalid filter 'bogus'"),
+        "{}",
+        refused.stderr()
+    );
+    let missing = berth.run(&["images", "--filter", "since=nosuch"]);
+    assert!(
+        missing.stderr().contains("No such image: nosuch"),
+        "{}",
+        missing.stderr()
+    );
+}

@@ -377,47 +377,43 @@ pub fn push(server: &Server, exchange: &mut Exchange<'_>, name: &str) -> Handled
 
 pub fn list(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     let filters = crate::filters::parse(exchange.query("filters").unwrap_or_default())?;
-    crate::filters::check(&filters, &["dangling", "reference"])?;
+    crate::filters::check(
+        &filters,
+        &["dangling", "reference", "label", "before", "since"],
+    )?;
     let mut options = ListOptions {
         all: exchange.query_bool("all"),
         repository: exchange
             .query("filter")
             .filter(|text| !text.is_empty())
             .map(str::to_owned),
-        dangling: None,
+        ..ListOptions::default()
     };
-    for (_, value) in filters.iter().filter(|(key, _)| key == "dangling") {
-        options.dangling = Some(match value.as_str() {
-            "true" | "1" => true,
-            "false" | "0" => false,
-            _ => {
-                return Err(ApiError::bad_request(format!(
-                    "Invalid filter 'dangling={value}'"
-                )))
+    for (key, value) in &filters {
+        match key.as_str() {
+            "dangling" => {
+                options.dangling = Some(match value.as_str() {
+                    "true" | "1" => true,
+                    "false" | "0" => false,
+                    _ => {
+                        return Err(ApiError::bad_request(format!(
+                            "Invalid filter 'dangling=[{value}]'"
+                        )))
+                    }
+                })
             }
-        });
+            // Docker's `reference` filter: Go's `path.Match` patterns
+            // against the familiar `name:tag` or the name alone.
+            "reference" => options.references.push(value.clone()),
+            "label" => options.labels.push(value.clone()),
+            "before" => options.before = Some(value.clone()),
+            "since" => options.since = Some(value.clone()),
+            _ => {}
+        }
     }
-    // Docker's `reference` filter: Go's `path.Match` patterns against the
-    // familiar `name:tag` or the name alone (`reference.FamiliarMatch`);
-    // an image shows with its matching names only.
-    let patterns: Vec<&str> = filters
-        .iter()
-        .filter(|(key, _)| key == "reference")
-        .map(|(_, value)| value.as_str())
-        .collect();
     let engine = server.engine()?;
     let store = engine.store();
-    let mut rows = list_images(store, &options)?;
-    if !patterns.is_empty() {
-        rows.retain(|row| {
-            let tagged = format!("{}:{}", row.repository, row.tag);
-            row.repository != "<none>"
-                && patterns.iter().any(|pattern| {
-                    crate::filters::glob_match(pattern, &tagged)
-                        || crate::filters::glob_match(pattern, &row.repository)
-                })
-        });
-    }
+    let rows = list_images(store, &options)?;
     // One entry per image, its names together (rows are per name).
     let mut images: BTreeMap<String, Value> = BTreeMap::new();
     let mut order = Vec::new();
@@ -445,7 +441,7 @@ pub fn list(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
                 "Size": row.size,
                 "VirtualSize": row.size,
                 "SharedSize": -1,
-                "Labels": Value::Null,
+                "Labels": if row.labels.is_empty() { Value::Null } else { json!(row.labels) },
                 "Containers": -1,
             })
         });

@@ -41,13 +41,18 @@ pub fn run(engine: &Engine, args: &ImagesArgs) -> anyhow::Result<i32> {
     let mut options = ListOptions {
         all: args.all,
         repository: args.repository.clone(),
-        dangling: None,
+        ..ListOptions::default()
     };
     for filter in &args.filters {
         match filter.split_once('=') {
             Some(("dangling", value)) => options.dangling = Some(parse_bool(value)?),
-            Some(("reference", value)) => options.repository = Some(value.to_owned()),
-            _ => anyhow::bail!("invalid filter '{filter}'"),
+            Some(("reference", value)) => options.references.push(value.to_owned()),
+            Some(("label", value)) => options.labels.push(value.to_owned()),
+            Some(("before", value)) => options.before = Some(value.to_owned()),
+            Some(("since", value)) => options.since = Some(value.to_owned()),
+            // Docker's words (the daemon's, as its CLI prints them).
+            Some((key, _)) => anyhow::bail!("Invalid filter '{key}'"),
+            None => anyhow::bail!("bad format of filter (expected name=value)"),
         }
     }
     let images = list_images(engine.store(), &options)?;
@@ -107,6 +112,6 @@ fn parse_bool(value: &str) -> anyhow::Result<bool> {
     match value {
         "true" | "1" => Ok(true),
         "false" | "0" => Ok(false),
-        _ => anyhow::bail!("invalid filter 'dangling={value}'"),
+        _ => anyhow::bail!("Invalid filter 'dangling=[{value}]'"),
     }
 }

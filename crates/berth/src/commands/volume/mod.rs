@@ -166,7 +166,8 @@ fn list(engine: &Engine, args: &ListArgs) -> anyhow::Result<i32> {
             Some(("dangling", value)) => dangling = Some(value == "true" || value == "1"),
             Some(("name", value)) => name_filter = Some(value.to_owned()),
             Some(("label", value)) => label_filters.push(value.to_owned()),
-            _ => anyhow::bail!("invalid filter '{filter}'"),
+            Some((key, _)) => anyhow::bail!("Invalid filter '{key}'"),
+            None => anyhow::bail!("bad format of filter (expected name=value)"),
         }
     }
     let mut rows = Vec::new();
