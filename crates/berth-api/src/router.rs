@@ -161,6 +161,21 @@ fn dispatch(server: &'static Server, exchange: &mut Exchange<'_>, path: &[&str])
         ("GET", ["volumes", name]) => volumes::inspect(server, name),
         ("DELETE", ["volumes", name]) => volumes::remove(server, exchange, name),
 
+        // Swarm mode: berth is never a swarm node. Docker's answers for a
+        // node outside a swarm (clients such as docker-py's tests expect
+        // them), and a clear refusal to become one.
+        ("POST", ["swarm", "init" | "join"]) => Err(ApiError::new(
+            501,
+            "berth does not run swarm mode (POST /swarm/init and /swarm/join are not implemented)",
+        )),
+        ("POST", ["swarm", "leave"]) => Err(ApiError::new(503, NOT_IN_SWARM)),
+        (_, ["swarm", ..] | ["nodes", ..] | ["services", ..] | ["tasks", ..])
+        | (_, ["secrets", ..] | ["configs", ..]) => Err(ApiError::new(503, NOT_A_MANAGER)),
+
         _ => Err(not_found()),
     }
 }
+
+/// Docker's words for swarm requests on a node that is in no swarm.
+const NOT_IN_SWARM: &str = "This node is not part of a swarm";
+const NOT_A_MANAGER: &str = "This node is not a swarm manager. Use \"docker swarm init\" or \"docker swarm join\" to connect this node to swarm and try again.";

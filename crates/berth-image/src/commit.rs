@@ -5,6 +5,7 @@ use std::path::Path;
 use berth_store::{MovedTag, NewImage, Store};
 use berth_types::image::{ContainerConfig, History, ImageConfig};
 use berth_types::{Digest, Reference};
+use serde_json::Value;
 
 use crate::archive::load::synthesize_manifest;
 use crate::layer::{add_layer, LayerError};
@@ -29,6 +30,10 @@ pub struct CommitRequest<'a> {
     pub history: History,
     pub author: Option<String>,
     pub reference: Option<Reference>,
+    /// The container committed, as Docker records it in the image config
+    /// (`container`: its id, `container_config`: its Config): docker-compose
+    /// 1.x and Docker < 25 read them back as `Container`/`ContainerConfig`.
+    pub container: Option<(String, serde_json::Value)>,
 }
 
 pub struct Committed {
@@ -61,6 +66,17 @@ pub fn commit_image(
         config.author = request.author.clone();
     }
     config.config = Some(request.config);
+    // The base's own record of its container is not this image's.
+    config.extra.remove("container");
+    config.extra.remove("container_config");
+    if let Some((id, container_config)) = request.container {
+        config
+            .extra
+            .insert("container".to_owned(), Value::String(id));
+        config
+            .extra
+            .insert("container_config".to_owned(), container_config);
+    }
     config.rootfs.diff_ids.push(layer.record.diff_id.clone());
     config.history.push(History {
         created: Some(created.clone()),

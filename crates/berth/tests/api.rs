@@ -587,6 +587,36 @@ fn raw_http_errors_versions_and_ping() {
     assert_eq!(status, 404);
     assert_eq!(message(&body), "page not found");
 
+    // Swarm: Docker's answers for a node in no swarm (what docker-py's
+    // teardown expects), and a clear refusal to join one.
+    let (status, _, body) =
+        server.raw(b"POST /v1.41/swarm/leave?force=1 HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(
+        (status, message(&body).as_str()),
+        (503, "This node is not part of a swarm")
+    );
+    for path in [
+        "/swarm",
+        "/nodes",
+        "/services",
+        "/tasks",
+        "/secrets",
+        "/configs",
+    ] {
+        let request = format!("GET /v1.41{path} HTTP/1.1\r\nConnection: close\r\n\r\n");
+        let (status, _, body) = server.raw(request.as_bytes());
+        assert_eq!(status, 503, "{path}");
+        assert!(
+            message(&body).starts_with("This node is not a swarm manager."),
+            "{path}"
+        );
+    }
+    let (status, _, body) = server.raw(
+        b"POST /v1.41/swarm/init HTTP/1.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+    );
+    assert_eq!(status, 501);
+    assert!(message(&body).contains("swarm"), "{}", message(&body));
+
     let create = |body: &str| {
         format!(
             "POST /v1.41/containers/create HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",

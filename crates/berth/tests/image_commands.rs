@@ -200,6 +200,25 @@ fn inspect_prints_dockers_fields() {
     assert_eq!(image["RootFS"]["Layers"].as_array().unwrap().len(), 1);
     // Docker indents with four spaces.
     assert!(output.starts_with("[\n    {\n        \"Id\""), "{output}");
+    // Docker 20.10's fields for an image no container was committed into.
+    assert_eq!(image["Container"], "");
+    assert_eq!(image["ContainerConfig"]["Cmd"], Value::Null);
+    assert_eq!(image["ContainerConfig"]["Image"], "");
+    assert_eq!(image["ContainerConfig"].as_object().unwrap().len(), 17);
+    // A commit records its container.
+    let id = berth
+        .run(&["create", "busybox", "echo", "hi"])
+        .ok()
+        .trim()
+        .to_owned();
+    berth.run(&["commit", &id, "committed:1"]).ok();
+    let committed: Value =
+        serde_json::from_str(&berth.run(&["image", "inspect", "committed:1"]).ok()).unwrap();
+    assert_eq!(committed[0]["Container"], id.as_str());
+    assert_eq!(
+        committed[0]["ContainerConfig"]["Cmd"],
+        serde_json::json!(["echo", "hi"])
+    );
 
     let stderr = berth.run(&["inspect", "busybox", "nosuch"]).fails(1);
     assert!(stderr.contains("No such object: nosuch"), "{stderr}");

@@ -186,6 +186,7 @@ pub fn commit_container(
                 },
                 author: options.author.clone(),
                 reference,
+                container: Some((container.record.id.clone(), container.record.config.clone())),
             },
         )
         .map_err(CommitError::Commit)

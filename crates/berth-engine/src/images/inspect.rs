@@ -43,6 +43,10 @@ pub fn inspect_image(store: &Store, image: &ImageRecord) -> Result<Value, Engine
         "Parent": "",
         "Comment": config.history.last().and_then(|entry| entry.comment.clone()).unwrap_or_default(),
         "Created": image.created.clone().unwrap_or_else(|| "0001-01-01T00:00:00Z".to_owned()),
+        // Docker before 25 (API < 1.45) always has these two; docker-compose
+        // 1.x reads `ContainerConfig` on every recreate.
+        "Container": string("container"),
+        "ContainerConfig": legacy_container_config(config.extra.get("container_config")),
         "DockerVersion": string("docker_version"),
         "Author": config.author.clone().unwrap_or_default(),
         "Config": docker_config(config.config.as_ref()),
@@ -68,6 +72,21 @@ pub fn inspect_image(store: &Store, image: &ImageRecord) -> Result<Value, Engine
             }
         }
         value
+    })
+}
+
+/// The config of the container an image was committed from, as the image
+/// records it (`container_config`), or Docker 20.10's empty one.
+fn legacy_container_config(recorded: Option<&Value>) -> Value {
+    if let Some(recorded @ Value::Object(_)) = recorded {
+        return recorded.clone();
+    }
+    json!({
+        "Hostname": "", "Domainname": "", "User": "",
+        "AttachStdin": false, "AttachStdout": false, "AttachStderr": false,
+        "Tty": false, "OpenStdin": false, "StdinOnce": false,
+        "Env": null, "Cmd": null, "Image": "", "Volumes": null, "WorkingDir": "",
+        "Entrypoint": null, "OnBuild": null, "Labels": null,
     })
 }
 
