@@ -722,3 +722,61 @@ fn a_stream_keeps_the_idle_server_alive() {
     let status = support::containers::wait_child(server.child(), 20.0, "the idle server to exit");
     assert!(status.success());
 }
+
+/// A chunked upload whose reader stops at the tar's end marker (`PUT
+/// /archive`, `POST /images/load`): the rest of the body is read away, so
+/// the next request on the same keep-alive connection is answered (the
+/// docker CLI's `cp` reuses the connection; it got "400 invalid token").
+#[test]
+fn the_request_after_a_chunked_upload_on_one_connection_is_answered() {
+    use std::io::{Read, Write};
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let id = server
+        .berth
+        .run(&["create", "busybox", "true"])
+        .ok()
+        .trim()
+        .to_owned();
+    let mut archive = tar::Builder::new(Vec::new());
+    let mut entry = tar::Header::new_gnu();
+    entry.set_size(2);
+    entry.set_mode(0o644);
+    archive
+        .append_data(&mut entry, "copied", &b"hi"[..])
+        .unwrap();
+    let mut archive = archive.into_inner().unwrap();
+    // Go's writer pads to whole records: bytes after the end marker.
+    archive.resize(archive.len() + 4096, 0);
+    let mut request = format!(
+        "PUT /v1.41/containers/{id}/archive?path=/tmp HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-tar\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    .into_bytes();
+    for chunk in archive.chunks(3000) {
+        request.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        request.extend_from_slice(chunk);
+        request.extend_from_slice(b"\r\n");
+    }
+    request.extend_from_slice(b"0\r\n\r\n");
+    request.extend_from_slice(b"GET /_ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut stream = std::os::unix::net::UnixStream::connect(&server.socket).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream.write_all(&request).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    let statuses: Vec<&str> = answer
+        .lines()
+        .filter(|line| line.starts_with("HTTP/1.1 "))
+        .collect();
+    assert_eq!(statuses, ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK"], "{answer}");
+    assert!(answer.ends_with("OK"), "{answer}");
+    let copied = server
+        .berth
+        .run(&["cp", &format!("{id}:/tmp/copied"), "-"])
+        .ok();
+    assert!(copied.contains("hi"), "{copied}");
+}

@@ -44,7 +44,7 @@ pub struct Exchange<'c> {
     pub connection: &'c mut Connection,
     /// The API version the client asked for (`/v1.41/…`), or the newest.
     pub version: (u32, u32),
-    body_read: bool,
+    body_read: std::cell::Cell<bool>,
 }
 
 impl<'c> Exchange<'c> {
@@ -54,7 +54,7 @@ impl<'c> Exchange<'c> {
             request,
             connection,
             version,
-            body_read,
+            body_read: std::cell::Cell::new(body_read),
         }
     }
 
@@ -69,13 +69,18 @@ impl<'c> Exchange<'c> {
     /// True when the whole body was read (the connection can take the
     /// next request).
     pub fn body_read(&self) -> bool {
-        self.body_read
+        self.body_read.get()
     }
 
-    /// The body as it arrives (archives, image tars).
+    /// The body as it arrives (archives, image tars). What the caller
+    /// leaves unread is read away when the reader is dropped (see
+    /// [`BodyReader`]).
     pub fn body(&mut self) -> BodyReader<'_, BufReader<UnixStream>> {
-        self.body_read = true;
-        BodyReader::new(&mut self.connection.reader, &self.request.body)
+        BodyReader::reporting(
+            &mut self.connection.reader,
+            &self.request.body,
+            &self.body_read,
+        )
     }
 
     /// The whole body, at most [`MAX_JSON_BODY`] bytes.
@@ -95,8 +100,7 @@ impl<'c> Exchange<'c> {
         }
         let mut reader = self.body();
         let result = request::read_limited(&mut reader, MAX_JSON_BODY);
-        let complete = reader.is_done();
-        self.body_read = complete;
+        drop(reader);
         result.map_err(|error| match error {
             None => too_large(),
             Some(error) => {

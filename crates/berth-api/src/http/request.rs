@@ -309,10 +309,20 @@ pub fn percent_decode(text: &str) -> Result<String, HeadError> {
 }
 
 /// Reads a request body as it arrives: `Content-Length` bytes, or chunks.
+///
+/// Dropped before the end (a tar reader stops at the archive's end marker,
+/// before the padding and the last chunk), it reads what is left, up to
+/// [`LEFTOVER_LIMIT`], so that the next request on the connection starts
+/// where it should; `complete` (when given) says whether it got there.
 pub struct BodyReader<'r, R: BufRead> {
     reader: &'r mut R,
     state: BodyState,
+    complete: Option<&'r std::cell::Cell<bool>>,
 }
+
+/// How much of a body a handler left unread is read away on its behalf;
+/// past this the connection closes instead.
+pub const LEFTOVER_LIMIT: u64 = 1 << 20;
 
 enum BodyState {
     Length(u64),
@@ -328,7 +338,23 @@ impl<'r, R: BufRead> BodyReader<'r, R> {
             BodyKind::Length(length) => BodyState::Length(*length),
             BodyKind::Chunked => BodyState::Chunk(None),
         };
-        Self { reader, state }
+        Self {
+            reader,
+            state,
+            complete: None,
+        }
+    }
+
+    /// A reader that records in `complete` whether the whole body was read
+    /// by the time it is dropped.
+    pub fn reporting(
+        reader: &'r mut R,
+        kind: &BodyKind,
+        complete: &'r std::cell::Cell<bool>,
+    ) -> Self {
+        let mut body = Self::new(reader, kind);
+        body.complete = Some(complete);
+        body
     }
 
     pub fn is_done(&self) -> bool {
@@ -409,6 +435,19 @@ impl<R: BufRead> Read for BodyReader<'_, R> {
                     return Ok(read);
                 }
             }
+        }
+    }
+}
+
+impl<R: BufRead> Drop for BodyReader<'_, R> {
+    fn drop(&mut self) {
+        if !self.is_done() {
+            let _ = std::io::copy(&mut (&mut *self).take(LEFTOVER_LIMIT), &mut std::io::sink());
+            // One more read sees the end of a body that filled the limit exactly.
+            let _ = self.read(&mut [0u8; 1]);
+        }
+        if let Some(complete) = self.complete {
+            complete.set(self.is_done());
         }
     }
 }
@@ -500,6 +539,19 @@ mod tests {
         assert_eq!(request.body, BodyKind::Chunked);
         let mut body = BodyReader::new(&mut reader, &request.body);
         assert_eq!(read_limited(&mut body, 100).unwrap(), b"abcde");
+        drop(body);
+        assert_eq!(read_head(&mut reader).unwrap().target, "/next");
+
+        // A reader dropped part way reads the rest away, and says so.
+        let text = "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\nGET /next HTTP/1.1\r\n\r\n";
+        let mut reader = std::io::BufReader::new(text.as_bytes());
+        let request = read_head(&mut reader).unwrap();
+        let complete = std::cell::Cell::new(false);
+        let mut body = BodyReader::reporting(&mut reader, &request.body, &complete);
+        let mut first = [0u8; 2];
+        body.read_exact(&mut first).unwrap();
+        drop(body);
+        assert!(complete.get());
         assert_eq!(read_head(&mut reader).unwrap().target, "/next");
 
         let text = "POST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";

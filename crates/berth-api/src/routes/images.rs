@@ -311,7 +311,10 @@ fn import(server: &Server, exchange: &mut Exchange<'_>, source: &str) -> Handled
         std::io::BufReader::with_capacity(1 << 20, &mut body),
         &request,
     );
-    let body_read = body.is_done();
+    // Dropping the reader reads what the import left (tar padding, the
+    // last chunk), so the connection can take the next request.
+    drop(body);
+    let body_read = exchange.body_read();
     match imported {
         Ok(id) => {
             let mut line =
