@@ -780,3 +780,54 @@ fn the_request_after_a_chunked_upload_on_one_connection_is_answered() {
         .ok();
     assert!(copied.contains("hi"), "{copied}");
 }
+
+/// `POST /networks/create` as docker-py sends it: every unset IPAM field
+/// as JSON null, `Driver` null; IPAM settings berth does not implement are
+/// refused by name, not dropped.
+#[test]
+fn network_create_takes_nulls_and_refuses_what_it_cannot_do() {
+    let Some(server) = Server::start_with(&[], false) else {
+        return;
+    };
+    let post = |body: &str| {
+        let request = format!(
+            "POST /v1.41/networks/create HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let (status, _, body) = server.raw(request.as_bytes());
+        (status, message(&body))
+    };
+    let (status, _) = post(
+        r#"{"Name":"pynet","Driver":null,"Options":null,"CheckDuplicate":true,"IPAM":{"Driver":"default","Config":[{"Subnet":"10.239.7.0/24","IPRange":null,"Gateway":null,"AuxiliaryAddresses":null}],"Options":null}}"#,
+    );
+    assert_eq!(status, 201);
+    let inspect = server.berth.run(&["network", "inspect", "pynet"]).ok();
+    assert!(inspect.contains("10.239.7.0/24"), "{inspect}");
+    for (body, words) in [
+        (
+            r#"{"Name":"n2","IPAM":{"Config":[{"Subnet":"10.239.8.0/24","IPRange":"10.239.8.0/25"}]}}"#,
+            "--ip-range",
+        ),
+        (
+            r#"{"Name":"n3","IPAM":{"Config":[{"Subnet":"10.239.9.0/24","AuxiliaryAddresses":{"a":"10.239.9.5"}}]}}"#,
+            "auxiliary addresses",
+        ),
+        (
+            r#"{"Name":"n4","IPAM":{"Options":{"x":"y"}}}"#,
+            "IPAM driver options",
+        ),
+    ] {
+        let (status, message) = post(body);
+        assert_eq!(status, 400, "{body}");
+        assert!(message.contains(words), "{message}");
+    }
+    let networks = server
+        .berth
+        .run(&["network", "ls", "--format", "{{.Name}}"])
+        .ok();
+    assert!(
+        !networks.contains("n2") && !networks.contains("n3"),
+        "{networks}"
+    );
+    server.berth.run(&["network", "rm", "pynet"]).ok();
+}

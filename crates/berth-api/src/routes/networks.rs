@@ -78,26 +78,37 @@ fn matches(network: &Value, filters: &[(String, String)]) -> bool {
     })
 }
 
+/// One IPAM pool. Every field may be JSON `null` (docker-py sends all of
+/// them, unset ones as null).
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "PascalCase", default)]
 struct IpamConfig {
-    subnet: String,
-    gateway: String,
-    ip_range: String,
+    subnet: Option<String>,
+    gateway: Option<String>,
+    #[serde(rename = "IPRange")]
+    ip_range: Option<String>,
+    auxiliary_addresses: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "PascalCase", default)]
 struct Ipam {
-    driver: String,
+    driver: Option<String>,
     config: Option<Vec<IpamConfig>>,
+    options: Option<BTreeMap<String, String>>,
+}
+
+/// A set string field: neither absent, null nor empty.
+fn set(field: &Option<String>) -> Option<String> {
+    field.clone().filter(|text| !text.is_empty())
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "PascalCase", default)]
 struct CreateBody {
     name: String,
-    driver: String,
+    /// docker-py sends `null` for the default driver.
+    driver: Option<String>,
     internal: bool,
     attachable: bool,
     #[serde(rename = "EnableIPv6")]
@@ -127,7 +138,7 @@ pub fn create(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     if body
         .ipam
         .as_ref()
-        .is_some_and(|ipam| !matches!(ipam.driver.as_str(), "" | "default"))
+        .is_some_and(|ipam| !matches!(ipam.driver.as_deref(), None | Some("" | "default")))
     {
         return Err(ApiError::bad_request(
             "berth supports the default IPAM driver only",
@@ -138,23 +149,37 @@ pub fn create(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     }
     if configs
         .first()
-        .is_some_and(|config| !config.ip_range.is_empty())
+        .is_some_and(|config| set(&config.ip_range).is_some())
     {
         return Err(ApiError::bad_request(
             "berth networks do not support --ip-range",
         ));
     }
+    if configs.first().is_some_and(|config| {
+        config
+            .auxiliary_addresses
+            .as_ref()
+            .is_some_and(|addresses| !addresses.is_empty())
+    }) {
+        return Err(ApiError::bad_request(
+            "berth networks do not support auxiliary addresses (--aux-address)",
+        ));
+    }
+    if body
+        .ipam
+        .as_ref()
+        .and_then(|ipam| ipam.options.as_ref())
+        .is_some_and(|options| !options.is_empty())
+    {
+        return Err(ApiError::bad_request(
+            "berth networks do not support IPAM driver options (--ipam-opt)",
+        ));
+    }
     let request = NetworkCreate {
         name: body.name.clone(),
-        driver: body.driver.clone(),
-        subnet: configs
-            .first()
-            .map(|config| config.subnet.clone())
-            .filter(|text| !text.is_empty()),
-        gateway: configs
-            .first()
-            .map(|config| config.gateway.clone())
-            .filter(|text| !text.is_empty()),
+        driver: body.driver.clone().unwrap_or_default(),
+        subnet: configs.first().and_then(|config| set(&config.subnet)),
+        gateway: configs.first().and_then(|config| set(&config.gateway)),
         internal: body.internal,
         attachable: body.attachable,
         labels: body.labels.unwrap_or_default(),
