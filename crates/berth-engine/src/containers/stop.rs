@@ -215,7 +215,12 @@ pub fn kill_container(engine: &mut Engine, text: &str, signal: &str) -> Result<(
             id: container.record.id.clone(),
         });
     }
-    if matches!(signal, Signal::SIGKILL | Signal::SIGTERM | Signal::SIGINT) {
+    if signal == Signal::SIGKILL {
+        // moby's `Kill`: a SIGKILL returns once the container is no longer
+        // running (a client's inspect right after it sees it exited).
+        return kill_and_wait(engine, &container, signal);
+    }
+    if matches!(signal, Signal::SIGTERM | Signal::SIGINT) {
         mark_stopped_by_user(engine, &container.record.id);
     }
     signal_container(engine, &container, signal)
