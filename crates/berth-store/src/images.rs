@@ -171,6 +171,13 @@ impl Store {
         Ok(id)
     }
 
+    /// Removes a `name@digest` reference of an image.
+    pub fn remove_repo_digest(&mut self, reference: &str) -> Result<(), StoreError> {
+        self.connection()?
+            .execute("DELETE FROM repo_digests WHERE reference = ?1", [reference])?;
+        Ok(())
+    }
+
     pub fn image_by_tag(&self, reference: &str) -> Result<Option<Digest>, StoreError> {
         tag_target(self.connection()?, reference)
     }

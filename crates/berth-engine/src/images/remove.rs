@@ -68,15 +68,24 @@ fn remove_image_unrecorded(
     let image = resolve_image(store, text)?;
     let mut events = Vec::new();
 
-    // Removing by name when the image has other names only untags.
-    let named_tag = super::parse_reference(text)
+    // Removing by name (a tag or a `name@digest`) when the image has other
+    // names only untags (moby's `ImageDelete`).
+    let named = super::parse_reference(text)
         .ok()
         .map(|reference| reference.to_string())
-        .filter(|reference| image.tags.contains(reference));
-    if let Some(tag) = &named_tag {
-        if image.tags.len() > 1 {
-            store.remove_tag(tag)?;
-            events.push(RemovalEvent::Untagged(familiar(tag)));
+        .filter(|reference| {
+            image.tags.contains(reference) || image.repo_digests.contains(reference)
+        });
+    let named_tag = named.clone();
+    if let Some(name) = &named {
+        let others = image
+            .tags
+            .iter()
+            .chain(&image.repo_digests)
+            .filter(|reference| *reference != name)
+            .count();
+        if others > 0 {
+            untag(store, &image, name, &mut events)?;
             return Ok(Removal { events, freed: 0 });
         }
     } else {
@@ -112,13 +121,14 @@ fn remove_image_unrecorded(
             }
             .into());
         }
-        let tags: Vec<String> = match &named_tag {
-            Some(tag) => vec![tag.clone()],
-            None => image.tags.clone(),
-        };
-        for tag in tags {
-            store.remove_tag(&tag)?;
-            events.push(RemovalEvent::Untagged(familiar(&tag)));
+        match &named_tag {
+            Some(name) => untag(store, &image, name, &mut events)?,
+            None => {
+                for tag in &image.tags {
+                    store.remove_tag(tag)?;
+                    events.push(RemovalEvent::Untagged(familiar(tag)));
+                }
+            }
         }
         return Ok(Removal { events, freed: 0 });
     }
@@ -143,4 +153,114 @@ fn remove_image_unrecorded(
         freed += blobs.delete(digest)?;
     }
     Ok(Removal { events, freed })
+}
+
+/// Removes the name `name` (a tag or a `name@digest`) of `image`. A tag
+/// whose repository keeps no other tag takes that repository's digest
+/// references with it, as moby's `ImageDelete` does.
+fn untag(
+    store: &mut Store,
+    image: &berth_store::ImageRecord,
+    name: &str,
+    events: &mut Vec<RemovalEvent>,
+) -> Result<(), EngineError> {
+    if image.repo_digests.iter().any(|reference| reference == name) {
+        store.remove_repo_digest(name)?;
+        events.push(RemovalEvent::Untagged(familiar(name)));
+        return Ok(());
+    }
+    store.remove_tag(name)?;
+    events.push(RemovalEvent::Untagged(familiar(name)));
+    let repository = |reference: &str| super::familiar_parts(reference).0;
+    let name_repository = repository(name);
+    let tag_left = image
+        .tags
+        .iter()
+        .any(|tag| tag != name && repository(tag) == name_repository);
+    if !tag_left {
+        for digest in image
+            .repo_digests
+            .iter()
+            .filter(|reference| repository(reference) == name_repository)
+        {
+            store.remove_repo_digest(digest)?;
+            events.push(RemovalEvent::Untagged(familiar(digest)));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIGEST: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000001";
+
+    fn store_with(tags: &[&str], digests: &[&str]) -> (tempfile::TempDir, Store) {
+        let root = tempfile::tempdir().unwrap();
+        let mut store = Store::open(root.path()).unwrap();
+        let id = Digest::of_bytes(b"{}");
+        store.blobs().put(b"{}").unwrap();
+        store
+            .add_image(&berth_store::NewImage {
+                id,
+                manifest_digest: None,
+                created: None,
+                layers: vec![],
+                blobs: vec![],
+                tags: tags.iter().map(|tag| tag.to_string()).collect(),
+                repo_digests: digests.iter().map(|digest| digest.to_string()).collect(),
+            })
+            .unwrap();
+        (root, store)
+    }
+
+    fn untagged(events: &[RemovalEvent]) -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|event| match event {
+                RemovalEvent::Untagged(name) => Some(name.clone()),
+                RemovalEvent::Deleted(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_digest_reference_with_other_names_is_only_untagged() {
+        let digest = format!("docker.io/library/busybox@{DIGEST}");
+        let (_root, mut store) = store_with(&["docker.io/library/other:latest"], &[&digest]);
+        let events = remove_image(&mut store, &format!("busybox@{DIGEST}"), false).unwrap();
+        assert_eq!(untagged(&events), [format!("busybox@{DIGEST}")]);
+        let image = resolve_image(&store, "other").unwrap();
+        assert!(image.repo_digests.is_empty());
+        assert_eq!(image.tags, ["docker.io/library/other:latest"]);
+    }
+
+    #[test]
+    fn the_last_tag_of_a_repository_takes_its_digests_along() {
+        let digest = format!("docker.io/library/busybox@{DIGEST}");
+        let (_root, mut store) = store_with(
+            &[
+                "docker.io/library/busybox:latest",
+                "docker.io/library/other:1",
+            ],
+            &[&digest],
+        );
+        let events = remove_image(&mut store, "busybox:latest", false).unwrap();
+        assert_eq!(
+            untagged(&events),
+            ["busybox:latest".to_owned(), format!("busybox@{DIGEST}")]
+        );
+        let image = resolve_image(&store, "other:1").unwrap();
+        assert!(
+            image.repo_digests.is_empty(),
+            "no <none> digest row is left"
+        );
+        // The last name deletes the image.
+        let events = remove_image(&mut store, "other:1", false).unwrap();
+        assert!(events
+            .iter()
+            .any(|event| matches!(event, RemovalEvent::Deleted(_))));
+        assert!(store.images().unwrap().is_empty());
+    }
 }
