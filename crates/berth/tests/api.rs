@@ -831,3 +831,57 @@ fn network_create_takes_nulls_and_refuses_what_it_cannot_do() {
     );
     server.berth.run(&["network", "rm", "pynet"]).ok();
 }
+
+/// `GET /containers/json` lists Docker's MountPoints (compose v2 compares
+/// their Type and Name to decide whether to recreate), and tmpfs mounts
+/// are in neither the list nor inspect's Mounts, as Docker's.
+#[test]
+fn listed_mounts_are_dockers_mount_points() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let host = tempfile::tempdir().unwrap();
+    let bind = format!("{}:/h:ro", host.path().display());
+    let id = server
+        .berth
+        .run(&[
+            "create",
+            "-v",
+            &bind,
+            "-v",
+            "listvol:/v",
+            "--tmpfs",
+            "/t",
+            "busybox",
+            "true",
+        ])
+        .ok()
+        .trim()
+        .to_owned();
+    let (status, _, body) =
+        server.raw(b"GET /v1.41/containers/json?all=1 HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 200);
+    let list: Value = serde_json::from_slice(&body).unwrap();
+    let row = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["Id"] == id.as_str())
+        .unwrap();
+    let mut mounts: Vec<Value> = row["Mounts"].as_array().unwrap().clone();
+    mounts.sort_by_key(|mount| mount["Destination"].as_str().unwrap().to_owned());
+    assert_eq!(mounts.len(), 2, "{mounts:?}");
+    assert_eq!(mounts[0]["Type"], "bind");
+    assert_eq!(mounts[0]["Source"], host.path().display().to_string());
+    assert_eq!(mounts[0]["RW"], false);
+    assert_eq!(mounts[1]["Type"], "volume");
+    assert_eq!(mounts[1]["Name"], "listvol");
+    assert_eq!(mounts[1]["Driver"], "local");
+    let inspected = server
+        .berth
+        .run(&["inspect", "-f", "{{json .Mounts}}", &id])
+        .ok();
+    assert!(!inspected.contains("\"/t\""), "{inspected}");
+    server.berth.run(&["rm", "-v", &id]).ok();
+    server.berth.run(&["volume", "rm", "listvol"]).ok();
+}

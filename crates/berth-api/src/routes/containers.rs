@@ -98,17 +98,11 @@ pub fn summary(store: &Store, config: &EngineConfig, container: &Container) -> V
             })
         })
         .collect();
-    let networks: serde_json::Map<String, Value> = inspect_container(store, config, container)
-        ["NetworkSettings"]["Networks"]
+    let inspected = inspect_container(store, config, container);
+    let networks: serde_json::Map<String, Value> = inspected["NetworkSettings"]["Networks"]
         .as_object()
         .cloned()
         .unwrap_or_default();
-    let inspect_mounts = record.run.mounts.iter().map(|mount| {
-        json!({
-            "Destination": mount.destination,
-            "RW": !mount.readonly,
-        })
-    });
     json!({
         "Id": record.id,
         "Names": [format!("/{}", record.name)],
@@ -122,7 +116,9 @@ pub fn summary(store: &Store, config: &EngineConfig, container: &Container) -> V
         "Status": status_text(container, chrono::Utc::now(), human_duration),
         "HostConfig": { "NetworkMode": record.run.network_mode },
         "NetworkSettings": { "Networks": networks },
-        "Mounts": inspect_mounts.collect::<Vec<_>>(),
+        // Docker's MountPoints, as inspect shows them (Type, Name, Source,
+        // Driver…): compose v2 compares them to decide on a recreate.
+        "Mounts": inspected["Mounts"],
     })
 }
 

@@ -21,6 +21,8 @@ pub fn inspect_container(store: &Store, config: &EngineConfig, container: &Conta
         .run
         .mounts
         .iter()
+        // Docker lists tmpfs mounts under HostConfig.Tmpfs only.
+        .filter(|mount| !matches!(mount.source, super::record::MountSource::Tmpfs { .. }))
         .map(|mount| {
             let (kind, source, name) = match &mount.source {
                 super::record::MountSource::Bind { host_path, .. } => {
