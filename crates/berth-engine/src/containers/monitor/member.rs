@@ -188,7 +188,7 @@ fn build_sandbox(
     })
 }
 
-impl Member<'_> {
+impl<'a> Member<'a> {
     /// Waits for a claim until the TTL; ends the member if none comes, if
     /// it is retired, or if its sandbox dies.
     fn wait(self, listener: &UnixListener, ttl: Duration) {
@@ -252,25 +252,8 @@ impl Member<'_> {
 
     /// Removes the sandbox and everything built for it.
     fn end(self) {
-        let Member {
-            record,
-            dir,
-            paths,
-            prepared,
-            ..
-        } = self;
-        let Prepared {
-            mut store,
-            mut network,
-            cgroup,
-            sandbox,
-            ..
-        } = prepared;
-        drop(sandbox);
-        network.release(&mut store, record);
-        cleanup(cgroup.as_ref(), &paths);
+        let (store, paths, record) = self.tear_down();
         crate::containers::remove::remove_files_and_row(&store, &paths, &record.id);
-        dir.remove();
     }
 
     /// Tears the sandbox down (its process, network address, cgroup) but
@@ -278,6 +261,13 @@ impl Member<'_> {
     /// what is left is an ordinary `created` container, which a later
     /// `start` starts cold. (The start record goes when this monitor ends.)
     fn release(self) {
+        let (_, _, record) = self.tear_down();
+        tracing::debug!(container = %record.id, "pool member released");
+    }
+
+    /// The sandbox's process, its network address and cgroup, and the
+    /// member's directory go; the store stays open for the caller.
+    fn tear_down(self) -> (Store, ContainerPaths, &'a ContainerRecord) {
         let Member {
             record,
             dir,
@@ -296,7 +286,7 @@ impl Member<'_> {
         network.release(&mut store, record);
         cleanup(cgroup.as_ref(), &paths);
         dir.remove();
-        tracing::debug!(container = %record.id, "pool member released");
+        (store, paths, record)
     }
 
     /// The claimant went without starting the container. Before it stored
