@@ -9,29 +9,54 @@
 #   run          host: Run sent → Exited received
 #   shutdown     host: Shutdown sent → QEMU reaped
 #   total        host: QEMU started → QEMU reaped (one `run` of `echo hi` in a fresh VM)
-# Variants: plain (uncompressed initramfs, ACPI power-off), gzip (gzip initramfs), reboot
-# (reboot(RB_AUTOBOOT) + -no-reboot instead of power-off). The host's load average is printed
-# before and after: on a shared two-core machine it moves these figures more than anything.
+# Variants (VARIANTS="slice1 virtiofs berth berth-slice1" by default):
+#   slice1        the first slice: the small agent, busybox in the initramfs, no virtiofs modules
+#   virtiofs      the small agent, fuse+virtiofs loaded, the fixtures' rootfs over virtiofs as
+#                 the command's root (one virtiofsd), no busybox in the initramfs
+#   berth         as virtiofs, with berth's release binary as /init instead of the small agent
+#   berth-slice1  as slice1, with berth as /init (the cost of packing berth alone)
+#   gzip, reboot  slice1 with a gzip initramfs / reboot(RB_AUTOBOOT) instead of power-off
+# The host's load average is printed before and after: on a shared two-core machine it moves
+# these figures more than anything. Needs virtiofsd (scripts/vm-tools.sh) and the fixtures
+# (BERTH_FIXTURES, default target/fixtures; scripts/make-fixtures.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 runs=${1:-5}
 target=${CARGO_TARGET_DIR:-target}
+variants=${VARIANTS:-slice1 virtiofs berth berth-slice1}
 cargo build -q --release -p berth-vm --bins --examples
+if [[ $variants == *berth* ]]; then
+    cargo build -q --release -p berth
+fi
 bin=$target/x86_64-unknown-linux-gnu/release
 export BERTH_VM_KERNEL_DIR=${BERTH_VM_KERNEL_DIR:-$target/vm-kernel/package}
 [[ -d $BERTH_VM_KERNEL_DIR ]] || scripts/vm-kernel.sh "$BERTH_VM_KERNEL_DIR"
 export BERTH_VM_CACHE=${BERTH_VM_CACHE:-$target/vm-cache}
-export BERTH_VM_AGENT=$bin/berth-vm-agent
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+rootfs=$(mktemp -d)
+trap 'rm -rf "$out" "$rootfs"' EXIT
+if [[ $variants == *virtiofs* || $variants =~ (^| )berth( |$) ]]; then
+    tar -xf "${BERTH_FIXTURES:-target/fixtures}/rootfs.tar" -C "$rootfs"
+fi
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$bin/examples/vm-run" -- true >/dev/null 2>&1 # the kernel cache, page cache
+run_variant() {
+    local name=$1 agent=$bin/berth-vm-agent flags=()
+    case $name in
+    slice1) flags=(--slice1) ;;
+    virtiofs) flags=(--root "$rootfs") ;;
+    berth) agent=$bin/berth flags=(--root "$rootfs") ;;
+    berth-slice1) agent=$bin/berth flags=(--slice1) ;;
+    gzip) flags=(--slice1 --gzip) ;;
+    reboot) flags=(--slice1 --reboot) ;;
+    *) echo "vm-bench.sh: unknown variant $name" >&2; exit 2 ;;
+    esac
+    BERTH_VM_AGENT=$agent "$bin/examples/vm-run" "${flags[@]}" -- echo hi 2>/dev/null | tail -n 1 | sed "s/^/$name\t/" >>"$out"
+}
 for ((i = 0; i < runs; i++)); do
-    for variant in plain: gzip:--gzip reboot:--reboot; do
-        name=${variant%%:*}
-        # shellcheck disable=SC2086 # the flags are words
-        "$bin/examples/vm-run" ${variant#*:} -- echo hi 2>/dev/null | tail -n 1 | sed "s/^/$name\t/" >>"$out"
+    for variant in $variants; do
+        run_variant "$variant"
     done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

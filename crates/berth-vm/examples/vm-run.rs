@@ -2,19 +2,33 @@
 //! (scripts/vm-bench.sh runs it five times for docs/VM.md).
 //!
 //! ```text
-//! vm-run [--gzip] [--reboot] [--console] [--runs N] -- COMMAND...
+//! vm-run [--gzip] [--reboot] [--console] [--runs N] [--slice1]
+//!        [--root DIR] [--share DIR:TARGET[:ro]]... [--cache auto|always|never] [--root-cache POLICY]
+//!        -- COMMAND...
 //! ```
 //!
+//! - `--root DIR`: DIR over virtiofs is the command's root (and the
+//!   initramfs carries no busybox); `--share`: more shares mounted inside it.
+//! - `--cache`: the `--share` shares' virtiofsd cache policy (default auto);
+//!   `--root-cache` the root's (default always, as `Share::root`).
+//! - `--slice1`: the first slice's initramfs: only the agent's modules (no
+//!   fuse/virtiofs).
+//!
 //! Environment: BERTH_VM_KERNEL_DIR (the extracted kernel package),
-//! BERTH_VM_CACHE (default /var/tmp/berth-vm-cache), BERTH_VM_AGENT (default:
-//! berth-vm-agent beside this program's directory), BERTH_VM_BUSYBOX
-//! (default /bin/busybox), BERTH_VM_CMDLINE (words added to the kernel's).
+//! BERTH_VM_CACHE (default /var/tmp/berth-vm-cache), BERTH_VM_AGENT (a path;
+//! default: berth-vm-agent beside this program's directory; berth's own
+//! binary works too), BERTH_VM_BUSYBOX (default /bin/busybox), BERTH_VM_CMDLINE (words
+//! added to the kernel's), BERTH_VM_VIRTIOFSD.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use berth_vm::agent::PowerOff;
-use berth_vm::{initramfs, kernel, Compression, InitramfsConfig, RunRequest, Vm, VmConfig};
+use berth_vm::initramfs::AgentBinary;
+use berth_vm::{
+    initramfs, kernel, CachePolicy, Compression, GuestMount, GuestRoot, InitramfsConfig,
+    RunRequest, Share, Vm, VmConfig,
+};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -35,24 +49,61 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|index| args.get(index + 1))
         .and_then(|value| value.parse().ok())
         .unwrap_or(1);
+    let values = |name: &str| -> Vec<String> {
+        args.windows(2)
+            .filter(|pair| pair[0] == name)
+            .map(|pair| pair[1].clone())
+            .collect()
+    };
+    let root_dir = values("--root").pop().map(PathBuf::from);
+    let policy = |name: &str, default| match values(name).pop().as_deref() {
+        None => Ok(default),
+        Some("auto") => Ok(CachePolicy::Auto),
+        Some("always") => Ok(CachePolicy::Always),
+        Some("never") => Ok(CachePolicy::Never),
+        Some(other) => Err(format!("{name} {other}: auto, always or never")),
+    };
+    let share_cache = policy("--cache", CachePolicy::Auto)?;
+    let root_cache = policy("--root-cache", CachePolicy::Always)?;
+    let mut shares = Vec::new();
+    let mut mounts = Vec::new();
+    if let Some(dir) = &root_dir {
+        shares.push(Share::root("root", dir, false).with_cache(root_cache));
+    }
+    for (index, spec) in values("--share").iter().enumerate() {
+        let mut parts = spec.split(':');
+        let (Some(dir), Some(target)) = (parts.next(), parts.next()) else {
+            return Err(format!("--share {spec}: DIR:TARGET[:ro]").into());
+        };
+        let read_only = parts.next() == Some("ro");
+        let tag = format!("share{index}");
+        shares.push(Share::new(&tag, dir, read_only).with_cache(share_cache));
+        mounts.push(GuestMount {
+            tag,
+            target: target.to_string(),
+            read_only,
+        });
+    }
 
     let env_path =
         |name: &str, default: PathBuf| std::env::var_os(name).map(PathBuf::from).unwrap_or(default);
-    let exe = std::env::current_exe()?;
-    let agent = env_path(
-        "BERTH_VM_AGENT",
-        exe.parent()
-            .and_then(|dir| dir.parent())
-            .map(|dir| dir.join("berth-vm-agent"))
-            .unwrap_or_default(),
-    );
+    // BERTH_VM_AGENT: a path (`berth` would be this example, not berth).
+    let agent = AgentBinary::from_env().path()?;
     let cache = env_path("BERTH_VM_CACHE", PathBuf::from("/var/tmp/berth-vm-cache"));
 
     let started = Instant::now();
     let kernel = kernel::prepare(&kernel::kernel_dir_from_env()?, &cache.join("kernels"))?;
     let prepared = started.elapsed();
     let mut config = InitramfsConfig::new(agent, kernel.clone());
-    config.busybox = Some(env_path("BERTH_VM_BUSYBOX", PathBuf::from("/bin/busybox")));
+    if root_dir.is_none() {
+        config.busybox = Some(env_path("BERTH_VM_BUSYBOX", PathBuf::from("/bin/busybox")));
+    }
+    if flag("--slice1") {
+        config.modules = initramfs::AGENT_MODULES
+            .iter()
+            .map(|name| name.to_string())
+            .collect();
+    }
     config.compression = if flag("--gzip") {
         Compression::Gzip
     } else {
@@ -74,6 +125,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let mut vm_config = VmConfig::new(kernel.vmlinux.clone(), image.clone())?;
+    vm_config.shares = shares;
     if let Ok(extra) = std::env::var("BERTH_VM_CMDLINE") {
         vm_config.kernel_cmdline_extra = extra.split_whitespace().map(str::to_string).collect();
     }
@@ -90,6 +142,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 args: command.clone(),
                 env: vec![],
                 cwd: "/".into(),
+                root: root_dir.as_ref().map(|_| GuestRoot {
+                    tag: "root".into(),
+                    read_only: false,
+                }),
+                mounts: mounts.clone(),
             },
             &mut |stream, data| {
                 first_output.get_or_insert_with(|| started.elapsed());

@@ -6,14 +6,17 @@
 //!   bootable fast (the uncompressed `vmlinux`, cached).
 //! - [`modules`], [`cpio`], [`initramfs`]: the initramfs: the agent, the
 //!   virtio modules in load order, the agent's configuration.
-//! - [`accel`], [`qemu`], [`qmp`]: the accelerator, QEMU's command line and
-//!   process, its control protocol.
+//! - [`accel`], [`qemu`], [`qmp`], [`child`]: the accelerator, QEMU's
+//!   command line and process, its control protocol, the processes berth
+//!   starts for a VM.
+//! - [`virtiofs`]: host directories in the guest, one virtiofsd each.
 //! - [`protocol`]: what host and agent say to each other.
 //! - [`vm`]: the host side: boot, run, pause, shut down.
 //! - [`agent`]: the guest side, PID 1 in the VM.
 
 pub mod accel;
 pub mod agent;
+pub mod child;
 pub mod cpio;
 pub mod initramfs;
 pub mod kernel;
@@ -21,10 +24,12 @@ pub mod modules;
 pub mod protocol;
 pub mod qemu;
 pub mod qmp;
+pub mod virtiofs;
 pub mod vm;
 
 pub use accel::{Accelerator, AcceleratorChoice};
 pub use initramfs::{Compression, InitramfsConfig};
 pub use kernel::GuestKernel;
-pub use protocol::RunRequest;
+pub use protocol::{GuestMount, GuestRoot, RunRequest};
+pub use virtiofs::{CachePolicy, Share};
 pub use vm::{BootTimes, Exit, OutputStream, RunOutput, Shutdown, Vm, VmConfig, VmError};

@@ -8,8 +8,9 @@
 //!
 //! ```text
 //! guest: Ready { protocol, kernel_release, init_started_ns, ready_ns }
-//! host:  Run { args, env, cwd }
-//! guest: Stdout bytes / Stderr bytes ...   Exited { code, error }
+//! host:  Run { args, env, cwd, root, mounts }
+//! guest: SetupFailed { error }           (the root or a mount could not be made)
+//!      | Stdout bytes / Stderr bytes ...   Exited { code, error }
 //! host:  Run ... | Shutdown (or closes the channel)   → the guest powers off
 //! ```
 
@@ -20,7 +21,7 @@ use serde::{Deserialize, Serialize};
 pub const PORT_NAME: &str = "org.berth.agent";
 
 /// Bumped whenever a message changes shape; the host refuses another.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The largest frame either side accepts: a bound on what a confused or
 /// hostile peer can make the other allocate.
@@ -33,9 +34,39 @@ pub struct RunRequest {
     pub args: Vec<String>,
     /// The whole environment, `KEY=value` each (nothing is inherited).
     pub env: Vec<String>,
-    /// The working directory, absolute.
+    /// The working directory, absolute (inside `root`).
     pub cwd: String,
+    /// The virtiofs share to run the process in, as its `/`. `None`: the
+    /// initramfs itself (the agent's own world; tests of the boot only).
+    #[serde(default)]
+    pub root: Option<GuestRoot>,
+    /// Further shares mounted inside the root (the `-v` binds and volumes).
+    #[serde(default)]
+    pub mounts: Vec<GuestMount>,
 }
+
+/// The container's root: a virtiofs share the agent mounts at
+/// [`GUEST_ROOT_DIR`] with `/proc`, `/sys` and a `/dev` of its own, and
+/// `chroot`s the process into.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestRoot {
+    /// The share's virtiofs tag.
+    pub tag: String,
+    pub read_only: bool,
+}
+
+/// A share mounted at `target` inside the root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestMount {
+    pub tag: String,
+    /// An absolute path in the container, resolved inside its root (an
+    /// image's symlinks cannot send it elsewhere) and made if missing.
+    pub target: String,
+    pub read_only: bool,
+}
+
+/// Where the agent mounts the container's root share.
+pub const GUEST_ROOT_DIR: &str = "/mnt/root";
 
 /// Sent by the host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,6 +101,11 @@ pub enum GuestMessage {
     Exited {
         code: i32,
         error: Option<String>,
+    },
+    /// The root or a mount of the last `Run` could not be set up; nothing
+    /// was started. An engine failure (Docker's 125), not the process's.
+    SetupFailed {
+        error: String,
     },
 }
 
@@ -199,6 +235,8 @@ mod tests {
             args: vec!["uname".into(), "-r".into()],
             env: vec!["PATH=/bin".into()],
             cwd: "/".into(),
+            root: None,
+            mounts: vec![],
         }));
         encode_frame(FrameKind::Stdout, b"hello\n", &mut bytes);
         encode_frame(FrameKind::Stderr, b"", &mut bytes);
@@ -220,6 +258,8 @@ mod tests {
                     args: vec!["uname".into(), "-r".into()],
                     env: vec!["PATH=/bin".into()],
                     cwd: "/".into(),
+                    root: None,
+                    mounts: vec![],
                 })
             );
             assert_eq!(
@@ -251,6 +291,37 @@ mod tests {
             serde_json::to_string(&HostMessage::Shutdown).unwrap(),
             r#"{"type":"shutdown"}"#
         );
+    }
+
+    #[test]
+    fn a_run_names_its_root_and_mounts() {
+        let run = HostMessage::Run(RunRequest {
+            args: vec!["true".into()],
+            env: vec![],
+            cwd: "/".into(),
+            root: Some(GuestRoot {
+                tag: "root".into(),
+                read_only: false,
+            }),
+            mounts: vec![GuestMount {
+                tag: "share0".into(),
+                target: "/data".into(),
+                read_only: true,
+            }],
+        });
+        let json = serde_json::to_string(&run).unwrap();
+        assert_eq!(
+            json,
+            r#"{"type":"run","args":["true"],"env":[],"cwd":"/","root":{"tag":"root","read_only":false},"mounts":[{"tag":"share0","target":"/data","read_only":true}]}"#
+        );
+        assert_eq!(serde_json::from_str::<HostMessage>(&json).unwrap(), run);
+        // Without them: the initramfs as the root.
+        let bare: HostMessage =
+            serde_json::from_str(r#"{"type":"run","args":["true"],"env":[],"cwd":"/"}"#).unwrap();
+        assert!(matches!(
+            bare,
+            HostMessage::Run(RunRequest { root: None, .. })
+        ));
     }
 
     #[test]

@@ -8,21 +8,24 @@
 //! no socket file to create, race on or clean up:
 //!
 //! - the agent channel: a virtio-serial port named `org.berth.agent`;
-//! - QMP, QEMU's control protocol.
+//! - QMP, QEMU's control protocol;
+//! - one vhost-user socket per virtiofs share (`vhost-user-fs-device`: microvm
+//!   has no PCI), already connected to its virtiofsd (see [`crate::virtiofs`]).
+//!   vhost-user devices need the guest's memory shared with the daemon, so a
+//!   VM with shares gets its RAM from a `memfd` mapped `share=on`.
 //!
 //! The serial console (kernel messages, the agent's own errors) goes to a log
 //! file in the VM's directory.
 
 use std::ffi::OsString;
 use std::os::fd::RawFd;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 use fs_err as fs;
 
 use crate::accel::Accelerator;
+use crate::child::ChildProcess;
 use crate::protocol::PORT_NAME;
 
 /// The QEMU binary to use instead of `qemu-system-x86_64` from `PATH`.
@@ -74,6 +77,17 @@ pub struct QemuArgs<'a> {
     /// QEMU's end of the QMP connection.
     pub qmp_fd: RawFd,
     pub kernel_cmdline_extra: &'a [String],
+    /// The virtiofs devices: QEMU's end of each share's vhost-user socket.
+    pub filesystems: &'a [FilesystemDevice],
+}
+
+/// One `vhost-user-fs-device`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilesystemDevice {
+    /// What the guest mounts (`mount -t virtiofs TAG`).
+    pub tag: String,
+    /// QEMU's end of the connection to the share's virtiofsd.
+    pub fd: RawFd,
 }
 
 /// The kernel command line.
@@ -106,10 +120,22 @@ pub fn kernel_cmdline(accelerator: Accelerator) -> String {
 pub fn arguments(args: &QemuArgs) -> Vec<OsString> {
     let mut out: Vec<OsString> = Vec::new();
     let mut push = |words: &[&str]| out.extend(words.iter().map(OsString::from));
-    let machine = format!(
+    let mut machine = format!(
         "microvm,accel={},acpi=on,pcie=off",
         args.accelerator.qemu_name()
     );
+    if !args.filesystems.is_empty() {
+        // vhost-user: virtiofsd maps the guest's RAM to reach the virtqueues
+        // and buffers, so it must be a shareable file, not anonymous memory.
+        machine.push_str(",memory-backend=mem");
+        push(&[
+            "-object",
+            &format!(
+                "memory-backend-memfd,id=mem,size={}M,share=on",
+                args.memory_mib
+            ),
+        ]);
+    }
     push(&["-M", &machine]);
     push(&[
         "-m",
@@ -140,6 +166,17 @@ pub fn arguments(args: &QemuArgs) -> Vec<OsString> {
         "-device",
         &format!("virtserialport,chardev=agent,name={PORT_NAME}"),
     ]);
+    for (index, filesystem) in args.filesystems.iter().enumerate() {
+        push(&[
+            "-chardev",
+            &format!("socket,id=fs{index},fd={}", filesystem.fd),
+            "-device",
+            &format!(
+                "vhost-user-fs-device,chardev=fs{index},tag={}",
+                filesystem.tag
+            ),
+        ]);
+    }
     push(&["-chardev", &format!("socket,id=qmp,fd={}", args.qmp_fd)]);
     push(&["-mon", "chardev=qmp,mode=control"]);
     let mut console = OsString::from("file,id=console,path=");
@@ -156,115 +193,39 @@ pub fn arguments(args: &QemuArgs) -> Vec<OsString> {
 }
 
 /// A running QEMU, killed and reaped when dropped.
-pub struct QemuProcess {
-    child: Child,
-    exited: Option<ExitStatus>,
-}
+pub type QemuProcess = ChildProcess;
 
-impl QemuProcess {
-    /// Starts `qemu` with `arguments`, passing it `inherit` (the descriptors
-    /// the arguments name) and nothing else; its stderr goes to `log`.
-    ///
-    /// QEMU gets `PR_SET_PDEATHSIG(SIGKILL)`: it dies with the thread that
-    /// started it, so a killed berth leaves no VM running. That thread must
-    /// therefore live as long as the VM (the monitor's main thread).
-    pub fn spawn(
-        qemu: &Path,
-        arguments: &[OsString],
-        inherit: [RawFd; 2],
-        log: &Path,
-    ) -> Result<QemuProcess, QemuError> {
-        let stderr = fs::File::create(log).map_err(|source| QemuError::Log {
-            path: log.to_path_buf(),
-            source,
-        })?;
-        let mut command = Command::new(qemu);
-        command
-            .args(arguments)
-            .env_clear()
-            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(stderr.into_parts().0));
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: the closure runs in the forked child before exec and calls
-        // only async-signal-safe functions (fcntl, prctl, getppid, _exit) on
-        // integers; it allocates nothing and takes no lock.
-        unsafe {
-            command.pre_exec(move || {
-                for fd in inherit {
-                    // The socketpair ends are close-on-exec in berth (so no
-                    // other child inherits them); only QEMU keeps them.
-                    if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The parent may have died before the prctl took effect.
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
-        let child = command.spawn().map_err(|source| {
-            if source.kind() == std::io::ErrorKind::NotFound {
-                QemuError::NotInstalled
-            } else {
-                QemuError::Spawn {
-                    qemu: qemu.to_path_buf(),
-                    source,
-                }
+/// Starts `qemu` with `arguments`, passing it `inherit` (the descriptors the
+/// arguments name) and nothing else; its stderr goes to `log`. It dies with
+/// the thread that started it ([`ChildProcess::spawn`]).
+pub fn spawn(
+    qemu: &Path,
+    arguments: &[OsString],
+    inherit: &[RawFd],
+    log: &Path,
+) -> Result<QemuProcess, QemuError> {
+    let stderr = fs::File::create(log).map_err(|source| QemuError::Log {
+        path: log.to_path_buf(),
+        source,
+    })?;
+    let mut command = Command::new(qemu);
+    command
+        .args(arguments)
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(stderr.into_parts().0));
+    ChildProcess::spawn(&mut command, inherit).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            QemuError::NotInstalled
+        } else {
+            QemuError::Spawn {
+                qemu: qemu.to_path_buf(),
+                source,
             }
-        })?;
-        Ok(QemuProcess {
-            child,
-            exited: None,
-        })
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// QEMU's exit status once it has exited (reaping it), else `None`.
-    pub fn try_wait(&mut self) -> Option<ExitStatus> {
-        if self.exited.is_none() {
-            self.exited = self.child.try_wait().ok().flatten();
         }
-        self.exited
-    }
-
-    /// Waits up to `timeout` for QEMU to exit.
-    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.try_wait() {
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-
-    /// SIGKILL and reap.
-    pub fn kill(&mut self) -> Option<ExitStatus> {
-        if self.try_wait().is_none() {
-            let _ = self.child.kill();
-            self.exited = self.child.wait().ok();
-        }
-        self.exited
-    }
-}
-
-impl Drop for QemuProcess {
-    fn drop(&mut self) {
-        self.kill();
-    }
+    })
 }
 
 #[cfg(test)]
@@ -283,6 +244,7 @@ mod tests {
             agent_fd: 7,
             qmp_fd: 9,
             kernel_cmdline_extra: &["loglevel=7".to_string()],
+            filesystems: &[],
         });
         let line = args
             .iter()
@@ -305,5 +267,46 @@ mod tests {
             assert!(line.contains(expected), "{expected:?} missing from {line}");
         }
         assert!(!kernel_cmdline(Accelerator::Kvm).contains("tsc_early_khz"));
+        assert!(!line.contains("memory-backend"), "{line}");
+    }
+
+    #[test]
+    fn shares_get_devices_and_shared_memory() {
+        let filesystems = [
+            FilesystemDevice {
+                tag: "root".into(),
+                fd: 11,
+            },
+            FilesystemDevice {
+                tag: "share1".into(),
+                fd: 12,
+            },
+        ];
+        let args = arguments(&QemuArgs {
+            accelerator: Accelerator::Tcg,
+            memory_mib: 512,
+            cpus: 1,
+            kernel: Path::new("/k"),
+            initramfs: Path::new("/i"),
+            console_log: Path::new("/c"),
+            agent_fd: 7,
+            qmp_fd: 9,
+            kernel_cmdline_extra: &[],
+            filesystems: &filesystems,
+        });
+        let line = args
+            .iter()
+            .map(|arg| arg.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+        for expected in [
+            "-object memory-backend-memfd,id=mem,size=512M,share=on",
+            "-M microvm,accel=tcg,acpi=on,pcie=off,memory-backend=mem",
+            "-m 512",
+            "-chardev socket,id=fs0,fd=11 -device vhost-user-fs-device,chardev=fs0,tag=root",
+            "-chardev socket,id=fs1,fd=12 -device vhost-user-fs-device,chardev=fs1,tag=share1",
+        ] {
+            assert!(line.contains(expected), "{expected:?} missing from {line}");
+        }
     }
 }

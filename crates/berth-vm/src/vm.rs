@@ -1,7 +1,8 @@
 //! The host side of one microVM: boot it, run processes in it through the
 //! agent, pause it, shut it down. Dropping a [`Vm`] shuts it down too and
-//! leaves nothing behind: no QEMU, no socket (the channels are socket
-//! pairs), no file (its directory is removed).
+//! leaves nothing behind: no QEMU, no virtiofsd, no socket (the channels are
+//! socket pairs, the vhost-user sockets lose their names at once), no file
+//! (its directory is removed).
 
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -19,8 +20,9 @@ use crate::protocol::{
     encode_message, FrameDecoder, FrameKind, GuestMessage, HostMessage, ProtocolError, Ready,
     RunRequest, PROTOCOL_VERSION,
 };
-use crate::qemu::{self, QemuArgs, QemuError, QemuProcess};
+use crate::qemu::{self, FilesystemDevice, QemuArgs, QemuError, QemuProcess};
 use crate::qmp::{Qmp, QmpError};
+use crate::virtiofs::{self, Share, VirtiofsDaemon, VirtiofsError};
 
 /// How one VM is made.
 #[derive(Debug, Clone)]
@@ -39,6 +41,12 @@ pub struct VmConfig {
     /// Words added to the kernel command line (`loglevel=7` to see the
     /// boot in the console log).
     pub kernel_cmdline_extra: Vec<String>,
+    /// Host directories the guest can mount (the container's root, its
+    /// volumes and binds), each served by a virtiofsd of its own. Fixed at
+    /// boot: microvm has no hotplug.
+    pub shares: Vec<Share>,
+    /// virtiofsd; `None`: [`virtiofs::find_virtiofsd`] when there are shares.
+    pub virtiofsd: Option<PathBuf>,
 }
 
 impl VmConfig {
@@ -56,6 +64,8 @@ impl VmConfig {
             run_dir: std::env::temp_dir(),
             boot_timeout: Duration::from_secs(60),
             kernel_cmdline_extra: Vec::new(),
+            shares: Vec::new(),
+            virtiofsd: None,
         })
     }
 }
@@ -66,6 +76,12 @@ pub enum VmError {
     Qemu(#[from] QemuError),
     #[error(transparent)]
     Qmp(#[from] QmpError),
+    #[error(transparent)]
+    Virtiofs(#[from] VirtiofsError),
+    #[error("the VM has no share tagged {tag:?}")]
+    UnknownShare { tag: String },
+    #[error("failed to set up the container's files in the guest: {message}")]
+    GuestSetup { message: String },
     #[error("{what} {path:?} does not exist")]
     MissingInput { what: &'static str, path: PathBuf },
     #[error("failed to create the VM directory {path:?}")]
@@ -173,6 +189,8 @@ pub enum Shutdown {
 /// A booted microVM with its agent ready.
 pub struct Vm {
     qemu: Option<QemuProcess>,
+    /// After `qemu`: they end when QEMU's side of their socket closes.
+    virtiofs: Vec<VirtiofsDaemon>,
     qmp: Qmp,
     agent: UnixStream,
     decoder: FrameDecoder,
@@ -195,7 +213,28 @@ impl Vm {
                 });
             }
         }
+        virtiofs::validate(&config.shares)?;
+        let virtiofsd = match (&config.virtiofsd, config.shares.is_empty()) {
+            (_, true) => None,
+            (Some(path), false) => Some(path.clone()),
+            (None, false) => Some(virtiofs::find_virtiofsd()?),
+        };
         let dir = VmDir::create(&config.run_dir)?;
+        let mut daemons = Vec::new();
+        if let Some(virtiofsd) = &virtiofsd {
+            for (index, share) in config.shares.iter().enumerate() {
+                daemons.push(VirtiofsDaemon::start(virtiofsd, share, &dir.path, index)?);
+            }
+        }
+        let filesystems: Vec<FilesystemDevice> = daemons
+            .iter()
+            .filter_map(|daemon| {
+                daemon.qemu_fd().map(|fd| FilesystemDevice {
+                    tag: daemon.tag.clone(),
+                    fd,
+                })
+            })
+            .collect();
         let pair = || UnixStream::pair().map_err(|source| VmError::SocketPair { source });
         let (agent, guest_agent) = pair()?;
         let (qmp, guest_qmp) = pair()?;
@@ -209,17 +248,19 @@ impl Vm {
             agent_fd: guest_agent.as_raw_fd(),
             qmp_fd: guest_qmp.as_raw_fd(),
             kernel_cmdline_extra: &config.kernel_cmdline_extra,
+            filesystems: &filesystems,
         });
+        let mut inherit = vec![guest_agent.as_raw_fd(), guest_qmp.as_raw_fd()];
+        inherit.extend(filesystems.iter().map(|filesystem| filesystem.fd));
         let started = Instant::now();
-        let mut process = QemuProcess::spawn(
-            &config.qemu,
-            &arguments,
-            [guest_agent.as_raw_fd(), guest_qmp.as_raw_fd()],
-            &dir.qemu_log(),
-        )?;
-        // Only QEMU holds these now, so its exit is our end of file.
+        let mut process = qemu::spawn(&config.qemu, &arguments, &inherit, &dir.qemu_log())?;
+        // Only QEMU holds these now, so its exit is our end of file, and the
+        // daemons' end of theirs.
         drop(guest_agent);
         drop(guest_qmp);
+        for daemon in &mut daemons {
+            daemon.release_qemu_end();
+        }
         tracing::debug!(pid = process.pid(), dir = %dir.path.display(), "started QEMU");
 
         let qmp = match Qmp::handshake(qmp, Duration::from_secs(30)) {
@@ -239,6 +280,7 @@ impl Vm {
         // here on goes through its Drop: QEMU stopped, directory removed.
         let mut vm = Vm {
             qemu: Some(process),
+            virtiofs: daemons,
             qmp,
             agent,
             decoder: FrameDecoder::default(),
@@ -284,6 +326,11 @@ impl Vm {
         self.qemu.as_ref().map(QemuProcess::pid)
     }
 
+    /// The pids of the virtiofsd processes berth started, one per share.
+    pub fn virtiofsd_pids(&self) -> Vec<u32> {
+        self.virtiofs.iter().map(VirtiofsDaemon::pid).collect()
+    }
+
     /// The VM's private directory (removed when it ends).
     pub fn dir(&self) -> &Path {
         &self.dir.path
@@ -315,7 +362,8 @@ impl Vm {
         request: &RunRequest,
         output: &mut dyn FnMut(OutputStream, &[u8]),
     ) -> Result<Exit, VmError> {
-        if let Err(error) = self.send(&HostMessage::Run(request.clone())) {
+        let request = self.checked(request)?;
+        if let Err(error) = self.send(&HostMessage::Run(request)) {
             return Err(match error {
                 VmError::Channel { source }
                     if matches!(
@@ -338,6 +386,9 @@ impl Vm {
                 FrameKind::Stderr => output(OutputStream::Stderr, &frame.payload),
                 FrameKind::Message => match frame.message::<GuestMessage>()? {
                     GuestMessage::Exited { code, error } => return Ok(Exit { code, error }),
+                    GuestMessage::SetupFailed { error } => {
+                        return Err(VmError::GuestSetup { message: error })
+                    }
                     other => {
                         return Err(VmError::Unexpected {
                             message: format!("{other:?}"),
@@ -346,6 +397,28 @@ impl Vm {
                 },
             }
         }
+    }
+
+    /// `request` with its shares checked against this VM's: each tag must be
+    /// one, and a share virtiofsd serves read-only is mounted read-only too.
+    fn checked(&self, request: &RunRequest) -> Result<RunRequest, VmError> {
+        let mut request = request.clone();
+        let share_read_only = |tag: &str| {
+            self.virtiofs
+                .iter()
+                .find(|daemon| daemon.tag == tag)
+                .map(|daemon| daemon.read_only)
+                .ok_or_else(|| VmError::UnknownShare {
+                    tag: tag.to_string(),
+                })
+        };
+        if let Some(root) = &mut request.root {
+            root.read_only |= share_read_only(&root.tag)?;
+        }
+        for mount in &mut request.mounts {
+            mount.read_only |= share_read_only(&mount.tag)?;
+        }
+        Ok(request)
     }
 
     /// Pauses the whole VM (its vCPUs stop; QMP `stop`).
@@ -391,6 +464,13 @@ impl Vm {
             }
         };
         drop(process);
+        // QEMU is gone, so each daemon's client has disconnected.
+        for daemon in &mut self.virtiofs {
+            if !daemon.stop(Duration::from_secs(2)) {
+                tracing::warn!(tag = %daemon.tag, "virtiofsd did not exit with QEMU; killed");
+            }
+        }
+        self.virtiofs.clear();
         self.dir.remove();
         ended
     }
@@ -532,8 +612,20 @@ impl VmDir {
         tail(&self.console_log(), 30)
     }
 
+    /// QEMU's log, then each virtiofsd's.
     fn qemu_log_tail(&self) -> String {
-        tail(&self.qemu_log(), 10)
+        let mut text = tail(&self.qemu_log(), 10);
+        for index in 0.. {
+            let log = self.path.join(format!("virtiofsd-{index}.log"));
+            if !log.exists() {
+                break;
+            }
+            let body = tail(&log, 10);
+            if !body.trim().is_empty() {
+                text.push_str(&format!("\n--- virtiofsd {index} ---\n{body}"));
+            }
+        }
+        text
     }
 
     fn remove(&mut self) {
@@ -577,6 +669,8 @@ mod tests {
             run_dir: dir.path().to_path_buf(),
             boot_timeout: Duration::from_secs(1),
             kernel_cmdline_extra: Vec::new(),
+            shares: Vec::new(),
+            virtiofsd: None,
         };
         let error = Vm::boot(&config).err().unwrap();
         assert!(
@@ -608,6 +702,8 @@ mod tests {
             run_dir: runs.clone(),
             boot_timeout: Duration::from_secs(1),
             kernel_cmdline_extra: Vec::new(),
+            shares: Vec::new(),
+            virtiofsd: None,
         };
         let error = Vm::boot(&config).err().unwrap();
         assert!(

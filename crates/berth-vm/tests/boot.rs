@@ -7,100 +7,12 @@
 
 #![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+mod common;
 
-use berth_vm::kernel::{self, GuestKernel, KernelError};
+use berth_vm::kernel::{self, KernelError};
 use berth_vm::vm::Shutdown;
-use berth_vm::{accel, initramfs, qemu, InitramfsConfig, RunRequest, Vm, VmConfig, VmError};
-
-struct Setup {
-    config: VmConfig,
-    kernel: GuestKernel,
-    _dir: tempfile::TempDir,
-}
-
-/// Everything to boot a VM, or `None` (printed) when QEMU is not installed.
-fn setup() -> Option<Setup> {
-    let qemu = match qemu::find_qemu() {
-        Ok(qemu) => qemu,
-        Err(error) => {
-            eprintln!("skipped: {error}");
-            return None;
-        }
-    };
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vm-kernel");
-    let package = match kernel::kernel_dir_from_env() {
-        Ok(dir) => dir,
-        Err(_) => {
-            let dir = base.join("package");
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/vm-kernel.sh");
-            let status = Command::new("bash")
-                .arg(&script)
-                .arg(&dir)
-                .status()
-                .unwrap();
-            assert!(status.success(), "{script:?} {dir:?} failed: {status}");
-            dir
-        }
-    };
-    let kernel = kernel::prepare(&package, &base.join("cache")).unwrap();
-    let busybox = PathBuf::from("/bin/busybox");
-    assert!(
-        busybox.is_file(),
-        "/bin/busybox missing: apt-get install busybox-static"
-    );
-
-    let dir = tempfile::tempdir().unwrap();
-    let image = dir.path().join("initramfs.cpio");
-    let mut config =
-        InitramfsConfig::new(env!("CARGO_BIN_EXE_berth-vm-agent").into(), kernel.clone());
-    config.busybox = Some(busybox);
-    initramfs::write(&config, &image).unwrap();
-    let run_dir = dir.path().join("run");
-    fs_err::create_dir(&run_dir).unwrap();
-    let config = VmConfig {
-        qemu,
-        accelerator: accel::detect().accelerator,
-        kernel: kernel.vmlinux.clone(),
-        initramfs: image,
-        memory_mib: 256,
-        cpus: 1,
-        run_dir,
-        // TCG on two cores shared with other builds: seconds, and more under load.
-        boot_timeout: Duration::from_secs(120),
-        kernel_cmdline_extra: Vec::new(),
-    };
-    Some(Setup {
-        config,
-        kernel,
-        _dir: dir,
-    })
-}
-
-fn request(args: &[&str]) -> RunRequest {
-    RunRequest {
-        args: args.iter().map(|arg| arg.to_string()).collect(),
-        env: vec![],
-        cwd: "/".into(),
-    }
-}
-
-/// No QEMU with this pid, and nothing left in the run directory.
-fn assert_nothing_left(pid: u32, vm_dir: &Path, run_dir: &Path) {
-    let cmdline = fs_err::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    assert!(
-        !String::from_utf8_lossy(&cmdline).contains("qemu"),
-        "QEMU (pid {pid}) still running"
-    );
-    assert!(!vm_dir.exists(), "{vm_dir:?} left behind");
-    assert_eq!(
-        fs_err::read_dir(run_dir).unwrap().count(),
-        0,
-        "files left in {run_dir:?}"
-    );
-}
+use berth_vm::{RunRequest, Vm, VmError};
+use common::{assert_nothing_left, request, setup};
 
 #[test]
 fn boots_debians_kernel_and_runs_commands() {
@@ -156,6 +68,8 @@ fn boots_debians_kernel_and_runs_commands() {
             ],
             env: vec!["FOO=bar baz".into()],
             cwd: "/work/dir".into(),
+            root: None,
+            mounts: vec![],
         })
         .unwrap();
     assert_eq!(

@@ -1,5 +1,6 @@
 //! The `berth` command line: parse, set up logging, dispatch, map errors to
-//! Docker's exit codes.
+//! Docker's exit codes. Also the guest agent when it is a berth microVM's
+//! PID 1.
 
 mod cli;
 mod commands;
@@ -9,6 +10,12 @@ mod format;
 use clap::Parser;
 
 fn main() {
+    // berth is also the /init of its microVMs' initramfs (crates/berth-vm,
+    // docs/VM.md): PID 1 with the agent's configuration there runs the guest
+    // agent instead of the CLI. For every other run this costs one getpid.
+    if berth_vm::agent::is_guest_init() {
+        berth_vm::agent::main();
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

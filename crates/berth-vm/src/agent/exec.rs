@@ -1,13 +1,13 @@
 //! Running one process in the guest and streaming its output to the host.
 
+use std::ffi::CString;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use fs_err as fs;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signalfd::SignalFd;
@@ -42,10 +42,11 @@ impl Finished {
 /// the process.
 pub(super) fn run(
     request: &RunRequest,
+    root: Option<&Path>,
     children: &mut SignalFd,
     output: &mut dyn FnMut(FrameKind, &[u8]) -> io::Result<()>,
 ) -> io::Result<Finished> {
-    let mut child = match spawn(request) {
+    let mut child = match spawn(request, root) {
         Ok(child) => child,
         Err(finished) => return Ok(finished),
     };
@@ -147,9 +148,10 @@ fn reap(pid: Pid) -> Option<i32> {
     }
 }
 
-/// Starts the process, or says why it cannot be: 127 when the program is not
-/// there, 126 when it cannot be run, with Docker's (runc's) words.
-fn spawn(request: &RunRequest) -> Result<std::process::Child, Finished> {
+/// Starts the process, `chroot`ed into `root` when there is one, or says why
+/// it cannot be: 127 when the program is not there, 126 when it cannot be
+/// run, with Docker's (runc's) words.
+fn spawn(request: &RunRequest, root: Option<&Path>) -> Result<std::process::Child, Finished> {
     let Some(program) = request.args.first() else {
         return Err(Finished::failed(126, "no command specified".to_string()));
     };
@@ -158,17 +160,22 @@ fn spawn(request: &RunRequest) -> Result<std::process::Child, Finished> {
         .iter()
         .find_map(|entry| entry.strip_prefix("PATH="))
         .unwrap_or(DEFAULT_PATH);
-    let executable = resolve(program, path_variable)?;
+    let base = root.unwrap_or(Path::new("/"));
+    let executable = resolve(base, program, path_variable)?;
     let cwd = if request.cwd.is_empty() {
         "/"
     } else {
         request.cwd.as_str()
     };
-    // Docker creates a missing working directory rather than failing.
-    if let Err(error) = fs::create_dir_all(cwd) {
+    // Docker creates a missing working directory rather than failing; inside
+    // the root, where an image's symlinks cannot lead it out.
+    if let Err(error) = super::root::in_root(base, Path::new(cwd)) {
         return Err(Finished::failed(
             126,
-            format!("chdir to cwd ({cwd:?}) failed: {error}"),
+            format!(
+                "chdir to cwd ({cwd:?}) failed: {}",
+                super::error_chain(&error)
+            ),
         ));
     }
     let mut command = Command::new(&executable);
@@ -176,10 +183,32 @@ fn spawn(request: &RunRequest) -> Result<std::process::Child, Finished> {
         .arg0(program)
         .args(&request.args[1..])
         .env_clear()
-        .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    let cwd_c = CString::new(cwd).map_err(|_| Finished::failed(126, "cwd holds NUL".into()))?;
+    let root_c = match root {
+        Some(root) => Some(
+            CString::new(root.as_os_str().as_bytes())
+                .map_err(|_| Finished::failed(126, "root holds NUL".into()))?,
+        ),
+        None => None,
+    };
+    // SAFETY: the closure runs in the forked child before exec and calls only
+    // chroot and chdir (async-signal-safe) on strings made before the fork.
+    unsafe {
+        command.pre_exec(move || {
+            if let Some(root) = &root_c {
+                if libc::chroot(root.as_ptr()) == -1 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            if libc::chdir(cwd_c.as_ptr()) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     if !request.env.iter().any(|entry| entry.starts_with("PATH=")) {
         command.env("PATH", DEFAULT_PATH);
     }
@@ -205,12 +234,18 @@ fn spawn(request: &RunRequest) -> Result<std::process::Child, Finished> {
 }
 
 /// `PATH` lookup as Go's `exec.LookPath`, whose errors runc (and so Docker)
-/// prints.
-fn resolve(program: &str, path_variable: &str) -> Result<PathBuf, Finished> {
+/// prints, inside `root` (symlinks resolved there): the path the program has
+/// once `chroot`ed.
+fn resolve(root: &Path, program: &str, path_variable: &str) -> Result<PathBuf, Finished> {
+    let stat = |path: &Path| {
+        berth_runtime::in_root::open_in_root(root, path, libc::O_PATH, 0)
+            .ok()
+            .and_then(|fd| nix::sys::stat::fstat(fd.as_raw_fd()).ok())
+    };
     if program.contains('/') {
-        return match fs::metadata(program) {
-            Ok(_) => Ok(PathBuf::from(program)),
-            Err(_) => Err(Finished::failed(
+        return match stat(Path::new(program)) {
+            Some(_) => Ok(PathBuf::from(program)),
+            None => Err(Finished::failed(
                 127,
                 format!("exec: {program:?}: stat {program}: no such file or directory"),
             )),
@@ -220,8 +255,10 @@ fn resolve(program: &str, path_variable: &str) -> Result<PathBuf, Finished> {
         .split(':')
         .map(|dir| Path::new(if dir.is_empty() { "." } else { dir }).join(program))
         .find(|candidate| {
-            fs::metadata(candidate)
-                .map(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+            stat(candidate)
+                .map(|meta| {
+                    meta.st_mode & libc::S_IFMT == libc::S_IFREG && meta.st_mode & 0o111 != 0
+                })
                 .unwrap_or(false)
         })
         .ok_or_else(|| {
@@ -238,25 +275,46 @@ mod tests {
 
     #[test]
     fn looks_programs_up_as_docker_does() {
+        let host = Path::new("/");
         assert_eq!(
-            resolve("sh", "/nonexistent:/bin").unwrap(),
+            resolve(host, "sh", "/nonexistent:/bin").unwrap(),
             PathBuf::from("/bin/sh")
         );
         assert_eq!(
-            resolve("no-such-program", "/bin").unwrap_err(),
+            resolve(host, "no-such-program", "/bin").unwrap_err(),
             Finished::failed(
                 127,
                 r#"exec: "no-such-program": executable file not found in $PATH"#.into()
             )
         );
         assert_eq!(
-            resolve("/no/such", "/bin").unwrap_err(),
+            resolve(host, "/no/such", "/bin").unwrap_err(),
             Finished::failed(
                 127,
                 r#"exec: "/no/such": stat /no/such: no such file or directory"#.into()
             )
         );
         // Not executable: skipped in PATH, as LookPath does.
-        assert!(resolve("passwd", "/etc").is_err());
+        assert!(resolve(host, "passwd", "/etc").is_err());
+    }
+
+    #[test]
+    fn looks_programs_up_inside_the_root() {
+        let root = tempfile::tempdir().unwrap();
+        fs_err::create_dir_all(root.path().join("bin")).unwrap();
+        fs_err::create_dir_all(root.path().join("opt")).unwrap();
+        let tool = root.path().join("opt/tool");
+        fs_err::write(&tool, "#!/bin/sh\n").unwrap();
+        fs_err::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        // An absolute link inside the image means that path in the image.
+        fs_err::os::unix::fs::symlink("/opt/tool", root.path().join("bin/tool")).unwrap();
+        assert_eq!(
+            resolve(root.path(), "tool", "/bin").unwrap(),
+            PathBuf::from("/bin/tool")
+        );
+        // The host's /bin/sh is not the root's.
+        assert!(resolve(root.path(), "sh", "/bin").is_err());
+        assert!(resolve(root.path(), "/bin/sh", "/bin").is_err());
     }
 }

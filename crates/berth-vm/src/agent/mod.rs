@@ -11,6 +11,7 @@
 
 mod boot;
 mod exec;
+mod root;
 
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
@@ -107,7 +108,10 @@ pub enum AgentError {
 }
 
 /// Whether this process is PID 1 of a berth guest (and so should be the
-/// agent rather than whatever its arguments say).
+/// agent rather than whatever its arguments say). The pid comes first: berth's
+/// `main` asks this on every run, and anywhere but a guest's /init that is
+/// one `getpid` and no file system access.
+#[inline]
 pub fn is_guest_init() -> bool {
     std::process::id() == 1 && std::path::Path::new(AGENT_CONFIG_PATH).exists()
 }
@@ -161,16 +165,33 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
 
     let mut decoder = FrameDecoder::default();
     let mut buffer = vec![0u8; 64 * 1024];
+    let mut filesystems = root::Filesystems::default();
     loop {
         while let Some(frame) = decoder.next_frame()? {
             match frame.message::<HostMessage>()? {
                 HostMessage::Run(request) => {
+                    let root = match filesystems.prepare(&request) {
+                        Ok(root) => root,
+                        Err(error) => {
+                            let failed = GuestMessage::SetupFailed {
+                                error: error_chain(&error),
+                            };
+                            port.write_all(&encode_message(&failed))
+                                .map_err(channel_error)?;
+                            continue;
+                        }
+                    };
                     let mut frame = Vec::new();
-                    let finished = exec::run(&request, &mut children, &mut |kind, data| {
-                        frame.clear();
-                        encode_frame(kind, data, &mut frame);
-                        port.write_all(&frame)
-                    })
+                    let finished = exec::run(
+                        &request,
+                        root.as_deref(),
+                        &mut children,
+                        &mut |kind, data| {
+                            frame.clear();
+                            encode_frame(kind, data, &mut frame);
+                            port.write_all(&frame)
+                        },
+                    )
                     .map_err(channel_error)?;
                     let exited = GuestMessage::Exited {
                         code: finished.code,
