@@ -24,6 +24,8 @@
 //! | `exec_create: CMD ARGS` | `exec` (the API: when the instance is made) | `execID` |
 //! | `exec_start: CMD ARGS` | `exec`, before the process starts | `execID` |
 //! | `exec_die` | whoever waits for the exec | `execID`, `exitCode` |
+//! | `exec_create`, `exec_start`, `exec_die` of a health probe | the monitor, each probe | as above |
+//! | `health_status: healthy` / `unhealthy` | the monitor, when a probe's result changes the status | |
 //! | `destroy` | `rm`, `--rm` | |
 //!
 //! Then image pull/tag/untag/delete/load, network create/destroy/connect/

@@ -93,8 +93,10 @@ pub trait Runtime: Debug + Send + Sync {
     ) -> Result<(), RuntimeError>;
 
     /// Starts `process` in the running container; the caller becomes its
-    /// parent and waits for it. The caller must fork nothing else meanwhile
-    /// (the namespace backend joins the container's pid namespace).
+    /// parent and waits for it. The caller must run no other thread that
+    /// forks during the call (the namespace backend joins the container's
+    /// pid namespace for its fork, and leaves it again before returning, so
+    /// a monitor can run health probes and still clone the next run).
     fn exec(
         &self,
         container: ContainerRef<'_>,

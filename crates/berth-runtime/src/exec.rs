@@ -25,9 +25,11 @@ const NAMESPACES: &[(&str, CloneFlags)] = &[
 
 /// Starts `process` in the container whose first process is `container_pid`.
 /// The caller becomes the parent (it can `waitpid` the returned pid).
-/// Joining the pid namespace affects this process's future children only,
-/// which is why the caller must be a process that forks nothing else
-/// (the `berth exec` CLI).
+/// Joining the pid namespace affects this process's future children only:
+/// the caller must fork nothing else during the call (it runs no other
+/// thread), and its children after the call are in its own pid namespace
+/// again — the container's monitor runs health probes through here and
+/// later clones the container's next run with a pid namespace of its own.
 pub fn exec_in(
     container_pid: i32,
     process: &ProcessSpec,
@@ -43,6 +45,13 @@ pub fn exec_in(
         })
     };
     let pid_namespace = open("pid")?;
+    // The caller's own (active) pid namespace, which setns may always re-enter (kernel
+    // `pidns_install`: the active namespace or a descendant of it).
+    let own_pid_namespace =
+        fs_err::File::open("/proc/self/ns/pid").map_err(|source| LaunchError::JoinNetwork {
+            path: "/proc/self/ns/pid".into(),
+            source,
+        })?;
     let others = NAMESPACES
         .iter()
         .map(|(name, flags)| open(name).map(|file| (file.into_file(), *flags)))
@@ -52,12 +61,33 @@ pub fn exec_in(
     // environment or memory, opens its executable or ptraces it (init/conceal.rs).
     init::conceal::forbid_inspection().map_err(LaunchError::Conceal)?;
     setns(&pid_namespace, CloneFlags::CLONE_NEWPID).map_err(LaunchError::Clone)?;
+    let forked = fork_child(process, others, stdio, cgroup);
+    // Whatever happened, later children of the caller are its own pid namespace's again.
+    if let Err(error) = setns(&own_pid_namespace, CloneFlags::CLONE_NEWPID) {
+        if let Ok(child) = &forked {
+            // A caller left in the container's namespace must not report a process it
+            // could not keep apart from its next clones.
+            let _ = nix::sys::signal::kill(*child, nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(*child, None);
+        }
+        return Err(LaunchError::Clone(error));
+    }
+    forked
+}
 
+/// The fork of [`exec_in`], with the caller's pid namespace for children already the
+/// container's.
+fn fork_child(
+    process: &ProcessSpec,
+    others: Vec<(std::fs::File, CloneFlags)>,
+    stdio: Stdio,
+    cgroup: &dyn CgroupManager,
+) -> Result<Pid, LaunchError> {
     let (report_read, report_write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(LaunchError::Pipe)?;
     let hidden = init::conceal::InheritedStrings::hide();
-    // SAFETY: the exec CLI is single-threaded, so the child cannot inherit
-    // a lock held by another thread.
+    // SAFETY: the caller runs no other thread (see `exec_in`), so the child
+    // cannot inherit a lock held by another thread.
     match unsafe { fork() }.map_err(LaunchError::Clone)? {
         ForkResult::Child => {
             hidden.discard();

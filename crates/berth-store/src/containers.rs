@@ -121,6 +121,33 @@ impl Store {
         Ok(changed == 1)
     }
 
+    /// The container's name and state JSON, without its record: what a
+    /// monitor's health probe reads before each run.
+    pub fn container_name_and_state(
+        &self,
+        id: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        let mut statement = self
+            .connection()?
+            .prepare_cached("SELECT name, state FROM containers WHERE id = ?1")?;
+        Ok(statement
+            .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()?)
+    }
+
+    /// Sets the state's `Health` member to `health` (JSON) in one statement,
+    /// and only while the state says `running`: a probe's result never
+    /// overwrites what another command wrote meanwhile (`pause`, the exit),
+    /// and a result that arrives after a pause is dropped, as Docker drops
+    /// it. Returns false when nothing was written.
+    pub fn set_running_container_health(&self, id: &str, health: &str) -> Result<bool, StoreError> {
+        let mut statement = self.connection()?.prepare_cached(
+            "UPDATE containers SET state = json_set(state, '$.Health', json(?2)) \
+             WHERE id = ?1 AND json_extract(state, '$.Status') = 'running'",
+        )?;
+        Ok(statement.execute(params![id, health])? == 1)
+    }
+
     /// Replaces the record JSON (e.g. `update`); returns false when gone.
     pub fn set_container_record(&self, id: &str, record: &str) -> Result<bool, StoreError> {
         let changed = self.connection()?.execute(
@@ -246,6 +273,40 @@ mod tests {
         assert!(store.delete_container("aaa1").unwrap());
         assert!(!store.delete_container("aaa1").unwrap());
         assert_eq!(store.container_count().unwrap(), 1);
+    }
+
+    /// A probe's result lands in a running container's state only, beside
+    /// what other commands wrote there.
+    #[test]
+    fn health_is_written_into_a_running_state_only() {
+        let (_root, mut store, image) = store_with_image();
+        store
+            .insert_container(&container("aaa1", "one", &image))
+            .unwrap();
+        store
+            .set_container_state("aaa1", r#"{"Status":"running","Pid":7}"#)
+            .unwrap();
+        assert!(store
+            .set_running_container_health("aaa1", r#"{"Status":"healthy","FailingStreak":0}"#)
+            .unwrap());
+        let (name, state) = store.container_name_and_state("aaa1").unwrap().unwrap();
+        assert_eq!(name, "one");
+        assert_eq!(
+            state,
+            r#"{"Status":"running","Pid":7,"Health":{"Status":"healthy","FailingStreak":0}}"#
+        );
+        store
+            .set_container_state("aaa1", r#"{"Status":"paused"}"#)
+            .unwrap();
+        assert!(!store
+            .set_running_container_health("aaa1", r#"{"Status":"healthy"}"#)
+            .unwrap());
+        assert_eq!(
+            store.container("aaa1").unwrap().unwrap().state,
+            r#"{"Status":"paused"}"#
+        );
+        assert!(!store.set_running_container_health("gone", "{}").unwrap());
+        assert!(store.container_name_and_state("gone").unwrap().is_none());
     }
 
     fn wal_size(root: &std::path::Path) -> u64 {

@@ -3,6 +3,7 @@
 
 pub mod container;
 pub mod digest;
+pub mod duration;
 pub mod glob;
 pub mod image;
 pub mod reference;

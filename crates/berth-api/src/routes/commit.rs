@@ -83,8 +83,9 @@ pub(crate) fn repo_tag_reference(repository: &str, tag: &str) -> Result<Option<S
 /// `merge`): set fields win, `Env` and `Labels` win key by key, ports and
 /// volumes are added, and an `Entrypoint` comes with the body's `Cmd` (none
 /// when it has none) — the same result as these lines applied on top of the
-/// container's config. Fields outside the image config berth keeps
-/// (`Healthcheck`, `OnBuild`, `Shell`, …) are ignored.
+/// container's config; a `Healthcheck` becomes a `HEALTHCHECK` line (whose
+/// unset fields keep the container's). Fields outside the image config berth
+/// keeps (`OnBuild`, `Shell`, …) are ignored.
 fn config_changes(config: &ContainerConfig) -> Vec<String> {
     let mut lines = Vec::new();
     let quoted = |text: &str| format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""));
@@ -153,7 +154,44 @@ fn config_changes(config: &ContainerConfig) -> Vec<String> {
     if !volumes.is_empty() {
         lines.push(format!("VOLUME {}", json_array(&volumes)));
     }
+    if let Some(line) = config
+        .extra
+        .get("Healthcheck")
+        .and_then(|value| serde_json::from_value(value.clone()).ok())
+        .and_then(|health| healthcheck_line(&health))
+    {
+        lines.push(line);
+    }
     lines
+}
+
+/// A body's `Healthcheck` as the `HEALTHCHECK` line that sets it (durations in
+/// nanoseconds, which Go's duration syntax takes as `…ns`).
+fn healthcheck_line(health: &berth_types::container::HealthConfig) -> Option<String> {
+    let (kind, arguments) = health.test.split_first()?;
+    let mut line = "HEALTHCHECK".to_owned();
+    for (flag, value) in [
+        ("interval", health.interval),
+        ("timeout", health.timeout),
+        ("start-period", health.start_period),
+        ("start-interval", health.start_interval),
+    ] {
+        if value > 0 {
+            line.push_str(&format!(" --{flag}={value}ns"));
+        }
+    }
+    if health.retries > 0 {
+        line.push_str(&format!(" --retries={}", health.retries));
+    }
+    match kind.as_str() {
+        "NONE" => Some("HEALTHCHECK NONE".to_owned()),
+        "CMD" => Some(format!(
+            "{line} CMD {}",
+            serde_json::to_string(arguments).unwrap_or_default()
+        )),
+        "CMD-SHELL" => Some(format!("{line} CMD {}", arguments.join(" "))),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -178,6 +216,32 @@ mod tests {
                 .apply(&mut config);
         }
         config
+    }
+
+    #[test]
+    fn a_body_healthcheck_becomes_a_healthcheck_line() {
+        let mut body = ContainerConfig::default();
+        body.extra.insert(
+            "Healthcheck".into(),
+            json!({"Test": ["CMD", "true", "a b"], "Interval": 2_000_000_000i64, "Retries": 4}),
+        );
+        let mut container = ContainerConfig::default();
+        container.extra.insert(
+            "Healthcheck".into(),
+            json!({"Test": ["CMD-SHELL", "old"], "Timeout": 1_000_000_000i64}),
+        );
+        assert_eq!(
+            applied(container, &body).extra["Healthcheck"],
+            json!({"Test": ["CMD", "true", "a b"], "Interval": 2_000_000_000i64, "Timeout": 1_000_000_000i64, "Retries": 4})
+        );
+        body.extra.insert(
+            "Healthcheck".into(),
+            json!({"Test": ["CMD-SHELL", "exit 0"]}),
+        );
+        assert_eq!(config_changes(&body), ["HEALTHCHECK CMD exit 0"]);
+        body.extra
+            .insert("Healthcheck".into(), json!({"Test": ["NONE"]}));
+        assert_eq!(config_changes(&body), ["HEALTHCHECK NONE"]);
     }
 
     #[test]

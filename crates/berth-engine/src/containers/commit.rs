@@ -134,6 +134,18 @@ pub fn commit_container(
         stop_signal: Some(run.stop_signal.clone()).filter(|signal| !signal.is_empty()),
         ..ContainerConfig::default()
     };
+    // The container's health check goes into the image, as moby's commit
+    // merges the container's config in (`HEALTHCHECK` changes apply over it).
+    if let Some(health) = container
+        .record
+        .config
+        .get("Healthcheck")
+        .filter(|health| !health.is_null())
+    {
+        image_config
+            .extra
+            .insert("Healthcheck".to_owned(), health.clone());
+    }
     for change in &changes {
         change.apply(&mut image_config);
     }

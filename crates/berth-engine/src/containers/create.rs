@@ -335,6 +335,15 @@ pub(crate) fn build_record(
     stored_config.working_dir = merged.working_dir;
     stored_config.user = merged.user;
     stored_config.labels = Some(merged.labels);
+    // The image's HEALTHCHECK under the user's settings, field by field; the
+    // monitor runs what `Config.Healthcheck` says (`super::health`).
+    let image_healthcheck: Option<berth_types::container::HealthConfig> = image_config
+        .config
+        .as_ref()
+        .and_then(|config| config.extra.get("Healthcheck"))
+        .and_then(|value| serde_json::from_value(value.clone()).ok());
+    stored_config.healthcheck =
+        super::health::merge_healthcheck(image_healthcheck.as_ref(), config.healthcheck.as_ref());
     let mut stored_host = host.clone();
     if stored_host.network_mode.is_empty() {
         stored_host.network_mode = "bridge".to_owned();

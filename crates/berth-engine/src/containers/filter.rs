@@ -1,5 +1,5 @@
 //! `ps` filters (`status=`, `name=`, `label=`, `ancestor=`, `id=`, `exited=`, `network=`,
-//! `volume=`, `since=`, `before=`), shared by `berth ps` and `GET /containers/json`.
+//! `volume=`, `since=`, `before=`, `health=`), shared by `berth ps` and `GET /containers/json`.
 //! `publish=`/`expose=` are refused as unknown: Docker matches them against a running
 //! container's live port list (host ports for `publish`), which this filter cannot see.
 
@@ -12,6 +12,7 @@ use crate::EngineError;
 /// The filter keys `ps` accepts.
 pub const CONTAINER_FILTERS: &[&str] = &[
     "status", "name", "label", "ancestor", "id", "exited", "network", "volume", "since", "before",
+    "health",
 ];
 
 /// `ps`'s filters, with `since=` and `before=` resolved against the listed containers.
@@ -26,6 +27,14 @@ impl<'a> ContainerFilters<'a> {
     /// `since=X`/`before=X` name a container as every command does (id, name, unique id
     /// prefix: [`super::lookup::find_row`]); an unknown one is Docker's "No such container".
     pub fn new(filters: &'a [(String, String)], store: &Store) -> Result<Self, EngineError> {
+        if let Some((_, value)) = filters.iter().find(|(key, value)| {
+            key == "health" && !super::health::HEALTH_FILTER_VALUES.contains(&value.as_str())
+        }) {
+            // moby `daemon/list.go`'s words.
+            return Err(EngineError::InvalidArgument(format!(
+                "Unrecognised filter value for health: {value}"
+            )));
+        }
         let created = |key: &str| -> Result<Option<String>, EngineError> {
             match filters.iter().rev().find(|(k, _)| k == key) {
                 Some((_, text)) => Ok(Some(super::lookup::find_row(store, text)?.created)),
@@ -125,6 +134,13 @@ fn container_matches(container: &Container, filters: &[(String, String)]) -> boo
                 mount.destination == *value
                     || matches!(&mount.source, MountSource::Volume { name } if name == value)
             }),
+            "health" => {
+                container
+                    .state
+                    .health_status()
+                    .map_or("none", |status| status.as_str())
+                    == value
+            }
             // Resolved by [`ContainerFilters`].
             "since" | "before" => true,
             _ => false,

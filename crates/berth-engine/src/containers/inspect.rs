@@ -242,8 +242,9 @@ pub fn list_containers(
     Ok(listed)
 }
 
-/// Docker's STATUS column: "Up 2 minutes", "Exited (0) 3 seconds ago",
-/// "Created", "Up 5 seconds (Paused)", "Restarting (1) 2 seconds ago".
+/// Docker's STATUS column: "Up 2 minutes", "Up 3 seconds (healthy)", "Up 1
+/// second (health: starting)", "Exited (0) 3 seconds ago", "Created", "Up 5
+/// seconds (Paused)", "Restarting (1) 2 seconds ago".
 pub fn status_text(
     container: &Container,
     now: chrono::DateTime<chrono::Utc>,
@@ -261,7 +262,14 @@ pub fn status_text(
     };
     match state.status {
         Status::Created => "Created".to_owned(),
-        Status::Running => format!("Up {}", human(since(&state.started_at))),
+        Status::Running => match state.health_status() {
+            Some(health) => format!(
+                "Up {} ({})",
+                human(since(&state.started_at)),
+                health.status_text()
+            ),
+            None => format!("Up {}", human(since(&state.started_at))),
+        },
         Status::Paused => format!("Up {} (Paused)", human(since(&state.started_at))),
         Status::Restarting => format!(
             "Restarting ({}) {} ago",

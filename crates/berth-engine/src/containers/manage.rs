@@ -82,6 +82,13 @@ pub fn unpause_container(engine: &mut Engine, text: &str) -> Result<(), EngineEr
 fn set_status(engine: &Engine, id: &str, status: Status) {
     if let Some(mut state) = read_state(engine.store(), id) {
         state.status = status;
+        if status == Status::Paused {
+            // dockerd stops the health monitor of a paused container, which leaves it
+            // unhealthy until a probe after the unpause passes (moby `CloseMonitorChannel`).
+            if let Some(health) = state.health.as_mut() {
+                health.status = super::health::HealthStatus::Unhealthy;
+            }
+        }
         write_state(engine.store(), id, &state);
     }
 }

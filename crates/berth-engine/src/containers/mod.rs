@@ -8,6 +8,7 @@ pub(crate) mod create;
 mod error;
 mod exec;
 mod filter;
+pub mod health;
 mod inspect;
 pub mod lifecycle;
 #[cfg(test)]

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::health::{Health, HealthStatus};
+
 pub const ZERO_TIME: &str = "0001-01-01T00:00:00Z";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +53,11 @@ pub struct ContainerState {
     pub monitor_start_time: u64,
     #[serde(default)]
     pub restart_count: u32,
+    /// Docker's `State.Health`: made by the first start of a container
+    /// with a health check, updated by its monitor's probes (see
+    /// [`ContainerState::health_status`] for what readers show).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<Health>,
 }
 
 impl Default for ContainerState {
@@ -66,6 +73,7 @@ impl Default for ContainerState {
             monitor_pid: 0,
             monitor_start_time: 0,
             restart_count: 0,
+            health: None,
         }
     }
 }
@@ -78,9 +86,23 @@ impl ContainerState {
         )
     }
 
+    /// The health status commands show: the probes' while the container
+    /// runs; `unhealthy` once it is paused, restarting or stopped, as
+    /// dockerd's status becomes when it stops a container's health
+    /// monitor ("for compatibility reasons", moby `CloseMonitorChannel`).
+    /// None for a container that has no health check or never started.
+    pub fn health_status(&self) -> Option<HealthStatus> {
+        let health = self.health.as_ref()?;
+        Some(if self.status == Status::Running {
+            health.status
+        } else {
+            HealthStatus::Unhealthy
+        })
+    }
+
     /// Docker's `State` object for `inspect`.
     pub fn to_docker(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut state = serde_json::json!({
             "Status": self.status.as_str(),
             "Running": matches!(self.status, Status::Running | Status::Paused),
             "Paused": self.status == Status::Paused,
@@ -92,7 +114,15 @@ impl ContainerState {
             "Error": self.error,
             "StartedAt": self.started_at,
             "FinishedAt": self.finished_at,
-        })
+        });
+        if let (Some(health), Some(status)) = (&self.health, self.health_status()) {
+            let shown = Health {
+                status,
+                ..health.clone()
+            };
+            state["Health"] = serde_json::to_value(&shown).unwrap_or_default();
+        }
+        state
     }
 }
 
@@ -157,6 +187,36 @@ mod tests {
             serde_json::from_str::<ContainerState>(&json).unwrap(),
             state
         );
+    }
+
+    #[test]
+    fn health_shows_unhealthy_once_the_container_stops_running() {
+        let health = Health {
+            status: HealthStatus::Healthy,
+            failing_streak: 0,
+            log: Vec::new(),
+        };
+        let mut state = ContainerState {
+            status: Status::Running,
+            health: Some(health),
+            ..ContainerState::default()
+        };
+        assert_eq!(state.health_status(), Some(HealthStatus::Healthy));
+        assert_eq!(state.to_docker()["Health"]["Status"], "healthy");
+        for status in [Status::Paused, Status::Restarting, Status::Exited] {
+            state.status = status;
+            assert_eq!(state.health_status(), Some(HealthStatus::Unhealthy));
+            assert_eq!(state.to_docker()["Health"]["Status"], "unhealthy");
+        }
+        let plain = ContainerState::default();
+        assert_eq!(plain.health_status(), None);
+        assert!(plain.to_docker().get("Health").is_none());
+        // Rows written before health checks existed still parse.
+        let old: ContainerState = serde_json::from_str(
+            r#"{"Status":"running","Pid":1,"ExitCode":0,"OOMKilled":false,"Error":"","StartedAt":"","FinishedAt":""}"#,
+        )
+        .unwrap();
+        assert_eq!(old.health, None);
     }
 
     #[test]

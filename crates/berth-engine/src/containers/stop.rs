@@ -13,7 +13,7 @@ use super::state::{process_alive, Status};
 use crate::{Engine, EngineError};
 
 /// A pidfd for `pid`, or None when it is already gone.
-fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+pub(crate) fn pidfd_open(pid: i32) -> Option<OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd < 0 {

@@ -1,8 +1,9 @@
-//! `-c/--change` lines of `import` (and later `commit`): the Dockerfile
+//! `-c/--change` lines of `import` and `commit`: the Dockerfile
 //! instructions that only touch the image config.
 
 use std::collections::BTreeMap;
 
+use berth_types::container::HealthConfig;
 use berth_types::image::ContainerConfig;
 use serde_json::Value;
 
@@ -23,6 +24,10 @@ pub enum ChangeError {
     },
     #[error("unterminated quote in {0:?}")]
     Quote(String),
+    /// The Dockerfile parser's own words for a bad `HEALTHCHECK` (buildkit
+    /// `instructions/parse.go`, its flag parser `bflag.go`, Go's durations).
+    #[error("{0}")]
+    Healthcheck(String),
 }
 
 /// One parsed change.
@@ -37,6 +42,8 @@ pub enum Change {
     Volume(Vec<String>),
     Workdir(String),
     StopSignal(String),
+    /// `HEALTHCHECK [--interval=…] CMD …` or `HEALTHCHECK NONE`.
+    Healthcheck(HealthConfig),
 }
 
 pub fn parse_change(line: &str) -> Result<Change, ChangeError> {
@@ -54,6 +61,7 @@ pub fn parse_change(line: &str) -> Result<Change, ChangeError> {
         "USER" => single("USER", rest).map(Change::User),
         "WORKDIR" => single("WORKDIR", rest).map(Change::Workdir),
         "STOPSIGNAL" => single("STOPSIGNAL", rest).map(Change::StopSignal),
+        "HEALTHCHECK" => healthcheck(rest).map(Change::Healthcheck),
         "VOLUME" => {
             let volumes = json_array(rest).unwrap_or(words(rest)?);
             if volumes.is_empty() {
@@ -105,7 +113,113 @@ impl Change {
             }
             Change::Workdir(directory) => config.working_dir = Some(directory.clone()),
             Change::StopSignal(signal) => config.stop_signal = Some(signal.clone()),
+            Change::Healthcheck(health) => {
+                // As moby's commit merges the new config with the container's: the
+                // fields the line leaves unset keep the check that was there.
+                let before: HealthConfig = config
+                    .extra
+                    .get("Healthcheck")
+                    .and_then(|value| serde_json::from_value(value.clone()).ok())
+                    .unwrap_or_default();
+                let pick = |mine: i64, theirs: i64| if mine == 0 { theirs } else { mine };
+                let merged = HealthConfig {
+                    test: health.test.clone(),
+                    interval: pick(health.interval, before.interval),
+                    timeout: pick(health.timeout, before.timeout),
+                    start_period: pick(health.start_period, before.start_period),
+                    start_interval: pick(health.start_interval, before.start_interval),
+                    retries: pick(health.retries, before.retries),
+                };
+                if let Ok(value) = serde_json::to_value(merged) {
+                    config.extra.insert("Healthcheck".to_owned(), value);
+                }
+            }
         }
+    }
+}
+
+/// `HEALTHCHECK`'s arguments: `--name=value` options, then `NONE` or `CMD`
+/// with an exec (JSON) or shell form command.
+fn healthcheck(rest: &str) -> Result<HealthConfig, ChangeError> {
+    let problem = |message: String| Err(ChangeError::Healthcheck(message));
+    let mut rest = rest.trim_start();
+    let mut health = HealthConfig::default();
+    while let Some(option) = rest.strip_prefix("--") {
+        let end = option.find(char::is_whitespace).unwrap_or(option.len());
+        let (flag, after) = option.split_at(end);
+        rest = after.trim_start();
+        let Some((name, value)) = flag.split_once('=') else {
+            return problem(match flag {
+                "interval" | "timeout" | "start-period" | "start-interval" | "retries" => {
+                    format!("Missing a value on flag: --{flag}")
+                }
+                _ => format!("Unknown flag: {flag}"),
+            });
+        };
+        let duration = |name: &str| -> Result<i64, ChangeError> {
+            let nanos = berth_types::duration::parse_go_duration(value)
+                .map_err(|error| ChangeError::Healthcheck(error.to_string()))?;
+            if nanos != 0
+                && nanos < berth_types::container::config::HEALTHCHECK_MINIMUM_DURATION_NANOS
+            {
+                return Err(ChangeError::Healthcheck(format!(
+                    "Interval {name:?} cannot be less than 1ms"
+                )));
+            }
+            Ok(nanos)
+        };
+        match name {
+            "interval" => health.interval = duration(name)?,
+            "timeout" => health.timeout = duration(name)?,
+            "start-period" => health.start_period = duration(name)?,
+            "start-interval" => health.start_interval = duration(name)?,
+            "retries" => {
+                let retries: i64 = value.parse().map_err(|_| {
+                    ChangeError::Healthcheck(format!(
+                        "strconv.ParseInt: parsing {value:?}: invalid syntax"
+                    ))
+                })?;
+                if retries < 1 {
+                    return problem(format!("--retries must be at least 1 (not {retries})"));
+                }
+                health.retries = retries;
+            }
+            _ => return problem(format!("Unknown flag: {name}")),
+        }
+    }
+    if rest.is_empty() {
+        return Err(ChangeError::Missing {
+            instruction: "HEALTHCHECK",
+            what: "at least one argument",
+        });
+    }
+    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let (kind, command) = rest.split_at(end);
+    let command = command.trim();
+    match kind.to_ascii_uppercase().as_str() {
+        "NONE" => {
+            if !command.is_empty() {
+                return problem("HEALTHCHECK NONE takes no arguments".to_owned());
+            }
+            // Options are parsed (and checked) but a NONE check has none.
+            Ok(HealthConfig {
+                test: vec!["NONE".to_owned()],
+                ..HealthConfig::default()
+            })
+        }
+        "CMD" => {
+            let test = match json_array(command) {
+                Some(arguments) => std::iter::once("CMD".to_owned()).chain(arguments).collect(),
+                None if command.is_empty() => Vec::new(),
+                None => vec!["CMD-SHELL".to_owned(), command.to_owned()],
+            };
+            if test.len() < 2 {
+                return problem("Missing command after HEALTHCHECK CMD".to_owned());
+            }
+            health.test = test;
+            Ok(health)
+        }
+        other => problem(format!("Unknown type {other:?} in HEALTHCHECK (try CMD)")),
     }
 }
 
@@ -319,6 +433,85 @@ mod tests {
             "RUN is not a valid change command"
         );
         assert!(parse_change("USER").is_err());
+    }
+
+    #[test]
+    fn healthchecks_parse_as_the_dockerfile_parser_does() {
+        assert_eq!(
+            parse_change(
+                "HEALTHCHECK --interval=5s --retries=2 CMD wget -q -O- localhost || exit 1"
+            )
+            .unwrap(),
+            Change::Healthcheck(HealthConfig {
+                test: strings(&["CMD-SHELL", "wget -q -O- localhost || exit 1"]),
+                interval: 5_000_000_000,
+                retries: 2,
+                ..HealthConfig::default()
+            })
+        );
+        assert_eq!(
+            parse_change(r#"HEALTHCHECK --timeout=500ms CMD ["true", "x"]"#).unwrap(),
+            Change::Healthcheck(HealthConfig {
+                test: strings(&["CMD", "true", "x"]),
+                timeout: 500_000_000,
+                ..HealthConfig::default()
+            })
+        );
+        assert_eq!(
+            parse_change("healthcheck none").unwrap(),
+            Change::Healthcheck(HealthConfig {
+                test: strings(&["NONE"]),
+                ..HealthConfig::default()
+            })
+        );
+        for (line, message) in [
+            ("HEALTHCHECK", "HEALTHCHECK requires at least one argument"),
+            ("HEALTHCHECK NONE x", "HEALTHCHECK NONE takes no arguments"),
+            ("HEALTHCHECK CMD", "Missing command after HEALTHCHECK CMD"),
+            (
+                "HEALTHCHECK RUN x",
+                r#"Unknown type "RUN" in HEALTHCHECK (try CMD)"#,
+            ),
+            (
+                "HEALTHCHECK --retries=0 CMD x",
+                "--retries must be at least 1 (not 0)",
+            ),
+            (
+                "HEALTHCHECK --interval=5 CMD x",
+                r#"time: missing unit in duration "5""#,
+            ),
+            (
+                "HEALTHCHECK --interval=10us CMD x",
+                r#"Interval "interval" cannot be less than 1ms"#,
+            ),
+            (
+                "HEALTHCHECK --interval CMD x",
+                "Missing a value on flag: --interval",
+            ),
+            ("HEALTHCHECK --every=1s CMD x", "Unknown flag: every"),
+        ] {
+            assert_eq!(
+                parse_change(line).unwrap_err().to_string(),
+                message,
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_healthcheck_change_keeps_the_fields_it_leaves_unset() {
+        let mut config = ContainerConfig::default();
+        config.extra.insert(
+            "Healthcheck".into(),
+            serde_json::json!({"Test": ["CMD-SHELL", "old"], "Timeout": 3_000_000_000i64}),
+        );
+        parse_change("HEALTHCHECK --interval=2s CMD new")
+            .unwrap()
+            .apply(&mut config);
+        assert_eq!(
+            config.extra["Healthcheck"],
+            serde_json::json!({"Test": ["CMD-SHELL", "new"], "Interval": 2_000_000_000i64, "Timeout": 3_000_000_000i64})
+        );
     }
 
     #[test]

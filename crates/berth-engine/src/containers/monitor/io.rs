@@ -95,6 +95,7 @@ pub fn copy_until_exit(
     tty: bool,
     attach: Option<AttachSocket<'_>>,
     mut dns: Option<(&mut berth_net::dns::DnsServer, &dyn berth_net::dns::Names)>,
+    mut health: Option<&mut super::health::HealthProber<'_>>,
     mut deferred: Deferred<'_>,
 ) {
     let mut clients: Vec<AttachClient> = Vec::new();
@@ -146,10 +147,20 @@ pub fn copy_until_exit(
             }
             dns_wait = server.next_timeout();
         }
-        let wait = match (dns_wait, deferred.wait()) {
-            (Some(dns), Some(task)) => Some(dns.min(task)),
-            (dns, task) => dns.or(task),
-        };
+        // The health probe's pipe and pidfd are only woken for; what is
+        // ready is found out by `advance` below.
+        let first_health_index = fds.len();
+        let mut health_wait = None;
+        if let Some(prober) = &health {
+            for fd in prober.poll_fds() {
+                fds.push(PollFd::new(fd, PollFlags::POLLIN));
+            }
+            health_wait = prober.wait();
+        }
+        let wait = [dns_wait, deferred.wait(), health_wait]
+            .into_iter()
+            .flatten()
+            .min();
         match poll(&mut fds, poll_timeout(wait)) {
             Ok(_) => {}
             Err(nix::Error::EINTR) => continue,
@@ -168,8 +179,8 @@ pub fn copy_until_exit(
         let errors_ready = ready(errors_index);
         let stdin_ready = ready(stdin_index);
         let listener_ready = ready(listener_index);
-        let dns_ready =
-            (first_dns_index..fds.len()).any(|index| ready(Some(index))) || dns_wait.is_some();
+        let dns_ready = (first_dns_index..first_health_index).any(|index| ready(Some(index)))
+            || dns_wait.is_some();
         let client_ready: Vec<bool> = (first_client_index
             ..first_client_index + clients.iter().filter(|client| client.input_open).count())
             .map(|index| ready(Some(index)))
@@ -232,6 +243,9 @@ pub fn copy_until_exit(
         }
         exited = pid_ready;
         if !exited {
+            if let Some(prober) = health.as_mut() {
+                prober.advance();
+            }
             deferred.run_if_due();
         }
     }

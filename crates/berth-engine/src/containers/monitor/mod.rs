@@ -5,10 +5,12 @@
 //! the restart policy, removes `--rm` containers, and exits when its
 //! container is gone. No other berth process stays behind.
 
+mod health;
 mod io;
 pub mod launch;
 pub(crate) mod lock;
 pub(crate) mod member;
+mod memory;
 mod network;
 pub mod protocol;
 
@@ -21,6 +23,8 @@ use berth_runtime::Stdio;
 use berth_store::Store;
 
 pub use io::{frame, Attachment, ContainerIo};
+pub use memory::release_read_only_pages;
+pub(crate) use memory::ReadOnlyPages;
 use protocol::{MonitorMessage, MonitorSender};
 
 use super::lifecycle::{self, EndStep};
@@ -277,7 +281,7 @@ fn supervise(
             ),
         };
         tracing::debug!(container = %record.id, ok = started.is_ok(), "launch finished");
-        let (launched, mut container_io) = match started {
+        let (launched, mut container_io, process) = match started {
             Ok(started) => started,
             Err((message, status)) => {
                 let mut state = read_state(&store, &record.id).unwrap_or_default();
@@ -316,6 +320,11 @@ fn supervise(
         state.monitor_pid = monitor_pid;
         state.monitor_start_time = process_start_time(monitor_pid).unwrap_or(0);
         state.restart_count = restarts;
+        // Each run of a container with a health check starts over as
+        // `starting` (moby `initHealthMonitor`), keeping the log.
+        if super::health::HealthSettings::of_record(record).is_some() {
+            state.health = Some(super::health::Health::restarted(state.health.take()));
+        }
         write_state(&store, &record.id, &state);
         run_began = std::time::Instant::now();
         crate::events::emit_container(&store, "start", record);
@@ -334,6 +343,17 @@ fn supervise(
             listener,
             attached: &attached,
         });
+        let mut prober = state.health.clone().and_then(|initial| {
+            health::HealthProber::new(
+                &store,
+                config.runtime_of(record),
+                record,
+                launched.pid.as_raw(),
+                process,
+                initial,
+                run_began,
+            )
+        });
         io::copy_until_exit(
             &mut container_io,
             &mut attachment,
@@ -343,6 +363,7 @@ fn supervise(
             attach_socket,
             dns.as_mut()
                 .map(|server| (server, &names as &dyn berth_net::dns::Names)),
+            prober.as_mut(),
             // Once the container has run a while the monitor mostly sleeps
             // in poll(): then give back SQLite's page cache and the free
             // heap, and drop the code it will not run again from its
@@ -355,6 +376,8 @@ fn supervise(
             }),
         );
         drop(dns);
+        // A probe still running died with the container's pid namespace: reaped here.
+        drop(prober);
         tracing::debug!(container = %record.id, "container process exited");
         let code = berth_runtime::wait_exit_code(launched.pid);
         let oom_killed = cgroup.oom_kills().ok().flatten().unwrap_or(0) > 0;
@@ -367,6 +390,11 @@ fn supervise(
         state.exit_code = code;
         state.oom_killed = oom_killed;
         state.finished_at = now();
+        // dockerd leaves a stopped container's health unhealthy (moby
+        // `CloseMonitorChannel`); readers show it so in any case.
+        if let Some(health) = state.health.as_mut() {
+            health.status = super::health::HealthStatus::Unhealthy;
+        }
         let exit = lifecycle::Exit {
             code,
             stopped_by_user: paths.stop_marker().exists(),
@@ -443,7 +471,13 @@ fn supervise(
     Ok(())
 }
 
-type Started = (berth_runtime::Launched, ContainerIo);
+/// A launched run: its first process, its streams, and the process
+/// settings it was started with (which the health probes' execs reuse).
+type Started = (
+    berth_runtime::Launched,
+    ContainerIo,
+    berth_runtime::ProcessSpec,
+);
 
 /// A `-t` container's first terminal size: the attached CLI's terminal's
 /// (rows, columns), set before its program starts. Later changes reach it
@@ -533,7 +567,7 @@ fn start_once(
                     125,
                 )
             })?;
-            Ok((launched, container_io))
+            Ok((launched, container_io, spec.process))
         }
         Err(error) => Err((error.to_string(), error.exit_status())),
     }
@@ -577,7 +611,7 @@ fn start_in_sandbox(
             125,
         )
     })?;
-    Ok((launched, container_io))
+    Ok((launched, container_io, spec.process))
 }
 
 /// The monitor's side of the container's stdio before launch: ready pipes,
@@ -691,61 +725,6 @@ fn wait_unless_stopped(store: &Store, paths: &ContainerPaths, id: &str, delay: D
 
 /// How long a container runs before its monitor trims its own memory.
 const TRIM_DELAY: Duration = Duration::from_millis(50);
-
-/// Unmaps from this process the pages of read-only file mappings (code and
-/// constants of berth and its libraries). They stay in the page cache and
-/// fault back in when used; a monitor idling in its copy loop touches few of
-/// them, which keeps its RSS small. Mappings holding any private (written)
-/// page are left alone — the relocated RELRO segment is read-only yet
-/// written by the loader, and MADV_DONTNEED would reset it to the file's
-/// bytes.
-pub fn release_read_only_pages() {
-    let Ok(smaps) = fs_err::read_to_string("/proc/self/smaps") else {
-        return;
-    };
-    let mut candidate: Option<(usize, usize)> = None;
-    let release = |range: Option<(usize, usize)>| {
-        if let Some((start, end)) = range {
-            // SAFETY: the range is a whole read-only, private, file-backed
-            // mapping of this process with no private pages; dropping its
-            // pages only makes later accesses re-read the same file.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
-        }
-    };
-    for line in smaps.lines() {
-        let mut fields = line.split_whitespace();
-        let first = fields.next().unwrap_or_default();
-        if let Some((start, end)) = first
-            .split_once('-')
-            .filter(|_| line.len() > 20 && first.contains('-'))
-        {
-            // A new mapping header: "start-end perms offset dev inode path".
-            let permissions = fields.next().unwrap_or_default();
-            let path = fields.nth(3).unwrap_or_default();
-            candidate = match (
-                usize::from_str_radix(start, 16),
-                usize::from_str_radix(end, 16),
-            ) {
-                (Ok(start), Ok(end))
-                    if path.starts_with('/') && matches!(permissions, "r-xp" | "r--p") =>
-                {
-                    Some((start, end))
-                }
-                _ => None,
-            };
-        } else if first == "Anonymous:" {
-            let private_pages = fields
-                .next()
-                .and_then(|kib| kib.parse::<u64>().ok())
-                .unwrap_or(1);
-            if private_pages == 0 {
-                release(candidate.take());
-            } else {
-                candidate = None;
-            }
-        }
-    }
-}
 
 /// Docker's restart rules.
 pub(super) fn cleanup(cgroup: &dyn CgroupManager, paths: &ContainerPaths) {

@@ -45,7 +45,17 @@ pub fn run(engine: &Engine, args: &InspectArgs, kind: Kind) -> anyhow::Result<i3
             None
         } else {
             match find_container(engine.store(), &config, name) {
-                Ok(container) => Some(inspect_container(engine.store(), &config, &container)),
+                Ok(container) => {
+                    let mut value = inspect_container(engine.store(), &config, &container);
+                    if args
+                        .format
+                        .as_deref()
+                        .is_some_and(|format| format != "json")
+                    {
+                        typed_defaults(&mut value);
+                    }
+                    Some(value)
+                }
                 Err(error) if error.is_not_found() => None,
                 Err(error) => return Err(error.into()),
             }
@@ -75,4 +85,16 @@ pub fn run(engine: &Engine, args: &InspectArgs, kind: Kind) -> anyhow::Result<i3
     }
     output::print_inspect(args.format.as_deref(), &found)?;
     Ok(status)
+}
+
+/// docker/cli hands a template the container decoded into its typed struct, where
+/// `State.Health` (a pointer the JSON leaves out when unset) is there as nil:
+/// `{{json .State.Health}}` is `null` for a container without a health check, not an error.
+fn typed_defaults(container: &mut serde_json::Value) {
+    if let Some(state) = container
+        .get_mut("State")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        state.entry("Health").or_insert(serde_json::Value::Null);
+    }
 }

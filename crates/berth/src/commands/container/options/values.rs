@@ -131,82 +131,12 @@ pub fn parse_bytes(text: &str) -> Result<i64, ValueError> {
 
 /// Go's `time.ParseDuration`, in nanoseconds.
 pub fn parse_duration(text: &str) -> Result<i64, ValueError> {
-    let invalid = || ValueError::Duration(text.to_owned());
-    let (negative, mut rest) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if rest == "0" {
-        return Ok(0);
-    }
-    if rest.is_empty() {
-        return Err(invalid());
-    }
-    let mut total: u128 = 0;
-    while !rest.is_empty() {
-        let integer_end = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let (integer, after) = rest.split_at(integer_end);
-        let (fraction, after) = match after.strip_prefix('.') {
-            Some(after) => {
-                let end = after
-                    .find(|c: char| !c.is_ascii_digit())
-                    .unwrap_or(after.len());
-                after.split_at(end)
-            }
-            None => ("", after),
-        };
-        if integer.is_empty() && fraction.is_empty() {
-            return Err(invalid());
-        }
-        let unit_end = after
-            .find(|c: char| c == '.' || c.is_ascii_digit())
-            .unwrap_or(after.len());
-        let (unit, after) = after.split_at(unit_end);
-        if unit.is_empty() {
-            return Err(ValueError::DurationUnitMissing(text.to_owned()));
-        }
-        let nanos_per_unit: u128 = match unit {
-            "ns" => 1,
-            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            _ => {
-                return Err(ValueError::DurationUnit {
-                    unit: unit.to_owned(),
-                    text: text.to_owned(),
-                })
-            }
-        };
-        let whole: u128 = if integer.is_empty() {
-            0
-        } else {
-            integer.parse().map_err(|_| invalid())?
-        };
-        total += whole.checked_mul(nanos_per_unit).ok_or_else(invalid)?;
-        // Fractions beyond nanosecond precision are truncated, as Go does.
-        let mut scale: u128 = 1;
-        let mut numerator: u128 = 0;
-        for digit in fraction.chars().take(30) {
-            numerator = numerator * 10 + u128::from(digit.to_digit(10).unwrap_or(0));
-            scale *= 10;
-        }
-        total += numerator * nanos_per_unit / scale;
-        if total > i64::MAX as u128 + u128::from(negative) {
-            return Err(invalid());
-        }
-        rest = after;
-    }
-    let signed = if negative {
-        -(total as i128)
-    } else {
-        total as i128
-    };
-    i64::try_from(signed).map_err(|_| invalid())
+    use berth_types::duration::{parse_go_duration, DurationError};
+    parse_go_duration(text).map_err(|error| match error {
+        DurationError::Invalid(text) => ValueError::Duration(text),
+        DurationError::MissingUnit(text) => ValueError::DurationUnitMissing(text),
+        DurationError::UnknownUnit { unit, text } => ValueError::DurationUnit { unit, text },
+    })
 }
 
 /// docker's `--cpus`: a rational number (`1.5`, `3/2`, `1e-1`) times 10⁹, which must
