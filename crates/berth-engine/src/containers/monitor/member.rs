@@ -252,8 +252,11 @@ impl<'a> Member<'a> {
 
     /// Removes the sandbox and everything built for it.
     fn end(self) {
-        let (store, paths, record) = self.tear_down();
+        let (store, paths, record, dir) = self.tear_down();
         crate::containers::remove::remove_files_and_row(&store, &paths, &record.id);
+        // Last: a pool listing that no longer shows the member finds its
+        // files gone too.
+        dir.remove();
     }
 
     /// Tears the sandbox down (its process, network address, cgroup) but
@@ -261,13 +264,14 @@ impl<'a> Member<'a> {
     /// what is left is an ordinary `created` container, which a later
     /// `start` starts cold. (The start record goes when this monitor ends.)
     fn release(self) {
-        let (_, _, record) = self.tear_down();
+        let (_, _, record, dir) = self.tear_down();
+        dir.remove();
         tracing::debug!(container = %record.id, "pool member released");
     }
 
-    /// The sandbox's process, its network address and cgroup, and the
-    /// member's directory go; the store stays open for the caller.
-    fn tear_down(self) -> (Store, ContainerPaths, &'a ContainerRecord) {
+    /// The sandbox's process, its network address and cgroup go; the store
+    /// and the member's directory are the caller's to finish with.
+    fn tear_down(self) -> (Store, ContainerPaths, &'a ContainerRecord, &'a MemberDir) {
         let Member {
             record,
             dir,
@@ -285,8 +289,7 @@ impl<'a> Member<'a> {
         drop(sandbox);
         network.release(&mut store, record);
         cleanup(cgroup.as_ref(), &paths);
-        dir.remove();
-        (store, paths, record)
+        (store, paths, record, dir)
     }
 
     /// The claimant went without starting the container. Before it stored
