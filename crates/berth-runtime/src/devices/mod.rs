@@ -19,6 +19,27 @@ use serde::{Deserialize, Serialize};
 
 pub use host::{devices_from_path, host_devices, DeviceError, DeviceNode};
 
+/// (name, major, minor): the character devices in every Docker container's
+/// /dev, all mode 0666 — made by the namespace init and the microVM agent.
+pub const DEFAULT_NODES: &[(&str, u64, u64)] = &[
+    ("null", 1, 3),
+    ("zero", 1, 5),
+    ("full", 1, 7),
+    ("random", 1, 8),
+    ("urandom", 1, 9),
+    ("tty", 5, 0),
+];
+
+/// (name, target): the symbolic links in every Docker container's /dev.
+pub const DEFAULT_LINKS: &[(&str, &str)] = &[
+    ("fd", "/proc/self/fd"),
+    ("stdin", "/proc/self/fd/0"),
+    ("stdout", "/proc/self/fd/1"),
+    ("stderr", "/proc/self/fd/2"),
+    ("ptmx", "pts/ptmx"),
+    ("core", "/proc/kcore"),
+];
+
 /// Which kind of device file a rule is about (`a` matches both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

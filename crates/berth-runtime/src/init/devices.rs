@@ -12,24 +12,7 @@ use super::mounts::target_in_root;
 use super::{InitFailure, InitResult};
 use crate::devices::{DeviceKind, DeviceNode};
 
-/// (name, major, minor): Docker's default devices, all mode 0666.
-const DEVICES: &[(&str, u64, u64)] = &[
-    ("null", 1, 3),
-    ("zero", 1, 5),
-    ("full", 1, 7),
-    ("random", 1, 8),
-    ("urandom", 1, 9),
-    ("tty", 5, 0),
-];
-
-const LINKS: &[(&str, &str)] = &[
-    ("fd", "/proc/self/fd"),
-    ("stdin", "/proc/self/fd/0"),
-    ("stdout", "/proc/self/fd/1"),
-    ("stderr", "/proc/self/fd/2"),
-    ("ptmx", "pts/ptmx"),
-    ("core", "/proc/kcore"),
-];
+use crate::devices::{DEFAULT_LINKS as LINKS, DEFAULT_NODES as DEVICES};
 
 /// Fills the fresh tmpfs at `dev` (the container's /dev under `rootfs`).
 pub(super) fn populate(rootfs: &Path, dev: &Path, extra: &[DeviceNode]) -> InitResult<()> {

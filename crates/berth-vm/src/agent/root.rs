@@ -186,25 +186,11 @@ fn mount_root(root: &GuestRoot, dir: &Path) -> Result<(), RootError> {
     do_mount("mqueue", &mqueue, "mqueue", hardened, None)
 }
 
-/// Docker's default device nodes (all 0666) and links, as berth-runtime's
-/// namespace init makes them.
+/// Docker's default device nodes (all 0666) and links: the namespace
+/// runtime's own list (`berth_runtime::devices`).
 fn populate_dev(dev: &Path) -> Result<(), RootError> {
-    const DEVICES: &[(&str, u64, u64)] = &[
-        ("null", 1, 3),
-        ("zero", 1, 5),
-        ("full", 1, 7),
-        ("random", 1, 8),
-        ("urandom", 1, 9),
-        ("tty", 5, 0),
-    ];
-    const LINKS: &[(&str, &str)] = &[
-        ("fd", "/proc/self/fd"),
-        ("stdin", "/proc/self/fd/0"),
-        ("stdout", "/proc/self/fd/1"),
-        ("stderr", "/proc/self/fd/2"),
-        ("ptmx", "pts/ptmx"),
-    ];
-    for (name, major, minor) in DEVICES {
+    use berth_runtime::devices::{DEFAULT_LINKS, DEFAULT_NODES};
+    for (name, major, minor) in DEFAULT_NODES {
         let path = dev.join(name);
         let make_error = |source: nix::Error| RootError::Create {
             path: path.clone(),
@@ -225,7 +211,7 @@ fn populate_dev(dev: &Path) -> Result<(), RootError> {
             }
         })?;
     }
-    for (name, target) in LINKS {
+    for (name, target) in DEFAULT_LINKS {
         let path = dev.join(name);
         fs::os::unix::fs::symlink(target, &path)
             .map_err(|source| RootError::Create { path, source })?;
