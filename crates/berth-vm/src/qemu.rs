@@ -232,6 +232,14 @@ pub fn spawn(
 mod tests {
     use super::*;
 
+    /// The arguments as one line, to look for runs of them.
+    fn command_line(args: &[std::ffi::OsString]) -> String {
+        args.iter()
+            .map(|arg| arg.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     #[test]
     fn command_line_names_every_device_and_descriptor() {
         let args = arguments(&QemuArgs {
@@ -246,11 +254,7 @@ mod tests {
             kernel_cmdline_extra: &["loglevel=7".to_string()],
             filesystems: &[],
         });
-        let line = args
-            .iter()
-            .map(|arg| arg.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let line = command_line(&args);
         for expected in [
             "-M microvm,accel=tcg,acpi=on,pcie=off",
             "-m 256 -smp 1",
@@ -294,11 +298,7 @@ mod tests {
             kernel_cmdline_extra: &[],
             filesystems: &filesystems,
         });
-        let line = args
-            .iter()
-            .map(|arg| arg.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let line = command_line(&args);
         for expected in [
             "-object memory-backend-memfd,id=mem,size=512M,share=on",
             "-M microvm,accel=tcg,acpi=on,pcie=off,memory-backend=mem",

@@ -75,7 +75,7 @@ pub(crate) fn remove_files_and_row_checked(
     if let Err(error) = try_remove_files(store, paths, id) {
         if let Some(mut state) = state {
             state.status = Status::Dead;
-            state.error = format!("{:#}", error_chain(&error));
+            state.error = crate::ErrorChain(&error).to_string();
             write_state(store, id, &state);
         }
         return Err(error);
@@ -88,23 +88,11 @@ pub(crate) fn remove_files_and_row_checked(
     Ok(())
 }
 
-/// The error and its causes, as one line.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 /// Removes the container's directories (and network endpoints left by a
 /// crash); idempotent.
 pub(crate) fn remove_files(store: &Store, paths: &ContainerPaths, id: &str) {
     if let Err(error) = try_remove_files(store, paths, id) {
-        tracing::warn!(error = %error_chain(&error), "failed to remove container files");
+        tracing::warn!(error = %crate::ErrorChain(&error), "failed to remove container files");
     }
 }
 
