@@ -15,7 +15,8 @@ pub struct PsArgs {
     /// Show all containers (default shows just running)
     #[arg(short, long)]
     pub all: bool,
-    /// Filter output based on conditions provided (status=, name=, label=, ancestor=, id=, exited=)
+    /// Filter output based on conditions provided (status=, name=, label=, ancestor=, id=,
+    /// exited=, network=, volume=, since=, before=, health=)
     #[arg(short, long = "filter", value_name = "filter")]
     pub filters: Vec<String>,
     /// Format output using a custom template

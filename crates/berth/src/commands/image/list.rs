@@ -22,7 +22,8 @@ pub struct ImagesArgs {
     /// Don't truncate output
     #[arg(long)]
     pub no_trunc: bool,
-    /// Filter output based on conditions provided (dangling=true|false, reference=NAME)
+    /// Filter output based on conditions provided (dangling=true|false, reference=PATTERN,
+    /// label=KEY[=VALUE], before=IMAGE, since=IMAGE)
     #[arg(short, long = "filter", value_name = "filter")]
     pub filters: Vec<String>,
     /// Format output using a custom template: 'table', 'table TEMPLATE', 'json', 'TEMPLATE'
