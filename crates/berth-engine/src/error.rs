@@ -165,6 +165,7 @@ impl EngineError {
             Self::Warm(error) => error.kind(),
             Self::Runtime(error) => match error.as_ref() {
                 berth_runtime::RuntimeError::NotRunning { .. } => ErrorKind::NotRunning,
+                berth_runtime::RuntimeError::Unsupported { .. } => ErrorKind::Unsupported,
                 _ => ErrorKind::Internal,
             },
             Self::RemoveFiles { .. }

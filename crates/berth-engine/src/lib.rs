@@ -35,22 +35,39 @@ pub struct EngineConfig {
     /// What a running container is asked through (stop, pause, exec, stats,
     /// the repair of a container whose monitor died).
     pub runtime: Arc<dyn Runtime>,
+    /// The same for `--isolation=vm` containers (the microVM backend).
+    pub vm_runtime: Arc<dyn Runtime>,
 }
 
 impl EngineConfig {
     /// The roots, with containers on the namespace backend.
     pub fn new(root: impl Into<PathBuf>, run_root: impl Into<PathBuf>) -> Self {
+        let (root, run_root) = (root.into(), run_root.into());
         Self {
-            root: root.into(),
-            run_root: run_root.into(),
+            vm_runtime: Arc::new(containers::vm::runtime::VmRuntime::new(
+                root.clone(),
+                run_root.clone(),
+            )),
+            root,
+            run_root,
             runtime: Arc::new(berth_runtime::NamespaceRuntime),
         }
     }
 
-    /// The backend of `container`'s isolation (only namespaces today;
-    /// `--isolation=vm` is refused at create).
-    pub fn runtime_of(&self, _container: &containers::record::ContainerRecord) -> &dyn Runtime {
-        self.runtime.as_ref()
+    /// The backend of `container`'s isolation.
+    pub fn runtime_of(&self, container: &containers::record::ContainerRecord) -> &dyn Runtime {
+        self.shared_runtime_of(container).as_ref()
+    }
+
+    /// [`EngineConfig::runtime_of`] as a handle to keep.
+    pub fn shared_runtime_of(
+        &self,
+        container: &containers::record::ContainerRecord,
+    ) -> &Arc<dyn Runtime> {
+        match container.run.isolation {
+            containers::record::Isolation::Namespaces => &self.runtime,
+            containers::record::Isolation::Vm => &self.vm_runtime,
+        }
     }
 }
 

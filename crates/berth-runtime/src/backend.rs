@@ -59,6 +59,11 @@ pub enum RuntimeError {
     Exec(LaunchError),
     #[error("container {id} has no running process")]
     NotRunning { id: String },
+    #[error("{operation} is not supported for {backend} containers yet")]
+    Unsupported {
+        operation: &'static str,
+        backend: &'static str,
+    },
 }
 
 /// What the engine does to a container that exists (see the module doc).

@@ -43,11 +43,7 @@ impl LaunchError {
     /// command was not found, 126 when it could not be invoked, else 125.
     pub fn exit_status(&self) -> i32 {
         match self {
-            LaunchError::Init(failure) if failure.step == "exec" => match failure.errno {
-                libc::ENOENT => 127,
-                libc::EACCES | libc::ENOEXEC | libc::EISDIR => 126,
-                _ => 125,
-            },
+            LaunchError::Init(failure) => failure.exit_status(),
             _ => 125,
         }
     }

@@ -5,7 +5,7 @@
 pub mod backend;
 pub mod capabilities;
 pub mod cgroups;
-mod clone;
+pub mod clone;
 pub mod console;
 pub mod devices;
 pub mod exec;

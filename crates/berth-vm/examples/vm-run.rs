@@ -147,6 +147,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     read_only: false,
                 }),
                 mounts: mounts.clone(),
+                container: None,
+                stdin: false,
             },
             &mut |stream, data| {
                 first_output.get_or_insert_with(|| started.elapsed());

@@ -2,7 +2,7 @@
 //! the descriptors named, die with the thread that started them, and are
 //! killed and reaped when dropped.
 
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 pub struct ChildProcess {
     child: Child,
     exited: Option<ExitStatus>,
+    /// Readable once the process has exited (`pidfd_open`; None on a
+    /// kernel without it).
+    pidfd: Option<OwnedFd>,
 }
 
 impl ChildProcess {
@@ -26,7 +29,8 @@ impl ChildProcess {
         let inherit = inherit.to_vec();
         let parent = std::process::id() as libc::pid_t;
         // SAFETY: the closure runs in the forked child before exec and calls
-        // only async-signal-safe functions (fcntl, prctl, getppid, _exit) on
+        // only async-signal-safe functions (fcntl, sigemptyset, sigprocmask,
+        // prctl, getppid, _exit) on
         // integers; the vector was allocated before the fork and is only read.
         unsafe {
             command.pre_exec(move || {
@@ -35,6 +39,11 @@ impl ChildProcess {
                         return Err(std::io::Error::last_os_error());
                     }
                 }
+                // A VM shim blocks the signals it relays: its QEMU and
+                // virtiofsd must not inherit that.
+                let mut empty: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut empty);
+                libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) == -1 {
                     return Err(std::io::Error::last_os_error());
                 }
@@ -45,10 +54,22 @@ impl ChildProcess {
                 Ok(())
             });
         }
+        let child = command.spawn()?;
+        // SAFETY: pidfd_open takes a pid and flags; the child is unreaped,
+        // so its pid cannot have been reused.
+        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
+        // SAFETY: a non-negative result is a new descriptor nothing else owns.
+        let pidfd = (raw >= 0).then(|| unsafe { OwnedFd::from_raw_fd(raw as RawFd) });
         Ok(ChildProcess {
-            child: command.spawn()?,
+            child,
             exited: None,
+            pidfd,
         })
+    }
+
+    /// A descriptor that polls readable once the process has exited.
+    pub fn exit_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.pidfd.as_ref().map(AsFd::as_fd)
     }
 
     pub fn pid(&self) -> u32 {

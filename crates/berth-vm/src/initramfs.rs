@@ -90,7 +90,10 @@ impl AgentBinary {
         });
         match self {
             AgentBinary::Path(path) => Ok(path.clone()),
-            AgentBinary::Berth => exe,
+            // Not `current_exe`: a sealed berth runs from a detached
+            // read-only mount of its binary, which that names "/"; the
+            // magic link opens (and stats) the binary itself.
+            AgentBinary::Berth => Ok(PathBuf::from("/proc/self/exe")),
             AgentBinary::Small => {
                 let exe = exe?;
                 let mut looked: Vec<PathBuf> = exe

@@ -12,12 +12,14 @@
 //! - [`virtiofs`]: host directories in the guest, one virtiofsd each.
 //! - [`protocol`]: what host and agent say to each other.
 //! - [`vm`]: the host side: boot, run, pause, shut down.
+//! - [`guest`]: the kernel and initramfs a container's VM boots, cached.
 //! - [`agent`]: the guest side, PID 1 in the VM.
 
 pub mod accel;
 pub mod agent;
 pub mod child;
 pub mod cpio;
+pub mod guest;
 pub mod initramfs;
 pub mod kernel;
 pub mod modules;
@@ -32,4 +34,4 @@ pub use initramfs::{Compression, InitramfsConfig};
 pub use kernel::GuestKernel;
 pub use protocol::{GuestMount, GuestRoot, RunRequest};
 pub use virtiofs::{CachePolicy, Share};
-pub use vm::{BootTimes, Exit, OutputStream, RunOutput, Shutdown, Vm, VmConfig, VmError};
+pub use vm::{BootTimes, Exit, OutputStream, Relay, RunOutput, Shutdown, Vm, VmConfig, VmError};

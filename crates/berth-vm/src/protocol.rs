@@ -4,13 +4,15 @@
 //! where the length counts the kind byte and the payload. Kind 1 carries a
 //! JSON control message ([`HostMessage`] to the guest, [`GuestMessage`] to
 //! the host); kinds 2 and 3 carry a process's stdout and stderr bytes as they
-//! are, so output is never re-encoded. A session is:
+//! are, so output is never re-encoded, and kind 4 the bytes for its stdin
+//! (an empty one closes it). A session is:
 //!
 //! ```text
 //! guest: Ready { protocol, kernel_release, init_started_ns, ready_ns }
-//! host:  Run { args, env, cwd, root, mounts }
+//! host:  Run { args, env, cwd, root, mounts, container, stdin }
 //! guest: SetupFailed { error }           (the root or a mount could not be made)
 //!      | Stdout bytes / Stderr bytes ...   Exited { code, error }
+//!        while it runs, host: Stdin bytes ... | Signal { signal }
 //! host:  Run ... | Shutdown (or closes the channel)   → the guest powers off
 //! ```
 
@@ -21,14 +23,14 @@ use serde::{Deserialize, Serialize};
 pub const PORT_NAME: &str = "org.berth.agent";
 
 /// Bumped whenever a message changes shape; the host refuses another.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The largest frame either side accepts: a bound on what a confused or
 /// hostile peer can make the other allocate.
 pub const MAX_FRAME: usize = 16 << 20;
 
 /// A process to run in the guest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRequest {
     /// argv; `args[0]` is looked up in the `PATH` of `env` when it has no `/`.
     pub args: Vec<String>,
@@ -43,6 +45,17 @@ pub struct RunRequest {
     /// Further shares mounted inside the root (the `-v` binds and volumes).
     #[serde(default)]
     pub mounts: Vec<GuestMount>,
+    /// A container's whole settings (berth-runtime's spec, its host paths
+    /// unused here): the process runs as that container's would, in new pid
+    /// and mount namespaces of the guest with its own `/proc`, its hostname,
+    /// masked and read-only paths, user, capabilities, limits and seccomp
+    /// (`berth_runtime::init::enter_guest_container`); `args`, `env` and
+    /// `cwd` are then its process's. `None`: a plain process of the agent's.
+    #[serde(default)]
+    pub container: Option<Box<berth_runtime::ContainerSpec>>,
+    /// Whether the host sends stdin frames; otherwise stdin is /dev/null.
+    #[serde(default)]
+    pub stdin: bool,
 }
 
 /// The container's root: a virtiofs share the agent mounts at
@@ -69,10 +82,14 @@ pub struct GuestMount {
 pub const GUEST_ROOT_DIR: &str = "/mnt/root";
 
 /// Sent by the host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HostMessage {
     Run(RunRequest),
+    /// A signal for the running process (its number on x86-64 Linux).
+    Signal {
+        signal: i32,
+    },
     /// Power the guest off now.
     Shutdown,
 }
@@ -95,6 +112,11 @@ pub struct Ready {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum GuestMessage {
     Ready(Ready),
+    /// The process of the last `Run` is running (its pid in the guest);
+    /// a process that could not be started gets `Exited` without it.
+    Started {
+        pid: i32,
+    },
     /// The process of the last `Run` has ended: its exit code, or 128 +
     /// signal, or 126/127 when it could not be started, with `error` saying
     /// why (Docker's words where it has them).
@@ -115,6 +137,8 @@ pub enum FrameKind {
     Message,
     Stdout,
     Stderr,
+    /// Host to guest: the running process's input; empty: end of input.
+    Stdin,
 }
 
 impl FrameKind {
@@ -123,6 +147,7 @@ impl FrameKind {
             FrameKind::Message => 1,
             FrameKind::Stdout => 2,
             FrameKind::Stderr => 3,
+            FrameKind::Stdin => 4,
         }
     }
 
@@ -131,6 +156,7 @@ impl FrameKind {
             1 => Some(FrameKind::Message),
             2 => Some(FrameKind::Stdout),
             3 => Some(FrameKind::Stderr),
+            4 => Some(FrameKind::Stdin),
             _ => None,
         }
     }
@@ -229,6 +255,11 @@ impl FrameDecoder {
 mod tests {
     use super::*;
 
+    /// Host messages compare by their JSON (a container spec has no `Eq`).
+    fn json(message: &HostMessage) -> String {
+        serde_json::to_string(message).unwrap()
+    }
+
     #[test]
     fn frames_survive_any_split() {
         let mut bytes = encode_message(&HostMessage::Run(RunRequest {
@@ -237,6 +268,8 @@ mod tests {
             cwd: "/".into(),
             root: None,
             mounts: vec![],
+            container: None,
+            stdin: false,
         }));
         encode_frame(FrameKind::Stdout, b"hello\n", &mut bytes);
         encode_frame(FrameKind::Stderr, b"", &mut bytes);
@@ -253,14 +286,16 @@ mod tests {
             assert!(!decoder.has_partial());
             assert_eq!(frames.len(), 4, "split at {split}");
             assert_eq!(
-                frames[0].message::<HostMessage>().unwrap(),
-                HostMessage::Run(RunRequest {
+                json(&frames[0].message::<HostMessage>().unwrap()),
+                json(&HostMessage::Run(RunRequest {
                     args: vec!["uname".into(), "-r".into()],
                     env: vec!["PATH=/bin".into()],
                     cwd: "/".into(),
                     root: None,
                     mounts: vec![],
-                })
+                    container: None,
+                    stdin: false,
+                }))
             );
             assert_eq!(
                 frames[1],
@@ -271,8 +306,8 @@ mod tests {
             );
             assert_eq!(frames[2].kind, FrameKind::Stderr);
             assert_eq!(
-                frames[3].message::<HostMessage>().unwrap(),
-                HostMessage::Shutdown
+                json(&frames[3].message::<HostMessage>().unwrap()),
+                json(&HostMessage::Shutdown)
             );
         }
     }
@@ -291,6 +326,14 @@ mod tests {
             serde_json::to_string(&HostMessage::Shutdown).unwrap(),
             r#"{"type":"shutdown"}"#
         );
+        assert_eq!(
+            serde_json::to_string(&HostMessage::Signal { signal: 15 }).unwrap(),
+            r#"{"type":"signal","signal":15}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&GuestMessage::Started { pid: 7 }).unwrap(),
+            r#"{"type":"started","pid":7}"#
+        );
     }
 
     #[test]
@@ -308,13 +351,18 @@ mod tests {
                 target: "/data".into(),
                 read_only: true,
             }],
+            container: None,
+            stdin: true,
         });
         let json = serde_json::to_string(&run).unwrap();
         assert_eq!(
             json,
-            r#"{"type":"run","args":["true"],"env":[],"cwd":"/","root":{"tag":"root","read_only":false},"mounts":[{"tag":"share0","target":"/data","read_only":true}]}"#
+            r#"{"type":"run","args":["true"],"env":[],"cwd":"/","root":{"tag":"root","read_only":false},"mounts":[{"tag":"share0","target":"/data","read_only":true}],"container":null,"stdin":true}"#
         );
-        assert_eq!(serde_json::from_str::<HostMessage>(&json).unwrap(), run);
+        assert_eq!(
+            serde_json::to_string(&serde_json::from_str::<HostMessage>(&json).unwrap()).unwrap(),
+            json
+        );
         // Without them: the initramfs as the root.
         let bare: HostMessage =
             serde_json::from_str(r#"{"type":"run","args":["true"],"env":[],"cwd":"/"}"#).unwrap();

@@ -284,6 +284,11 @@ impl VirtiofsDaemon {
         })
     }
 
+    /// Polls readable once this virtiofsd has exited.
+    pub fn exit_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.process.exit_fd()
+    }
+
     pub fn pid(&self) -> u32 {
         self.process.pid()
     }

@@ -5,7 +5,7 @@
 //! (its directory is removed).
 
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -16,9 +16,12 @@ use std::time::{Duration, Instant};
 use fs_err as fs;
 
 use crate::accel::{self, Accelerator};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signalfd::SignalFd;
+
 use crate::protocol::{
-    encode_message, FrameDecoder, FrameKind, GuestMessage, HostMessage, ProtocolError, Ready,
-    RunRequest, PROTOCOL_VERSION,
+    encode_frame, encode_message, FrameDecoder, FrameKind, GuestMessage, HostMessage,
+    ProtocolError, Ready, RunRequest, PROTOCOL_VERSION,
 };
 use crate::qemu::{self, FilesystemDevice, QemuArgs, QemuError, QemuProcess};
 use crate::qmp::{Qmp, QmpError};
@@ -115,6 +118,8 @@ pub enum VmError {
         console: String,
         qemu_log: String,
     },
+    #[error("a virtiofsd serving the VM's shares {tags:?} exited")]
+    ShareEnded { tags: Vec<String> },
     #[error("unexpected message from the guest agent: {message}")]
     Unexpected { message: String },
     #[error("failed to talk to the guest agent")]
@@ -184,6 +189,17 @@ pub enum Shutdown {
     Quit,
     /// QEMU was killed.
     Killed,
+}
+
+/// The host side of a relayed run (`Vm::run_relayed`).
+pub struct Relay<'a> {
+    /// Where the process's stdin comes from, read until end of file.
+    pub stdin: Option<BorrowedFd<'a>>,
+    /// Each signal read here is sent to the process.
+    pub signals: Option<&'a mut SignalFd>,
+    /// Called with the process's pid in the guest once it runs.
+    pub started: &'a mut dyn FnMut(i32),
+    pub output: &'a mut dyn FnMut(OutputStream, &[u8]),
 }
 
 /// A booted microVM with its agent ready.
@@ -362,40 +378,160 @@ impl Vm {
         request: &RunRequest,
         output: &mut dyn FnMut(OutputStream, &[u8]),
     ) -> Result<Exit, VmError> {
-        let request = self.checked(request)?;
+        self.run_relayed(
+            request,
+            Relay {
+                stdin: None,
+                signals: None,
+                started: &mut |_| {},
+                output,
+            },
+        )
+    }
+
+    /// Runs a process in the guest with its stdin and signals coming from
+    /// `relay` while it runs (a container's, through its VM shim).
+    pub fn run_relayed(&mut self, request: &RunRequest, relay: Relay<'_>) -> Result<Exit, VmError> {
+        let Relay {
+            mut stdin,
+            mut signals,
+            started,
+            output,
+        } = relay;
+        let mut request = self.checked(request)?;
+        request.stdin = stdin.is_some();
         if let Err(error) = self.send(&HostMessage::Run(request)) {
-            return Err(match error {
-                VmError::Channel { source }
-                    if matches!(
-                        source.kind(),
-                        std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
-                    ) =>
-                {
-                    self.agent_gone()
-                }
-                error => error,
-            });
+            return Err(self.send_failed(error));
         }
+        self.agent
+            .set_read_timeout(None)
+            .map_err(|source| VmError::Channel { source })?;
+        let mut buffer = vec![0u8; 64 * 1024];
         loop {
-            let frame = match self.next_frame(None)? {
-                Some(frame) => frame,
-                None => return Err(self.agent_gone()),
-            };
-            match frame.kind {
-                FrameKind::Stdout => output(OutputStream::Stdout, &frame.payload),
-                FrameKind::Stderr => output(OutputStream::Stderr, &frame.payload),
-                FrameKind::Message => match frame.message::<GuestMessage>()? {
-                    GuestMessage::Exited { code, error } => return Ok(Exit { code, error }),
-                    GuestMessage::SetupFailed { error } => {
-                        return Err(VmError::GuestSetup { message: error })
-                    }
-                    other => {
+            while let Some(frame) = self.decoder.next_frame()? {
+                match frame.kind {
+                    FrameKind::Stdout => output(OutputStream::Stdout, &frame.payload),
+                    FrameKind::Stderr => output(OutputStream::Stderr, &frame.payload),
+                    FrameKind::Stdin => {
                         return Err(VmError::Unexpected {
-                            message: format!("{other:?}"),
+                            message: "a stdin frame from the guest".to_string(),
                         })
                     }
-                },
+                    FrameKind::Message => match frame.message::<GuestMessage>()? {
+                        GuestMessage::Started { pid } => started(pid),
+                        GuestMessage::Exited { code, error } => return Ok(Exit { code, error }),
+                        GuestMessage::SetupFailed { error } => {
+                            return Err(VmError::GuestSetup { message: error })
+                        }
+                        other => {
+                            return Err(VmError::Unexpected {
+                                message: format!("{other:?}"),
+                            })
+                        }
+                    },
+                }
             }
+            let mut fds = vec![PollFd::new(self.agent.as_fd(), PollFlags::POLLIN)];
+            if let Some(stdin) = &stdin {
+                fds.push(PollFd::new(stdin.as_fd(), PollFlags::POLLIN));
+            }
+            if let Some(signals) = &signals {
+                fds.push(PollFd::new(signals.as_fd(), PollFlags::POLLIN));
+            }
+            // A share's daemon gone is the container's files gone: the
+            // guest would wait on them for ever.
+            let daemons_from = fds.len();
+            for daemon in &self.virtiofs {
+                if let Some(fd) = daemon.exit_fd() {
+                    fds.push(PollFd::new(fd, PollFlags::POLLIN));
+                }
+            }
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {}
+                Err(nix::Error::EINTR) => continue,
+                Err(error) => {
+                    return Err(VmError::Channel {
+                        source: error.into(),
+                    })
+                }
+            }
+            let ready: Vec<bool> = fds
+                .iter()
+                .map(|fd| !fd.revents().unwrap_or(PollFlags::empty()).is_empty())
+                .collect();
+            drop(fds);
+            if ready[daemons_from..].iter().any(|&ended| ended) {
+                let tags = self
+                    .virtiofs
+                    .iter()
+                    .map(|daemon| daemon.tag.clone())
+                    .collect();
+                return Err(VmError::ShareEnded { tags });
+            }
+            let mut index = 1;
+            if stdin.is_some() {
+                if ready[index] {
+                    let read = match nix::unistd::read(
+                        stdin.as_ref().expect("checked").as_raw_fd(),
+                        &mut buffer,
+                    ) {
+                        Ok(read) => read,
+                        Err(nix::Error::EINTR | nix::Error::EAGAIN) => continue,
+                        Err(_) => 0,
+                    };
+                    let mut frame = Vec::with_capacity(read + 5);
+                    encode_frame(FrameKind::Stdin, &buffer[..read], &mut frame);
+                    if read == 0 {
+                        stdin = None;
+                    }
+                    if let Err(error) = self.write_frame(&frame) {
+                        return Err(self.send_failed(error));
+                    }
+                }
+                index += 1;
+            }
+            if let Some(signalfd) = &mut signals {
+                if ready[index] {
+                    while let Ok(Some(info)) = signalfd.read_signal() {
+                        let message = HostMessage::Signal {
+                            signal: info.ssi_signo as i32,
+                        };
+                        if let Err(error) = self.send(&message) {
+                            return Err(self.send_failed(error));
+                        }
+                    }
+                }
+            }
+            if ready[0] {
+                match self.agent.read(&mut buffer) {
+                    Ok(0) => return Err(self.agent_gone()),
+                    Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => {
+                        return Err(self.agent_gone())
+                    }
+                    Ok(read) => self.decoder.push(&buffer[..read]),
+                    Err(error)
+                        if matches!(
+                            error.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+                        ) => {}
+                    Err(source) => return Err(VmError::Channel { source }),
+                }
+            }
+        }
+    }
+
+    /// A write to the agent failed: QEMU's end gone is the agent gone.
+    fn send_failed(&mut self, error: VmError) -> VmError {
+        match error {
+            VmError::Channel { source }
+                if matches!(
+                    source.kind(),
+                    std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+                ) =>
+            {
+                self.agent_gone()
+            }
+            error => error,
         }
     }
 
@@ -476,8 +612,12 @@ impl Vm {
     }
 
     fn send(&mut self, message: &HostMessage) -> Result<(), VmError> {
+        self.write_frame(&encode_message(message))
+    }
+
+    fn write_frame(&mut self, frame: &[u8]) -> Result<(), VmError> {
         self.agent
-            .write_all(&encode_message(message))
+            .write_all(frame)
             .map_err(|source| VmError::Channel { source })
     }
 

@@ -70,6 +70,8 @@ fn boots_debians_kernel_and_runs_commands() {
             cwd: "/work/dir".into(),
             root: None,
             mounts: vec![],
+            container: None,
+            stdin: false,
         })
         .unwrap();
     assert_eq!(

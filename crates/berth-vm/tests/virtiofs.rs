@@ -79,6 +79,8 @@ fn in_root(args: &[&str]) -> RunRequest {
                 read_only: false,
             },
         ],
+        container: None,
+        stdin: false,
     }
 }
 

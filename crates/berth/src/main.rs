@@ -16,6 +16,15 @@ fn main() {
     if berth_vm::agent::is_guest_init() {
         berth_vm::agent::main();
     }
+    // A VM container's shim (berth-engine `containers/vm`), started by its
+    // monitor: its stdio is the container's, so nothing else may print.
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(
+            berth_engine::containers::vm::shim::SHIM_COMMAND,
+        ))
+    {
+        std::process::exit(berth_engine::containers::vm::shim::run());
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

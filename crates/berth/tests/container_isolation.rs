@@ -1167,26 +1167,6 @@ fn docker_agrees_on_ulimit_and_memory_limit() {
 }
 
 #[test]
-fn isolation_vm_is_refused_until_a_backend_runs_it() {
-    let berth = busybox();
-    for flag in ["--isolation=vm", "--isolation=VM"] {
-        let stderr = berth
-            .run(&["run", "--rm", flag, "busybox", "true"])
-            .fails(125);
-        assert!(
-            stderr.contains("isolation \"vm\" is not available"),
-            "{stderr}"
-        );
-        berth.run(&["create", flag, "busybox", "true"]).fails(125);
-    }
-    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "", "nothing was created");
-    // The namespace runtime is still there under its own name.
-    berth
-        .run(&["run", "--rm", "--isolation=default", "busybox", "true"])
-        .ok();
-}
-
-#[test]
 fn tmpfs_is_noexec_unless_exec_is_given() {
     let berth = busybox();
     let script = "grep -E ' /(x|y) ' /proc/mounts | cut -d' ' -f2,4";

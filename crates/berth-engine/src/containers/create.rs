@@ -306,6 +306,7 @@ pub(crate) fn build_record(
         },
         uts_mode: host.uts_mode.clone(),
         oom_score_adj: i32::try_from(host.oom_score_adj).unwrap_or(0),
+        isolation: super::record::Isolation::of_request(&host.isolation, &host.runtime),
     };
     for limit in &run.ulimits {
         if berth_runtime::spec::rlimit_resource(&limit.name).is_none() {

@@ -290,7 +290,7 @@ fn prepare(
     Ok(PreparedExec {
         container_pid: container.state.pid,
         process,
-        runtime: std::sync::Arc::clone(&config.runtime),
+        runtime: std::sync::Arc::clone(config.shared_runtime_of(&container.record)),
         record: container.record,
         id,
         root: config.root.clone(),

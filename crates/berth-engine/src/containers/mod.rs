@@ -33,6 +33,7 @@ pub mod state;
 mod stop;
 mod top;
 mod unsupported;
+pub mod vm;
 
 pub use changes::{
     container_copied, container_diff, export_container, with_container_root, with_copy_root,

@@ -19,6 +19,10 @@ pub struct ContainerPaths {
     pub directory: PathBuf,
     /// `<run-root>/containers/<id>`: sockets and other runtime files.
     pub runtime: PathBuf,
+    /// `<run-root>/vm/<short id>`: where a VM container's shim makes its
+    /// VM's directory (QEMU's and virtiofsd's logs, the console); short,
+    /// for the sockets bound there.
+    pub vm: PathBuf,
 }
 
 impl ContainerPaths {
@@ -26,6 +30,7 @@ impl ContainerPaths {
         Self {
             directory: root.join("containers").join(id),
             runtime: run_root.join("containers").join(id),
+            vm: run_root.join("vm").join(&id[..id.len().min(12)]),
         }
     }
 

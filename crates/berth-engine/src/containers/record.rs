@@ -127,6 +127,33 @@ pub struct RunSettings {
     /// `--oom-score-adj`; 0 leaves the inherited score.
     #[serde(default)]
     pub oom_score_adj: i32,
+    /// `--isolation` (and `--runtime vm`): namespaces on this kernel, or a
+    /// microVM of its own.
+    #[serde(default)]
+    pub isolation: Isolation,
+}
+
+/// Which backend runs a container.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// Namespaces and cgroups on the host's kernel (Docker's `default`).
+    #[default]
+    Namespaces,
+    /// One QEMU microVM per container (`--isolation=vm`, berth-vm).
+    Vm,
+}
+
+impl Isolation {
+    /// From `HostConfig.Isolation` and `HostConfig.Runtime` (validated
+    /// before: "", "default" or "vm", any case; "vm" the runtime's name).
+    pub fn of_request(isolation: &str, runtime: &str) -> Isolation {
+        if isolation.eq_ignore_ascii_case("vm") || runtime == super::vm::RUNTIME_NAME {
+            Isolation::Vm
+        } else {
+            Isolation::Namespaces
+        }
+    }
 }
 
 /// One `--device HOST[:CONTAINER][:PERMISSIONS]`, with the defaults filled in.

@@ -113,7 +113,7 @@ fn try_remove_files(store: &Store, paths: &ContainerPaths, id: &str) -> Result<(
     // A mount left by a killed `cp` (or anyone) would make the removal fail
     // with EBUSY half way; detached, it goes once nobody uses it.
     let _ = berth_runtime::rootfs::unmount_rootfs(&paths.rootfs());
-    for directory in [&paths.directory, &paths.runtime] {
+    for directory in [&paths.directory, &paths.runtime, &paths.vm] {
         match fs_err::remove_dir_all(directory) {
             Ok(()) => {}
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}

@@ -23,8 +23,9 @@ const DOCKER_LOG_DRIVERS: &[&str] = &[
     "logentries",
 ];
 
-/// The OCI runtimes a Docker 20.10 daemon knows by default; berth is its own `runc`.
-const RUNTIMES: &[&str] = &["", "runc"];
+/// The OCI runtimes a Docker 20.10 daemon knows by default (berth is its own `runc`), and
+/// berth's microVM backend (`--runtime vm`, the same as `--isolation=vm`).
+const RUNTIMES: &[&str] = &["", "runc", super::vm::RUNTIME_NAME];
 
 /// Refuses what berth would otherwise accept and ignore.
 pub(crate) fn refuse_unsupported(
@@ -34,16 +35,13 @@ pub(crate) fn refuse_unsupported(
 ) -> Result<(), EngineError> {
     let host = &request.host_config;
     let refuse = |message: String| Err(EngineError::InvalidArgument(message));
-    if host.isolation.eq_ignore_ascii_case("vm") {
-        // A valid value (berth-types validates the request alone), but no backend runs it yet:
-        // refused rather than run with namespaces only (issue 16).
-        return refuse(
-            "isolation \"vm\" is not available: this berth has no microVM backend yet (use --isolation=default)"
-                .to_owned(),
-        );
-    }
     if !RUNTIMES.contains(&host.runtime.as_str()) {
         return refuse(format!("Unknown runtime specified {}", host.runtime));
+    }
+    if super::record::Isolation::of_request(&host.isolation, &host.runtime)
+        == super::record::Isolation::Vm
+    {
+        super::vm::refuse_unsupported(request).map_err(EngineError::InvalidArgument)?;
     }
     log_config(&host.log_config)?;
     for (flag, mode) in [

@@ -6,6 +6,7 @@
 pub(crate) mod conceal;
 mod devices;
 pub(crate) mod exec;
+mod guest;
 mod mounts;
 mod network;
 mod reaper;
@@ -16,6 +17,8 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use serde::{Deserialize, Serialize};
 
 use crate::spec::ContainerSpec;
+
+pub use guest::{arrange_shared_root, enter_guest_container};
 
 /// Why the container's process could not start.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -44,6 +47,19 @@ impl InitFailure {
             step: step.to_owned(),
             errno,
             message: error.to_string(),
+        }
+    }
+
+    /// Docker's exit status for a start that failed here: 127 when the
+    /// command was not found, 126 when it could not be invoked, else 125.
+    pub fn exit_status(&self) -> i32 {
+        if self.step != "exec" {
+            return 125;
+        }
+        match self.errno {
+            libc::ENOENT => 127,
+            libc::EACCES | libc::ENOEXEC | libc::EISDIR => 126,
+            _ => 125,
         }
     }
 

@@ -108,17 +108,21 @@ pub(super) fn target_in_root(rootfs: &Path, path: &Path, as_file: bool) -> InitR
     Ok(target)
 }
 
-/// Everything before `pivot_root`, with host paths under `spec.rootfs`.
-pub(super) fn prepare_root(spec: &ContainerSpec) -> InitResult<()> {
-    let rootfs = &spec.rootfs;
-    // Nothing we mount may propagate back to the host.
+/// Nothing mounted after this propagates to the mount namespace it came from.
+pub(super) fn private_propagation() -> InitResult<()> {
     do_mount(
         "none",
         Path::new("/"),
         None,
         MsFlags::MS_REC | MsFlags::MS_PRIVATE,
         None,
-    )?;
+    )
+}
+
+/// The container's overlay at `spec.rootfs` (when it has one), made a mount
+/// point of its own.
+fn mount_root(spec: &ContainerSpec) -> InitResult<()> {
+    let rootfs = &spec.rootfs;
     if let Some(overlay) = &spec.overlay {
         let paths = crate::rootfs::RootfsPaths {
             upper: overlay.upper.clone(),
@@ -143,16 +147,37 @@ pub(super) fn prepare_root(spec: &ContainerSpec) -> InitResult<()> {
         None,
         MsFlags::MS_BIND | MsFlags::MS_REC,
         None,
-    )?;
+    )
+}
+
+/// A `proc` of the caller's pid namespace at `target`.
+pub(super) fn mount_proc(target: &Path) -> InitResult<()> {
+    let common = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC | MsFlags::MS_NODEV;
+    do_mount("proc", target, Some("proc"), common, None)
+}
+
+/// The root a microVM gets over virtio-fs: the overlay and the `/etc`
+/// files, none of the host's kernel file systems (see `guest.rs`).
+pub(super) fn prepare_shared_root(spec: &ContainerSpec) -> InitResult<()> {
+    private_propagation()?;
+    mount_root(spec)?;
+    mount_etc_files(spec)
+}
+
+/// `--read-only` on the host side: the bind of the root made read-only.
+pub(super) fn remount_bind_readonly(target: &Path) -> InitResult<()> {
+    remount_readonly(target, MsFlags::MS_BIND)
+}
+
+/// Everything before `pivot_root`, with host paths under `spec.rootfs`.
+pub(super) fn prepare_root(spec: &ContainerSpec) -> InitResult<()> {
+    let rootfs = &spec.rootfs;
+    // Nothing we mount may propagate back to the host.
+    private_propagation()?;
+    mount_root(spec)?;
 
     let common = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC | MsFlags::MS_NODEV;
-    do_mount(
-        "proc",
-        &target_in_root(rootfs, Path::new("/proc"), false)?,
-        Some("proc"),
-        common,
-        None,
-    )?;
+    mount_proc(&target_in_root(rootfs, Path::new("/proc"), false)?)?;
 
     let dev = target_in_root(rootfs, Path::new("/dev"), false)?;
     do_mount(
@@ -195,7 +220,12 @@ pub(super) fn prepare_root(spec: &ContainerSpec) -> InitResult<()> {
         };
         do_mount("sysfs", &sys, Some("sysfs"), flags, None)?;
     }
+    mount_etc_files(spec)
+}
 
+/// The per-container `/etc/hosts`, `/etc/resolv.conf` and `/etc/hostname`.
+fn mount_etc_files(spec: &ContainerSpec) -> InitResult<()> {
+    let rootfs = &spec.rootfs;
     for (host, container) in &spec.etc_files {
         let target = target_in_root(rootfs, container, true)?;
         do_mount(

@@ -1,8 +1,8 @@
 //! Running one process in the guest and streaming its output to the host.
 
 use std::ffi::CString;
-use std::io::{self, Read};
-use std::os::fd::{AsFd, AsRawFd};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -10,11 +10,14 @@ use std::process::{Command, Stdio};
 
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::{kill, Signal};
 use nix::sys::signalfd::SignalFd;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
-use crate::protocol::{FrameKind, RunRequest};
+use crate::protocol::{
+    encode_frame, encode_message, FrameDecoder, FrameKind, GuestMessage, HostMessage, RunRequest,
+};
 
 /// Docker's default `PATH` (the one runc and Docker put in a container with
 /// none).
@@ -36,31 +39,52 @@ impl Finished {
     }
 }
 
-/// Runs `request`, handing each piece of output to `output` as it comes, and
-/// returns when the process has exited (reaping any orphan on the way: the
-/// agent is PID 1). An `Err` is a failure of `output` (the channel), not of
+/// How a run ended.
+#[derive(Debug)]
+pub(super) enum Outcome {
+    /// The process ended (or never started); `Exited` is still to be sent.
+    Finished(Finished),
+    /// The host said `Shutdown` while it ran: it was killed.
+    Shutdown,
+}
+
+/// Runs `request`, sending its output to the host as it comes and taking
+/// its stdin and signals from the host, and returns when the process has
+/// exited (reaping any orphan on the way: the agent is PID 1). `Started` is
+/// sent once the process runs. An `Err` is a failure of the channel, not of
 /// the process.
 pub(super) fn run(
     request: &RunRequest,
     root: Option<&Path>,
     children: &mut SignalFd,
-    output: &mut dyn FnMut(FrameKind, &[u8]) -> io::Result<()>,
-) -> io::Result<Finished> {
-    let mut child = match spawn(request, root) {
-        Ok(child) => child,
-        Err(finished) => return Ok(finished),
+    port: &mut fs_err::File,
+    decoder: &mut FrameDecoder,
+) -> io::Result<Outcome> {
+    let (stdin_read, mut stdin_write) = if request.stdin {
+        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        (
+            Some(read),
+            Some(fs_err::File::from_parts(
+                std::fs::File::from(write),
+                "stdin",
+            )),
+        )
+    } else {
+        (None, None)
     };
-    let pid = Pid::from_raw(child.id() as i32);
-    let mut pipes = [
-        child
-            .stdout
-            .take()
-            .map(|pipe| (FrameKind::Stdout, Box::new(pipe) as Box<dyn Pipe>)),
-        child
-            .stderr
-            .take()
-            .map(|pipe| (FrameKind::Stderr, Box::new(pipe) as Box<dyn Pipe>)),
-    ];
+    let spawned = match (&request.container, root) {
+        (Some(spec), Some(root)) => spawn_container(spec, root, stdin_read),
+        (Some(_), None) => Err(Finished::failed(
+            125,
+            "a container needs a root share".to_string(),
+        )),
+        (None, _) => spawn(request, root, stdin_read),
+    };
+    let (pid, mut pipes) = match spawned {
+        Ok(spawned) => spawned,
+        Err(finished) => return Ok(Outcome::Finished(finished)),
+    };
+    send_message(port, &GuestMessage::Started { pid: pid.as_raw() })?;
     for (_, pipe) in pipes.iter().flatten() {
         fcntl(
             pipe.as_fd().as_raw_fd(),
@@ -68,7 +92,14 @@ pub(super) fn run(
         )?;
     }
     let mut buffer = vec![0u8; 64 * 1024];
+    let mut frame = Vec::new();
+    let mut output = |port: &mut fs_err::File, kind: FrameKind, data: &[u8]| {
+        frame.clear();
+        encode_frame(kind, data, &mut frame);
+        port.write_all(&frame)
+    };
     let mut code = None;
+    let mut shutdown = false;
     loop {
         if let Some(code) = code {
             // The process is gone: send what it left in the pipes and stop,
@@ -77,16 +108,22 @@ pub(super) fn run(
                 while let Some((kind, pipe)) = slot {
                     match pipe.read(&mut buffer) {
                         Ok(0) => *slot = None,
-                        Ok(read) => output(*kind, &buffer[..read])?,
+                        Ok(read) => output(port, *kind, &buffer[..read])?,
                         Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
                         Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                         Err(_) => *slot = None,
                     }
                 }
             }
-            return Ok(Finished { code, error: None });
+            if shutdown {
+                return Ok(Outcome::Shutdown);
+            }
+            return Ok(Outcome::Finished(Finished { code, error: None }));
         }
-        let mut fds = vec![PollFd::new(children.as_fd(), PollFlags::POLLIN)];
+        let mut fds = vec![
+            PollFd::new(children.as_fd(), PollFlags::POLLIN),
+            PollFd::new(port.as_fd(), PollFlags::POLLIN),
+        ];
         let open: Vec<usize> = (0..pipes.len())
             .filter(|&index| pipes[index].is_some())
             .collect();
@@ -101,9 +138,10 @@ pub(super) fn run(
         }
         let ready = |fd: &PollFd| !fd.revents().unwrap_or(PollFlags::empty()).is_empty();
         let children_ready = ready(&fds[0]);
+        let port_ready = ready(&fds[1]);
         let pipes_ready: Vec<usize> = open
             .iter()
-            .zip(&fds[1..])
+            .zip(&fds[2..])
             .filter(|(_, fd)| ready(fd))
             .map(|(&i, _)| i)
             .collect();
@@ -113,7 +151,7 @@ pub(super) fn run(
             if let Some((kind, pipe)) = slot {
                 match pipe.read(&mut buffer) {
                     Ok(0) => *slot = None,
-                    Ok(read) => output(*kind, &buffer[..read])?,
+                    Ok(read) => output(port, *kind, &buffer[..read])?,
                     Err(error)
                         if matches!(
                             error.kind(),
@@ -123,11 +161,119 @@ pub(super) fn run(
                 }
             }
         }
+        if port_ready {
+            let read = port.read(&mut buffer)?;
+            if read == 0 {
+                // The host is gone: so is the container.
+                let _ = kill(pid, Signal::SIGKILL);
+                return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+            }
+            decoder.push(&buffer[..read]);
+            while let Some(frame) = decoder.next_frame().map_err(io::Error::other)? {
+                match frame.kind {
+                    FrameKind::Stdin if frame.payload.is_empty() => stdin_write = None,
+                    FrameKind::Stdin => {
+                        if let Some(stdin) = &mut stdin_write {
+                            // A process that closed its stdin loses the rest.
+                            if stdin.write_all(&frame.payload).is_err() {
+                                stdin_write = None;
+                            }
+                        }
+                    }
+                    FrameKind::Message => match frame.message::<HostMessage>() {
+                        Ok(HostMessage::Signal { signal }) => {
+                            if let Ok(signal) = Signal::try_from(signal) {
+                                let _ = kill(pid, signal);
+                            }
+                        }
+                        Ok(HostMessage::Shutdown) => {
+                            shutdown = true;
+                            let _ = kill(pid, Signal::SIGKILL);
+                        }
+                        Ok(HostMessage::Run(_)) | Err(_) => {
+                            return Err(io::Error::other("unexpected message during a run"))
+                        }
+                    },
+                    FrameKind::Stdout | FrameKind::Stderr => {
+                        return Err(io::Error::other("output frame from the host"))
+                    }
+                }
+            }
+        }
         if children_ready {
             while children.read_signal().ok().flatten().is_some() {}
             code = reap(pid).or(code);
         }
     }
+}
+
+fn send_message(port: &mut fs_err::File, message: &GuestMessage) -> io::Result<()> {
+    port.write_all(&encode_message(message))
+}
+
+/// The process's output pipes, as the run loop reads them.
+type Pipes = [Option<(FrameKind, Box<dyn Pipe>)>; 2];
+
+/// Starts a container's process (see `RunRequest::container`): cloned into
+/// new pid and mount namespaces, where berth-runtime's guest half enters the
+/// root and execs; its failure comes back over a close-on-exec pipe, and the
+/// pipe closing empty means the program runs.
+fn spawn_container(
+    spec: &berth_runtime::ContainerSpec,
+    root: &Path,
+    stdin: Option<OwnedFd>,
+) -> Result<(Pid, Pipes), Finished> {
+    let failed = |error: nix::Error| Finished::failed(125, format!("start the process: {error}"));
+    let stdin = match stdin {
+        Some(stdin) => stdin,
+        None => OwnedFd::from(
+            fs_err::File::open("/dev/null")
+                .map_err(|error| Finished::failed(125, error.to_string()))?
+                .into_parts()
+                .0,
+        ),
+    };
+    let (out_read, out_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(failed)?;
+    let (err_read, err_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(failed)?;
+    let (report_read, report_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(failed)?;
+    let forked = berth_runtime::clone::clone3(libc::CLONE_NEWPID | libc::CLONE_NEWNS, None)
+        .map_err(failed)?;
+    let pid = match forked {
+        berth_runtime::clone::Forked::Child => {
+            for (fd, target) in [(&stdin, 0), (&out_write, 1), (&err_write, 2)] {
+                // SAFETY: dup2 onto 0..2 in the child, which owns `fd`.
+                unsafe { libc::dup2(fd.as_raw_fd(), target) };
+            }
+            let failure = berth_runtime::init::enter_guest_container(spec, root);
+            let bytes = serde_json::to_vec(&failure).unwrap_or_default();
+            let mut report = std::fs::File::from(report_write);
+            let _ = report.write_all(&bytes);
+            // SAFETY: _exit ends the cloned child without the agent's destructors.
+            unsafe { libc::_exit(125) }
+        }
+        berth_runtime::clone::Forked::Parent { child, .. } => child,
+    };
+    drop((stdin, out_write, err_write, report_write));
+    let mut report = Vec::new();
+    let _ = std::fs::File::from(report_read).read_to_end(&mut report);
+    if !report.is_empty() {
+        let _ = waitpid(pid, None);
+        return Err(
+            match serde_json::from_slice::<berth_runtime::init::InitFailure>(&report) {
+                Ok(failure) => Finished::failed(failure.exit_status(), failure.to_string()),
+                Err(_) => Finished::failed(125, "the process failed to start".to_string()),
+            },
+        );
+    }
+    let out = std::fs::File::from(out_read);
+    let err = std::fs::File::from(err_read);
+    Ok((
+        pid,
+        [
+            Some((FrameKind::Stdout, Box::new(out) as Box<dyn Pipe>)),
+            Some((FrameKind::Stderr, Box::new(err) as Box<dyn Pipe>)),
+        ],
+    ))
 }
 
 trait Pipe: Read + AsFd {}
@@ -151,7 +297,11 @@ fn reap(pid: Pid) -> Option<i32> {
 /// Starts the process, `chroot`ed into `root` when there is one, or says why
 /// it cannot be: 127 when the program is not there, 126 when it cannot be
 /// run, with Docker's (runc's) words.
-fn spawn(request: &RunRequest, root: Option<&Path>) -> Result<std::process::Child, Finished> {
+fn spawn(
+    request: &RunRequest,
+    root: Option<&Path>,
+    stdin: Option<OwnedFd>,
+) -> Result<(Pid, Pipes), Finished> {
     let Some(program) = request.args.first() else {
         return Err(Finished::failed(126, "no command specified".to_string()));
     };
@@ -183,7 +333,7 @@ fn spawn(request: &RunRequest, root: Option<&Path>) -> Result<std::process::Chil
         .arg0(program)
         .args(&request.args[1..])
         .env_clear()
-        .stdin(Stdio::null())
+        .stdin(stdin.map_or_else(Stdio::null, Stdio::from))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let cwd_c = CString::new(cwd).map_err(|_| Finished::failed(126, "cwd holds NUL".into()))?;
@@ -218,7 +368,7 @@ fn spawn(request: &RunRequest, root: Option<&Path>) -> Result<std::process::Chil
             _ => continue,
         };
     }
-    command.spawn().map_err(|error| {
+    let mut child = command.spawn().map_err(|error| {
         let code = if error.kind() == io::ErrorKind::NotFound {
             127
         } else {
@@ -230,7 +380,19 @@ fn spawn(request: &RunRequest, root: Option<&Path>) -> Result<std::process::Chil
             _ => error.to_string(),
         };
         Finished::failed(code, format!("exec: {program:?}: {reason}"))
-    })
+    })?;
+    let pid = Pid::from_raw(child.id() as i32);
+    let pipes = [
+        child
+            .stdout
+            .take()
+            .map(|pipe| (FrameKind::Stdout, Box::new(pipe) as Box<dyn Pipe>)),
+        child
+            .stderr
+            .take()
+            .map(|pipe| (FrameKind::Stderr, Box::new(pipe) as Box<dyn Pipe>)),
+    ];
+    Ok((pid, pipes))
 }
 
 /// `PATH` lookup as Go's `exec.LookPath`, whose errors runc (and so Docker)

@@ -25,8 +25,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::{
-    encode_frame, encode_message, FrameDecoder, GuestMessage, HostMessage, ProtocolError, Ready,
-    PROTOCOL_VERSION,
+    encode_message, FrameDecoder, GuestMessage, HostMessage, ProtocolError, Ready, PROTOCOL_VERSION,
 };
 
 /// Where the initramfs puts the agent's configuration.
@@ -168,6 +167,9 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
     let mut filesystems = root::Filesystems::default();
     loop {
         while let Some(frame) = decoder.next_frame()? {
+            if frame.kind == crate::protocol::FrameKind::Stdin {
+                continue; // for a process that has ended
+            }
             match frame.message::<HostMessage>()? {
                 HostMessage::Run(request) => {
                     let root = match filesystems.prepare(&request) {
@@ -181,18 +183,18 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                             continue;
                         }
                     };
-                    let mut frame = Vec::new();
-                    let finished = exec::run(
+                    let outcome = exec::run(
                         &request,
                         root.as_deref(),
                         &mut children,
-                        &mut |kind, data| {
-                            frame.clear();
-                            encode_frame(kind, data, &mut frame);
-                            port.write_all(&frame)
-                        },
+                        &mut port,
+                        &mut decoder,
                     )
                     .map_err(channel_error)?;
+                    let finished = match outcome {
+                        exec::Outcome::Finished(finished) => finished,
+                        exec::Outcome::Shutdown => return Ok(()),
+                    };
                     let exited = GuestMessage::Exited {
                         code: finished.code,
                         error: finished.error,
@@ -200,6 +202,8 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                     port.write_all(&encode_message(&exited))
                         .map_err(channel_error)?;
                 }
+                // Nothing runs: nothing to signal, no input to take.
+                HostMessage::Signal { .. } => {}
                 HostMessage::Shutdown => return Ok(()),
             }
         }

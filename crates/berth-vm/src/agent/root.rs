@@ -339,6 +339,8 @@ mod tests {
                     target: "data".into(),
                     read_only: false,
                 }],
+                container: None,
+                stdin: false,
             })
             .unwrap_err();
         assert!(matches!(error, RootError::RelativeTarget { .. }), "{error}");

@@ -90,6 +90,8 @@ pub fn request(args: &[&str]) -> RunRequest {
         cwd: "/".into(),
         root: None,
         mounts: vec![],
+        container: None,
+        stdin: false,
     }
 }
 

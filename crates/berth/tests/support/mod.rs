@@ -125,6 +125,10 @@ impl Berth {
         self.root.path()
     }
 
+    pub fn run_root(&self) -> &Path {
+        self.run_root.path()
+    }
+
     pub fn command(&self) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
         command

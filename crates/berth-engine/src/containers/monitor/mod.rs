@@ -380,6 +380,9 @@ fn supervise(
         drop(prober);
         tracing::debug!(container = %record.id, "container process exited");
         let code = berth_runtime::wait_exit_code(launched.pid);
+        if record.run.isolation == super::record::Isolation::Vm {
+            super::vm::launch::reap_leftovers(cgroup.as_ref());
+        }
         let oom_killed = cgroup.oom_kills().ok().flatten().unwrap_or(0) > 0;
         drop(container_io);
         network.release(&mut store, record);
@@ -533,7 +536,11 @@ fn start_once(
         spec.etc_files = joined.etc_files;
     }
     tracing::debug!(container = %record.id, "spec built");
-    let resources = cgroup_resources(record, &spec);
+    let in_vm = record.run.isolation == super::record::Isolation::Vm;
+    let mut resources = cgroup_resources(record, &spec);
+    if in_vm {
+        resources = super::vm::launch::cgroup_resources(resources);
+    }
     cgroup.create(&resources).map_err(|error| {
         (
             format!("failed to create the container's cgroup: {error}"),
@@ -547,6 +554,30 @@ fn start_once(
             125,
         )
     })?;
+    if in_vm {
+        // A VM container has no network yet (`--network none`, checked at
+        // create): nothing to connect.
+        if let Err(error) = store.open_now() {
+            tracing::debug!(%error, "store not opened yet");
+        }
+        let request = super::vm::shim::ShimRequest {
+            spec: spec.clone(),
+            cache: super::vm::guest_cache(&config.root),
+            run_dir: paths.vm.clone(),
+            memory_mib: super::vm::guest_memory_mib(match record.run.resources.memory {
+                Some(berth_runtime::cgroups::Limit::Value(bytes)) => bytes,
+                _ => 0,
+            }),
+        };
+        let launched = super::vm::launch::launch(stdio, cgroup, request)?;
+        let container_io = container_io.finish(attachment).map_err(|error| {
+            (
+                format!("failed to receive the container's terminal: {error}"),
+                125,
+            )
+        })?;
+        return Ok((launched, container_io, spec.process));
+    }
     let launched = berth_runtime::launch(&spec, stdio, cgroup, &mut |pid| {
         // This runs while the container builds its root and the monitor
         // would only wait: open the store (deferred since the fork) now, so
@@ -734,6 +765,13 @@ pub(super) fn cleanup(cgroup: &dyn CgroupManager, paths: &ContainerPaths) {
     tracing::debug!("cgroup deleted");
     if let Err(error) = unmount_rootfs(&paths.rootfs()) {
         tracing::warn!(%error, "failed to unmount the container root");
+    }
+    // A VM container's: what a killed shim could not remove (its VM's
+    // logs); nothing there is in use once the container's processes are gone.
+    match fs_err::remove_dir_all(&paths.vm) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => tracing::warn!(%error, "failed to remove the VM directory"),
     }
 }
 

@@ -1,0 +1,153 @@
+//! Starting a VM container's shim (`berth __vm-shim`, [`super::shim`]) as
+//! the monitor's child, in the container's cgroup, with the container's
+//! stdio; returns once the shim reports the process running in the guest,
+//! as `berth_runtime::launch` returns once a namespace container's process
+//! has exec'd.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+use berth_runtime::cgroups::{CgroupManager, Resources};
+use berth_runtime::{Launched, Stdio};
+
+use super::shim::{ShimRequest, ShimStatus, REQUEST_FD, SHIM_COMMAND, STATUS_FD};
+
+/// The cgroup a VM container's processes (shim, QEMU, virtiofsd) share:
+/// CPU and I/O limits apply to the VM as a whole; memory is the guest's
+/// size instead (a host limit would kill QEMU, whose own use comes on top
+/// of the guest's RAM), and a pids limit would count QEMU's threads.
+pub(crate) fn cgroup_resources(mut resources: Resources) -> Resources {
+    resources.memory = None;
+    resources.memory_swap = None;
+    resources.memory_reservation = None;
+    resources.pids_limit = None;
+    resources
+}
+
+/// Descriptors at or above this are free while the shim's are placed.
+const FIRST_FREE_FD: i32 = 10;
+
+/// Starts the shim for `request` and waits for its report. Errors carry the
+/// message and Docker's exit status for it.
+pub(crate) fn launch(
+    stdio: Stdio,
+    cgroup: &dyn CgroupManager,
+    request: ShimRequest,
+) -> Result<Launched, (String, i32)> {
+    let failed = |what: &str, error: &dyn std::fmt::Display| {
+        (format!("failed to {what} the container's VM: {error}"), 125)
+    };
+    if stdio.console.is_some() {
+        return Err(("--tty is not supported with --isolation=vm yet".into(), 125));
+    }
+    let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC);
+    let (request_read, request_write) = pipe().map_err(|error| failed("start", &error))?;
+    let (status_read, status_write) = pipe().map_err(|error| failed("start", &error))?;
+    let high = |fd: &OwnedFd| -> Result<OwnedFd, (String, i32)> {
+        // SAFETY: F_DUPFD_CLOEXEC only makes a new descriptor of an open one.
+        let raw = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, FIRST_FREE_FD) };
+        if raw < 0 {
+            return Err(failed("start", &std::io::Error::last_os_error()));
+        }
+        // SAFETY: fcntl returned a new descriptor that nothing else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+    };
+    let request_source = high(&request_read)?;
+    let status_source = high(&status_write)?;
+    drop((request_read, status_write));
+    let join = cgroup
+        .open_self_join()
+        .map_err(|error| failed("place", &error))?;
+    let (request_raw, status_raw) = (request_source.as_raw_fd(), status_source.as_raw_fd());
+    let join_raw: Vec<i32> = join.iter().map(AsRawFd::as_raw_fd).collect();
+
+    let mut command = Command::new(berth_runtime::sealed_exe::SELF_EXE);
+    command
+        .arg0("berth")
+        .arg(SHIM_COMMAND)
+        .stdin(std::process::Stdio::from(stdio.stdin))
+        .stdout(std::process::Stdio::from(stdio.stdout))
+        .stderr(std::process::Stdio::from(stdio.stderr));
+    // SAFETY: the closure runs in the child between fork and exec and makes
+    // only write(2) and dup2(2) calls (async-signal-safe) on descriptors
+    // that stay open here until spawn returns; the sources are at
+    // FIRST_FREE_FD or above, so neither dup2 overwrites the other.
+    unsafe {
+        command.pre_exec(move || {
+            for &fd in &join_raw {
+                if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (source, target) in [(request_raw, REQUEST_FD), (status_raw, STATUS_FD)] {
+                if libc::dup2(source, target) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().map_err(|error| failed("start", &error))?;
+    // The container's stdio is the shim's alone now (the Command held it).
+    drop(command);
+    drop((request_source, status_source, join));
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    // The monitor reaps the shim itself (`wait_exit_code`), as it reaps a
+    // namespace container's first process: `Child` never waits.
+    drop(child);
+    // SAFETY: pidfd_open takes a pid and flags; the shim is this process's
+    // unreaped child, so the pid cannot have been reused.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
+    if raw < 0 {
+        let error = std::io::Error::last_os_error();
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        berth_runtime::wait_exit_code(pid);
+        return Err(failed("watch", &error));
+    }
+    // SAFETY: pidfd_open returned a new descriptor that nothing else owns.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
+
+    let bytes = serde_json::to_vec(&request).map_err(|error| failed("describe", &error))?;
+    // A shim that died before reading: its report (or its absence) says why.
+    let _ = std::fs::File::from(request_write).write_all(&bytes);
+    let mut report = Vec::new();
+    let _ = std::fs::File::from(status_read).read_to_end(&mut report);
+    match serde_json::from_slice::<ShimStatus>(&report) {
+        Ok(ShimStatus::Started) => Ok(Launched { pid, pidfd }),
+        Ok(ShimStatus::Failed { message, status }) => {
+            berth_runtime::wait_exit_code(pid);
+            Err((message, status))
+        }
+        Err(_) => {
+            let code = berth_runtime::wait_exit_code(pid);
+            Err((
+                format!("the container's VM shim exited ({code}) before it started the process"),
+                125,
+            ))
+        }
+    }
+}
+
+/// After the shim's exit: its QEMU and virtiofsd die with it
+/// (PR_SET_PDEATHSIG) but a moment later, and as orphans they are this
+/// monitor's (a subreaper) to reap; the cgroup can only go once they have.
+pub(crate) fn reap_leftovers(cgroup: &dyn CgroupManager) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let _ = cgroup.kill_all(nix::sys::signal::Signal::SIGKILL);
+        while let Ok(status) =
+            nix::sys::wait::waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG))
+        {
+            if status == nix::sys::wait::WaitStatus::StillAlive {
+                break;
+            }
+        }
+        let left = cgroup.processes().map(|pids| pids.len()).unwrap_or(0);
+        if left == 0 || std::time::Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,64 @@
+//! The two halves of a container that runs in a microVM (berth-vm), which
+//! reuse this runtime's own steps so that a VM container gets the same
+//! settings as a namespace one, applied twice (defence in depth, as Kata):
+//!
+//! - on the host, [`arrange_shared_root`] builds the tree the guest gets
+//!   over virtio-fs: the overlay root with the per-container `/etc` files
+//!   and the user's mounts on it, in the caller's private mount namespace
+//!   (so they vanish with the processes that serve it);
+//! - in the guest, [`enter_guest_container`] runs in the child the agent
+//!   cloned into new pid and mount namespaces: a `/proc` of its own,
+//!   `chroot` into the shared root, hostname, masked and read-only paths,
+//!   then limits, identity, capabilities, no_new_privs and seccomp, and
+//!   `execve`.
+
+use std::path::Path;
+
+use super::{exec, mounts, InitFailure, InitResult};
+use crate::spec::ContainerSpec;
+
+/// Mounts `spec`'s root at `spec.rootfs` with its `/etc` files and user
+/// mounts, without `/proc`, `/sys` or `/dev` (the guest mounts its own) and
+/// without `pivot_root`. The caller must be in a mount namespace of its own
+/// (`unshare(CLONE_NEWNS)`): propagation is made private first.
+pub fn arrange_shared_root(spec: &ContainerSpec) -> Result<(), InitFailure> {
+    mounts::prepare_shared_root(spec)?;
+    mounts::apply_user_mounts(spec)?;
+    if spec.readonly_rootfs {
+        mounts::remount_bind_readonly(&spec.rootfs)?;
+    }
+    Ok(())
+}
+
+/// In the guest: enters the container whose root the agent mounted at
+/// `root` and execs its process; returns only why it could not.
+pub fn enter_guest_container(spec: &ContainerSpec, root: &Path) -> InitFailure {
+    match enter(spec, root) {
+        Ok(never) => match never {},
+        Err(failure) => failure,
+    }
+}
+
+fn enter(spec: &ContainerSpec, root: &Path) -> InitResult<super::Never> {
+    super::set_container_umask();
+    super::reset_signals();
+    mounts::private_propagation()?;
+    // The agent's /proc there shows the whole guest; this pid namespace's
+    // own goes over it.
+    mounts::mount_proc(&root.join("proc"))?;
+    nix::unistd::chroot(root).map_err(|error| InitFailure::nix("chroot", error))?;
+    nix::unistd::chdir("/").map_err(|error| InitFailure::nix("chdir to /", error))?;
+    if !spec.hostname.is_empty() {
+        nix::unistd::sethostname(&spec.hostname)
+            .map_err(|error| InitFailure::nix("sethostname", error))?;
+    }
+    super::set_domainname(&spec.domainname)?;
+    // `--read-only` was applied on the host (the share is a read-only
+    // bind): the masks come on top of it here.
+    let in_guest = ContainerSpec {
+        readonly_rootfs: false,
+        ..spec.clone()
+    };
+    mounts::after_pivot(&in_guest)?;
+    exec::finish_and_exec(&spec.process)
+}

@@ -1,0 +1,517 @@
+//! `--isolation=vm`: containers in microVMs of their own (QEMU microvm under
+//! TCG on this machine, Debian's kernel, berth's agent as /init), through
+//! the same CLI, images and monitor as namespace containers.
+//!
+//! The guest kernel is Debian's package, put into the test target's tmp
+//! directory by scripts/vm-kernel.sh unless `BERTH_VM_KERNEL_DIR` names one;
+//! the kernel and initramfs cache is shared by every test's root
+//! (`BERTH_VM_CACHE`). Without QEMU or virtiofsd the tests skip, saying so
+//! (`.ci/run` installs both).
+
+#![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use support::containers::{mounts_under, pid_alive, wait_until};
+use support::{Berth, Run};
+
+/// What every VM run here adds: berth's microVM backend, and no network
+/// (VM containers have none yet).
+const VM: &[&str] = &["--isolation=vm", "--network", "none"];
+
+/// The kernel package and the shared cache, or why the tests skip.
+fn vm_environment() -> Option<(PathBuf, PathBuf)> {
+    if Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)");
+        return None;
+    }
+    let virtiofsd = ["/var/lib/berth-tools/bin/virtiofsd"];
+    if std::env::var_os("BERTH_VM_VIRTIOFSD").is_none()
+        && !virtiofsd.iter().any(|path| Path::new(path).is_file())
+    {
+        eprintln!("skipped: no virtiofsd (scripts/vm-tools.sh installs it)");
+        return None;
+    }
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vm-kernel");
+    let package = match std::env::var_os("BERTH_VM_KERNEL_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            let dir = base.join("package");
+            let script = support::workspace_root().join("scripts/vm-kernel.sh");
+            let status = Command::new("bash")
+                .arg(&script)
+                .arg(&dir)
+                .status()
+                .unwrap();
+            assert!(status.success(), "{script:?} {dir:?} failed: {status}");
+            dir
+        }
+    };
+    Some((package, base.join("berth-cache")))
+}
+
+/// A private root with busybox loaded whose commands find the guest kernel
+/// and the shared cache.
+struct VmBerth {
+    berth: Berth,
+    kernel: PathBuf,
+    cache: PathBuf,
+}
+
+impl VmBerth {
+    fn new() -> Option<VmBerth> {
+        let (kernel, cache) = vm_environment()?;
+        let berth = Berth::new();
+        berth.load("busybox-docker.tar");
+        Some(VmBerth {
+            berth,
+            kernel,
+            cache,
+        })
+    }
+
+    fn command(&self) -> Command {
+        let mut command = self.berth.command();
+        command
+            .env("BERTH_VM_KERNEL_DIR", &self.kernel)
+            .env("BERTH_VM_CACHE", &self.cache);
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        self.run_with_stdin(args, None)
+    }
+
+    fn run_with_stdin(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
+        let mut command = self.command();
+        command.args(args);
+        Run {
+            output: support::output_with_stdin(command, stdin),
+        }
+    }
+
+    /// `run --rm [VM] OPTIONS busybox ARGS`.
+    fn run_in(&self, vm: bool, options: &[&str], args: &[&str], stdin: Option<&[u8]>) -> Run {
+        let mut all = vec!["run", "--rm"];
+        if vm {
+            all.extend_from_slice(VM);
+        } else {
+            all.extend_from_slice(&["--network", "none"]);
+        }
+        all.extend_from_slice(options);
+        all.push("busybox");
+        all.extend_from_slice(args);
+        self.run_with_stdin(&all, stdin)
+    }
+
+    /// `run -d` in a VM, the full id.
+    #[track_caller]
+    fn run_detached(&self, args: &[&str]) -> String {
+        let mut all = vec!["run", "-d"];
+        all.extend_from_slice(VM);
+        all.extend_from_slice(args);
+        let id = self.run(&all).ok().trim().to_owned();
+        assert_eq!(id.len(), 64, "{id:?}");
+        id
+    }
+
+    fn inspect(&self, id: &str, format: &str) -> String {
+        self.run(&["inspect", "-f", format, id])
+            .ok()
+            .trim()
+            .to_owned()
+    }
+
+    #[track_caller]
+    fn wait_logs(&self, id: &str, text: &str) -> String {
+        let mut logs = String::new();
+        wait_until(120.0, &format!("{text:?} in the logs of {id}"), || {
+            logs = self.run(&["logs", id]).all_output();
+            logs.contains(text)
+        });
+        logs
+    }
+
+    #[track_caller]
+    fn wait_exited(&self, id: &str) {
+        wait_until(60.0, &format!("{id} to exit"), || {
+            self.inspect(id, "{{.State.Status}}") == "exited"
+        });
+    }
+
+    /// Nothing of the container on the host: no process of its VM (QEMU,
+    /// virtiofsd, the shim), no mount, no cgroup, no VM directory.
+    #[track_caller]
+    fn assert_nothing_left(&self, id: &str, pids: &[i32]) {
+        wait_until(
+            20.0,
+            &format!("the processes {pids:?} of {id} to end"),
+            || pids.iter().all(|pid| !pid_alive(*pid)),
+        );
+        self.berth.assert_no_leftovers(id);
+        let vm_dirs: Vec<_> = fs_err::read_dir(self.run_root().join("vm"))
+            .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
+            .unwrap_or_default();
+        assert!(vm_dirs.is_empty(), "VM directories left: {vm_dirs:?}");
+        let mounts = mounts_under(self.berth.root());
+        assert!(mounts.is_empty(), "mounts left: {mounts:?}");
+    }
+
+    fn run_root(&self) -> PathBuf {
+        self.berth.run_root().to_path_buf()
+    }
+}
+
+/// The shim (the container's pid) and its children (QEMU, virtiofsd).
+fn vm_processes(shim: i32) -> Vec<i32> {
+    let mut pids = vec![shim];
+    let mut index = 0;
+    while index < pids.len() {
+        let pid = pids[index];
+        let children =
+            fs_err::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        pids.extend(
+            children
+                .split_whitespace()
+                .filter_map(|pid| pid.parse::<i32>().ok()),
+        );
+        index += 1;
+    }
+    pids
+}
+
+fn command_of(pid: i32) -> String {
+    fs_err::read(format!("/proc/{pid}/cmdline"))
+        .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+fn kill9(pid: i32) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}
+
+#[test]
+fn a_vm_container_runs_as_a_namespace_one_does() {
+    let Some(berth) = VmBerth::new() else { return };
+    // Output (both streams) and exit code of each, under both backends.
+    // (run options, command, stdin)
+    type Case<'a> = (&'a [&'a str], &'a [&'a str], Option<&'a [u8]>);
+    let cases: &[Case] = &[
+        (&[], &["echo", "hello", "world"], None),
+        (&[], &["sh", "-c", "echo out; echo err >&2; exit 3"], None),
+        (&[], &["no-such-program"], None),
+        (&[], &["/etc/passwd"], None),
+        (
+            &["-u", "1000", "-w", "/tmp/work", "-e", "FOO=bar baz"],
+            &["sh", "-c", "id; pwd; echo $FOO; echo $HOME"],
+            None,
+        ),
+        (
+            &["-i"],
+            &["sh", "-c", "cat; echo done"],
+            Some(b"line one\nline two\n"),
+        ),
+        (
+            &["--hostname", "guest", "--read-only"],
+            &[
+                "sh",
+                "-c",
+                "hostname; cat /etc/hostname; touch /x 2>&1; echo $?",
+            ],
+            None,
+        ),
+        (
+            &[],
+            // A pid namespace of its own, Docker's capabilities, masked paths.
+            &[
+                "sh",
+                "-c",
+                "echo $$; grep CapBnd /proc/self/status; ls /proc/acpi 2>/dev/null | wc -l",
+            ],
+            None,
+        ),
+        (
+            &["--cap-drop", "ALL", "--cap-add", "CHOWN", "-u", "0"],
+            &["sh", "-c", "grep CapEff /proc/self/status"],
+            None,
+        ),
+    ];
+    for (options, args, stdin) in cases {
+        let namespaces = berth.run_in(false, options, args, *stdin);
+        let vm = berth.run_in(true, options, args, *stdin);
+        assert_eq!(
+            (vm.code(), vm.stdout(), vm.stderr()),
+            (namespaces.code(), namespaces.stdout(), namespaces.stderr()),
+            "{options:?} {args:?}: the VM (left) differs from namespaces (right)"
+        );
+    }
+    // The guest's kernel is Debian's package, not the host's.
+    let guest = berth.run_in(true, &[], &["uname", "-r"], None).ok();
+    let host = String::from_utf8(Command::new("uname").arg("-r").output().unwrap().stdout).unwrap();
+    assert_ne!(guest, host, "the guest runs its own kernel");
+    assert!(guest.trim().ends_with("-amd64"), "{guest}");
+    assert!(berth.berth.all_ids().is_empty(), "--rm removed them all");
+}
+
+#[test]
+fn binds_volumes_and_the_writable_layer_reach_the_vm() {
+    let Some(berth) = VmBerth::new() else { return };
+    let host = tempfile::tempdir().unwrap();
+    fs_err::write(host.path().join("from-host"), "host file\n").unwrap();
+    let bind = format!("{}:/data", host.path().display());
+    let read_only = format!("{}:/ro:ro", host.path().display());
+    let out = berth
+        .run_in(
+            true,
+            &["-v", &bind, "-v", &read_only, "-v", "named:/vol"],
+            &[
+                "sh",
+                "-c",
+                "cat /data/from-host; echo from-guest > /data/new; \
+                 touch /ro/x 2>/dev/null || echo read-only; echo kept > /vol/file",
+            ],
+            None,
+        )
+        .ok();
+    assert_eq!(out, "host file\nread-only\n");
+    assert_eq!(
+        fs_err::read_to_string(host.path().join("new")).unwrap(),
+        "from-guest\n"
+    );
+    // The named volume outlives the container, for a namespace one too.
+    let out = berth
+        .run_in(false, &["-v", "named:/vol"], &["cat", "/vol/file"], None)
+        .ok();
+    assert_eq!(out, "kept\n");
+    // What the guest writes lands in the container's writable layer:
+    // `diff`, `cp` and `commit` see it as for a namespace container.
+    let id = berth
+        .run(&[
+            "create",
+            "--isolation=vm",
+            "--network",
+            "none",
+            "busybox",
+            "sh",
+            "-c",
+            "echo layer > /etc/added; rm /etc/group",
+        ])
+        .ok()
+        .trim()
+        .to_owned();
+    let run = berth.run(&["start", "-a", &id]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let diff = berth.run(&["diff", &id]).ok();
+    assert!(diff.contains("A /etc/added"), "{diff}");
+    assert!(diff.contains("D /etc/group"), "{diff}");
+    let copied = tempfile::tempdir().unwrap();
+    let target = copied.path().join("added");
+    berth
+        .run(&["cp", &format!("{id}:/etc/added"), target.to_str().unwrap()])
+        .ok();
+    assert_eq!(fs_err::read_to_string(&target).unwrap(), "layer\n");
+    berth.run(&["commit", &id, "from-vm:1"]).ok();
+    let out = berth.run_in(false, &[], &["cat", "/etc/added"], None);
+    assert_eq!(out.code(), 1, "busybox itself is unchanged");
+    let out = berth
+        .run(&[
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "from-vm:1",
+            "cat",
+            "/etc/added",
+        ])
+        .ok();
+    assert_eq!(out, "layer\n");
+    berth.run(&["rm", &id]).ok();
+    berth.assert_nothing_left(&id, &[]);
+}
+
+#[test]
+fn stop_kill_pause_and_logs_of_a_vm_container() {
+    let Some(berth) = VmBerth::new() else { return };
+    // SIGTERM reaches the process in the guest, which handles it.
+    let id = berth.run_detached(&[
+        "busybox",
+        "sh",
+        "-c",
+        "trap 'echo got TERM; exit 42' TERM; echo ready; while :; do sleep 0.1; done",
+    ]);
+    assert_eq!(berth.inspect(&id, "{{.HostConfig.Isolation}}"), "vm");
+    berth.wait_logs(&id, "ready");
+    let shim: i32 = berth.inspect(&id, "{{.State.Pid}}").parse().unwrap();
+    let processes = vm_processes(shim);
+    assert!(
+        processes
+            .iter()
+            .any(|pid| command_of(*pid).contains("qemu-system")),
+        "{:?}",
+        processes
+            .iter()
+            .map(|pid| command_of(*pid))
+            .collect::<Vec<_>>()
+    );
+    // The whole VM freezes and thaws.
+    berth.run(&["pause", &id]).ok();
+    assert_eq!(berth.inspect(&id, "{{.State.Status}}"), "paused");
+    berth.run(&["unpause", &id]).ok();
+    // Not yet: a clear refusal, not a wrong answer.
+    let refused = berth.run(&["exec", &id, "true"]);
+    assert_ne!(refused.code(), 0);
+    assert!(
+        refused
+            .stderr()
+            .contains("exec is not supported for VM containers yet"),
+        "{}",
+        refused.stderr()
+    );
+    let refused = berth.run(&["top", &id]);
+    assert!(
+        refused
+            .stderr()
+            .contains("top is not supported for VM containers yet"),
+        "{}",
+        refused.stderr()
+    );
+    berth.run(&["stop", &id]).ok();
+    assert_eq!(berth.inspect(&id, "{{.State.ExitCode}}"), "42");
+    let logs = berth.run(&["logs", &id]).ok();
+    assert_eq!(logs, "ready\ngot TERM\n");
+    berth.run(&["rm", &id]).ok();
+    berth.assert_nothing_left(&id, &processes);
+
+    // A process that ignores SIGTERM is killed after the timeout (137), as
+    // Docker does; `kill` is SIGKILL (137) too.
+    let id = berth.run_detached(&[
+        "busybox",
+        "sh",
+        "-c",
+        "trap '' TERM; echo ready; sleep 1000",
+    ]);
+    berth.wait_logs(&id, "ready");
+    let processes = vm_processes(berth.inspect(&id, "{{.State.Pid}}").parse().unwrap());
+    berth.run(&["stop", "-t", "1", &id]).ok();
+    assert_eq!(berth.inspect(&id, "{{.State.ExitCode}}"), "137");
+    berth.run(&["start", &id]).ok();
+    berth.wait_logs(&id, "ready\nready");
+    let restarted = vm_processes(berth.inspect(&id, "{{.State.Pid}}").parse().unwrap());
+    assert!(
+        processes.iter().all(|pid| !restarted.contains(pid)),
+        "a restart boots a new VM"
+    );
+    berth.run(&["kill", &id]).ok();
+    berth.wait_exited(&id);
+    assert_eq!(berth.inspect(&id, "{{.State.ExitCode}}"), "137");
+    berth.run(&["rm", &id]).ok();
+    berth.assert_nothing_left(&id, &restarted);
+}
+
+#[test]
+fn killed_vm_processes_are_reconciled_and_leave_nothing() {
+    let Some(berth) = VmBerth::new() else { return };
+    for victim in ["qemu-system", "virtiofsd", "__vm-shim"] {
+        let id = berth.run_detached(&["busybox", "sh", "-c", "echo ready; sleep 1000"]);
+        berth.wait_logs(&id, "ready");
+        let processes = vm_processes(berth.inspect(&id, "{{.State.Pid}}").parse().unwrap());
+        let target = *processes
+            .iter()
+            .find(|pid| command_of(**pid).contains(victim))
+            .unwrap_or_else(|| panic!("no {victim} among {processes:?}"));
+        eprintln!("kill -9 {victim} ({target})");
+        kill9(target);
+        berth.wait_exited(&id);
+        assert_eq!(
+            berth.inspect(&id, "{{.State.ExitCode}}"),
+            "137",
+            "kill -9 of {victim}"
+        );
+        berth.run(&["rm", &id]).ok();
+        berth.assert_nothing_left(&id, &processes);
+    }
+    // The monitor killed: the next command repairs (the container is
+    // exited, its VM gone).
+    let id = berth.run_detached(&["busybox", "sh", "-c", "echo ready; sleep 1000"]);
+    berth.wait_logs(&id, "ready");
+    let shim: i32 = berth.inspect(&id, "{{.State.Pid}}").parse().unwrap();
+    let processes = vm_processes(shim);
+    let monitor: i32 = berth.inspect(&id, "{{.State.Pid}}").parse().unwrap();
+    let monitor = support::containers::parent_pid(monitor);
+    assert!(
+        command_of(monitor).contains("berth"),
+        "{}",
+        command_of(monitor)
+    );
+    kill9(monitor);
+    wait_until(30.0, "the dead monitor's container to be repaired", || {
+        berth.inspect(&id, "{{.State.Status}}") == "exited"
+    });
+    berth.run(&["rm", "-f", &id]).ok();
+    berth.assert_nothing_left(&id, &processes);
+}
+
+#[test]
+fn what_a_vm_container_cannot_do_yet_is_refused() {
+    let Some(berth) = VmBerth::new() else { return };
+    for (options, words) in [
+        (
+            &["--isolation=vm"][..],
+            "--network default is not supported with --isolation=vm",
+        ),
+        (
+            &["--runtime", "vm"][..],
+            "--network default is not supported with --isolation=vm",
+        ),
+        (
+            &["--isolation=vm", "--network", "none", "-t"][..],
+            "--tty is not supported with --isolation=vm",
+        ),
+        (
+            &["--isolation=vm", "--network", "none", "--privileged"][..],
+            "--privileged is not supported",
+        ),
+        (
+            &["--isolation=vm", "--network", "none", "--pids-limit", "10"][..],
+            "--pids-limit is not supported",
+        ),
+    ] {
+        let mut args = vec!["run", "--rm"];
+        args.extend_from_slice(options);
+        args.extend_from_slice(&["busybox", "true"]);
+        let stderr = berth.run(&args).fails(125);
+        assert!(stderr.contains(words), "{options:?}: {stderr}");
+    }
+    assert!(berth.berth.all_ids().is_empty(), "nothing was created");
+
+    // No guest kernel: a clear error, nothing left.
+    let mut command = berth.command();
+    command
+        .env("BERTH_VM_KERNEL_DIR", "/nonexistent/kernel")
+        .args([
+            "run",
+            "--rm",
+            "--isolation=vm",
+            "--network",
+            "none",
+            "busybox",
+            "true",
+        ]);
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("/nonexistent/kernel"), "{stderr}");
+    assert!(berth.berth.all_ids().is_empty(), "--rm removed it");
+    assert!(berth.berth.container_dirs().is_empty());
+    assert!(mounts_under(berth.berth.root()).is_empty());
+}
