@@ -149,6 +149,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 mounts: mounts.clone(),
                 container: None,
                 stdin: false,
+                network: None,
             },
             &mut |stream, data| {
                 first_output.get_or_insert_with(|| started.elapsed());

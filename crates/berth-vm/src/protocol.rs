@@ -56,6 +56,18 @@ pub struct RunRequest {
     /// Whether the host sends stdin frames; otherwise stdin is /dev/null.
     #[serde(default)]
     pub stdin: bool,
+    /// The guest's network card's address, set before the process starts
+    /// (the first run that names it; `lo` comes up in any case).
+    #[serde(default)]
+    pub network: Option<GuestNetwork>,
+}
+
+/// The address of the guest's `eth0` (the container's, on its network).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestNetwork {
+    pub address: std::net::Ipv4Addr,
+    pub prefix_len: u8,
+    pub gateway: Option<std::net::Ipv4Addr>,
 }
 
 /// The container's root: a virtiofs share the agent mounts at
@@ -270,6 +282,7 @@ mod tests {
             mounts: vec![],
             container: None,
             stdin: false,
+            network: None,
         }));
         encode_frame(FrameKind::Stdout, b"hello\n", &mut bytes);
         encode_frame(FrameKind::Stderr, b"", &mut bytes);
@@ -295,6 +308,7 @@ mod tests {
                     mounts: vec![],
                     container: None,
                     stdin: false,
+                    network: None,
                 }))
             );
             assert_eq!(
@@ -353,11 +367,12 @@ mod tests {
             }],
             container: None,
             stdin: true,
+            network: None,
         });
         let json = serde_json::to_string(&run).unwrap();
         assert_eq!(
             json,
-            r#"{"type":"run","args":["true"],"env":[],"cwd":"/","root":{"tag":"root","read_only":false},"mounts":[{"tag":"share0","target":"/data","read_only":true}],"container":null,"stdin":true}"#
+            r#"{"type":"run","args":["true"],"env":[],"cwd":"/","root":{"tag":"root","read_only":false},"mounts":[{"tag":"share0","target":"/data","read_only":true}],"container":null,"stdin":true,"network":null}"#
         );
         assert_eq!(
             serde_json::to_string(&serde_json::from_str::<HostMessage>(&json).unwrap()).unwrap(),

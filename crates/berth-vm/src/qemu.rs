@@ -79,6 +79,16 @@ pub struct QemuArgs<'a> {
     pub kernel_cmdline_extra: &'a [String],
     /// The virtiofs devices: QEMU's end of each share's vhost-user socket.
     pub filesystems: &'a [FilesystemDevice],
+    /// The network card, on a tap device the caller opened.
+    pub network: Option<&'a NetworkDevice>,
+}
+
+/// One `virtio-net-device` on a tap: QEMU's descriptor of the tap and the
+/// card's MAC address.
+#[derive(Debug)]
+pub struct NetworkDevice {
+    pub tap_fd: RawFd,
+    pub mac: String,
 }
 
 /// One `vhost-user-fs-device`.
@@ -177,6 +187,14 @@ pub fn arguments(args: &QemuArgs) -> Vec<OsString> {
             ),
         ]);
     }
+    if let Some(network) = args.network {
+        push(&[
+            "-netdev",
+            &format!("tap,id=net0,fd={}", network.tap_fd),
+            "-device",
+            &format!("virtio-net-device,netdev=net0,mac={}", network.mac),
+        ]);
+    }
     push(&["-chardev", &format!("socket,id=qmp,fd={}", args.qmp_fd)]);
     push(&["-mon", "chardev=qmp,mode=control"]);
     let mut console = OsString::from("file,id=console,path=");
@@ -253,6 +271,10 @@ mod tests {
             qmp_fd: 9,
             kernel_cmdline_extra: &["loglevel=7".to_string()],
             filesystems: &[],
+            network: Some(&NetworkDevice {
+                tap_fd: 13,
+                mac: "06:42:0a:58:00:02".into(),
+            }),
         });
         let line = command_line(&args);
         for expected in [
@@ -267,6 +289,7 @@ mod tests {
             "-chardev file,id=console,path=/vm/console.log",
             "-chardev socket,id=agent,fd=7 -device virtserialport,chardev=agent,name=org.berth.agent",
             "-chardev socket,id=qmp,fd=9 -mon chardev=qmp,mode=control",
+            "-netdev tap,id=net0,fd=13 -device virtio-net-device,netdev=net0,mac=06:42:0a:58:00:02",
         ] {
             assert!(line.contains(expected), "{expected:?} missing from {line}");
         }
@@ -297,6 +320,7 @@ mod tests {
             qmp_fd: 9,
             kernel_cmdline_extra: &[],
             filesystems: &filesystems,
+            network: None,
         });
         let line = command_line(&args);
         for expected in [

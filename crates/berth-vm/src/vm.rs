@@ -50,6 +50,8 @@ pub struct VmConfig {
     pub shares: Vec<Share>,
     /// virtiofsd; `None`: [`virtiofs::find_virtiofsd`] when there are shares.
     pub virtiofsd: Option<PathBuf>,
+    /// A network card on this tap (QEMU inherits the descriptor).
+    pub network: Option<std::sync::Arc<qemu::NetworkDevice>>,
 }
 
 impl VmConfig {
@@ -69,6 +71,7 @@ impl VmConfig {
             kernel_cmdline_extra: Vec::new(),
             shares: Vec::new(),
             virtiofsd: None,
+            network: None,
         })
     }
 }
@@ -265,8 +268,10 @@ impl Vm {
             qmp_fd: guest_qmp.as_raw_fd(),
             kernel_cmdline_extra: &config.kernel_cmdline_extra,
             filesystems: &filesystems,
+            network: config.network.as_deref(),
         });
         let mut inherit = vec![guest_agent.as_raw_fd(), guest_qmp.as_raw_fd()];
+        inherit.extend(config.network.iter().map(|network| network.tap_fd));
         inherit.extend(filesystems.iter().map(|filesystem| filesystem.fd));
         let started = Instant::now();
         let mut process = qemu::spawn(&config.qemu, &arguments, &inherit, &dir.qemu_log())?;
@@ -811,6 +816,7 @@ mod tests {
             kernel_cmdline_extra: Vec::new(),
             shares: Vec::new(),
             virtiofsd: None,
+            network: None,
         };
         let error = Vm::boot(&config).err().unwrap();
         assert!(
@@ -844,6 +850,7 @@ mod tests {
             kernel_cmdline_extra: Vec::new(),
             shares: Vec::new(),
             virtiofsd: None,
+            network: None,
         };
         let error = Vm::boot(&config).err().unwrap();
         assert!(

@@ -72,6 +72,7 @@ fn boots_debians_kernel_and_runs_commands() {
             mounts: vec![],
             container: None,
             stdin: false,
+            network: None,
         })
         .unwrap();
     assert_eq!(

@@ -81,6 +81,7 @@ fn in_root(args: &[&str]) -> RunRequest {
         ],
         container: None,
         stdin: false,
+        network: None,
     }
 }
 

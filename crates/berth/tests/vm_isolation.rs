@@ -466,12 +466,12 @@ fn what_a_vm_container_cannot_do_yet_is_refused() {
     let Some(berth) = VmBerth::new() else { return };
     for (options, words) in [
         (
-            &["--isolation=vm"][..],
-            "--network default is not supported with --isolation=vm",
+            &["--isolation=vm", "--network", "host"][..],
+            "--network host is not supported with --isolation=vm",
         ),
         (
-            &["--runtime", "vm"][..],
-            "--network default is not supported with --isolation=vm",
+            &["--runtime", "vm", "--network", "container:x"][..],
+            "--network container:x is not supported with --isolation=vm",
         ),
         (
             &["--isolation=vm", "--network", "none", "-t"][..],
@@ -514,4 +514,66 @@ fn what_a_vm_container_cannot_do_yet_is_refused() {
     assert!(berth.berth.all_ids().is_empty(), "--rm removed it");
     assert!(berth.berth.container_dirs().is_empty());
     assert!(mounts_under(berth.berth.root()).is_empty());
+}
+
+#[test]
+fn a_vm_container_is_on_the_bridge_network_with_its_published_ports() {
+    let Some(berth) = VmBerth::new() else { return };
+    let port = free_port();
+    let publish = format!("127.0.0.1:{port}:80");
+    let mut args = vec!["run", "-d", "--isolation=vm", "-p", &publish];
+    args.extend_from_slice(&["busybox", "httpd", "-f", "-v", "-p", "80", "-h", "/etc"]);
+    let id = berth.run(&args).ok().trim().to_owned();
+    let address = berth.inspect(&id, "{{.NetworkSettings.IPAddress}}");
+    assert!(
+        !address.is_empty(),
+        "the VM container has the bridge address"
+    );
+    let hostname = berth.inspect(&id, "{{.Config.Hostname}}");
+    // From the host, through the published port (the same DNAT as for a
+    // namespace container), once the guest's httpd listens.
+    let mut answer = String::new();
+    wait_until(120.0, "the VM's httpd on the published port", || {
+        answer = http_get(port, "/hostname").unwrap_or_default();
+        !answer.is_empty()
+    });
+    assert!(answer.ends_with(&format!("\n\n{hostname}\n")), "{answer:?}");
+    // From a namespace container on the same bridge, by the VM's address
+    // (the guest answers for it itself).
+    let url = format!("http://{address}/hostname");
+    let out = berth
+        .run(&["run", "--rm", "busybox", "wget", "-qO-", &url])
+        .ok();
+    assert_eq!(out, format!("{hostname}\n"));
+    let processes = vm_processes(berth.inspect(&id, "{{.State.Pid}}").parse().unwrap());
+    berth.run(&["rm", "-f", &id]).ok();
+    berth.assert_nothing_left(&id, &processes);
+    // The port is free again.
+    assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());
+    berth.run(&["network", "prune", "-f"]).ok();
+}
+
+/// A TCP port nothing listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The whole answer to `GET path` on 127.0.0.1:`port` (headers included,
+/// lines ending in `\n`), or None while nothing answers with 200.
+fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    answer
+        .contains(" 200 ")
+        .then(|| answer.replace("\r\n", "\n"))
 }

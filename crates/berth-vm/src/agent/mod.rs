@@ -11,6 +11,7 @@
 
 mod boot;
 mod exec;
+mod network;
 mod root;
 
 use std::io::{Read, Write};
@@ -165,6 +166,7 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
     let mut decoder = FrameDecoder::default();
     let mut buffer = vec![0u8; 64 * 1024];
     let mut filesystems = root::Filesystems::default();
+    let mut links = network::GuestLinks::default();
     loop {
         while let Some(frame) = decoder.next_frame()? {
             if frame.kind == crate::protocol::FrameKind::Stdin {
@@ -172,6 +174,14 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
             }
             match frame.message::<HostMessage>()? {
                 HostMessage::Run(request) => {
+                    if let Err(error) = links.prepare(request.network.as_ref()) {
+                        let failed = GuestMessage::SetupFailed {
+                            error: error_chain(&error),
+                        };
+                        port.write_all(&encode_message(&failed))
+                            .map_err(channel_error)?;
+                        continue;
+                    }
                     let root = match filesystems.prepare(&request) {
                         Ok(root) => root,
                         Err(error) => {

@@ -341,6 +341,7 @@ mod tests {
                 }],
                 container: None,
                 stdin: false,
+                network: None,
             })
             .unwrap_err();
         assert!(matches!(error, RootError::RelativeTarget { .. }), "{error}");

@@ -75,6 +75,7 @@ pub fn setup_with(agent: &Path, with_busybox: bool) -> Option<Setup> {
         kernel_cmdline_extra: Vec::new(),
         shares: Vec::new(),
         virtiofsd: None,
+        network: None,
     };
     Some(Setup {
         config,
@@ -92,6 +93,7 @@ pub fn request(args: &[&str]) -> RunRequest {
         mounts: vec![],
         container: None,
         stdin: false,
+        network: None,
     }
 }
 

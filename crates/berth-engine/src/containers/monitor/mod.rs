@@ -555,8 +555,6 @@ fn start_once(
         )
     })?;
     if in_vm {
-        // A VM container has no network yet (`--network none`, checked at
-        // create): nothing to connect.
         if let Err(error) = store.open_now() {
             tracing::debug!(%error, "store not opened yet");
         }
@@ -568,8 +566,18 @@ fn start_once(
                 Some(berth_runtime::cgroups::Limit::Value(bytes)) => bytes,
                 _ => 0,
             }),
+            network: None,
         };
-        let launched = super::vm::launch::launch(stdio, cgroup, request)?;
+        // The container's network goes into the shim's namespace as for a
+        // namespace container's; the guest takes over its address.
+        let launched = super::vm::launch::launch(stdio, cgroup, request, &mut |pid| {
+            network.connect(store, record, paths, pid)?;
+            Ok(network.first_endpoint().map(super::vm::shim_network))
+        });
+        if launched.is_err() {
+            network.disconnect(store, record);
+        }
+        let launched = launched?;
         let container_io = container_io.finish(attachment).map_err(|error| {
             (
                 format!("failed to receive the container's terminal: {error}"),

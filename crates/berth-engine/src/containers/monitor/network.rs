@@ -27,6 +27,9 @@ pub(super) struct MonitorNetwork {
     /// container's namespace before its program starts (a query can come
     /// at once).
     dns_socket: Option<std::net::UdpSocket>,
+    /// The endpoint with the default route, as the last `connect` made it
+    /// (a VM container's guest takes its address).
+    first_endpoint: Option<crate::networks::record::Endpoint>,
 }
 
 impl MonitorNetwork {
@@ -45,6 +48,7 @@ impl MonitorNetwork {
             kernel: HostKernel::new(),
             ports,
             dns_socket: None,
+            first_endpoint: None,
         })
     }
 
@@ -69,6 +73,7 @@ impl MonitorNetwork {
             &self.ports.published,
         )
         .map_err(|error| crate::ErrorChain(&error).to_string())?;
+        self.first_endpoint = endpoints.first().cloned();
         if let Some(first) = endpoints.first() {
             if let Err(error) = write_hosts(record, paths, Some(&first.address)) {
                 self.disconnect(store, record);
@@ -102,6 +107,11 @@ impl MonitorNetwork {
         } else {
             release_container_endpoints(store, &mut self.kernel, &record.id);
         }
+    }
+
+    /// The endpoint with the default route, as the last `connect` made it.
+    pub fn first_endpoint(&self) -> Option<&crate::networks::record::Endpoint> {
+        self.first_endpoint.as_ref()
     }
 
     /// The embedded DNS server for a container on a user-defined network:

@@ -12,7 +12,7 @@ use std::process::Command;
 use berth_runtime::cgroups::{CgroupManager, Resources};
 use berth_runtime::{Launched, Stdio};
 
-use super::shim::{ShimRequest, ShimStatus, REQUEST_FD, SHIM_COMMAND, STATUS_FD};
+use super::shim::{ShimNetwork, ShimRequest, ShimStatus, REQUEST_FD, SHIM_COMMAND, STATUS_FD};
 
 /// The cgroup a VM container's processes (shim, QEMU, virtiofsd) share:
 /// CPU and I/O limits apply to the VM as a whole; memory is the guest's
@@ -29,12 +29,15 @@ pub(crate) fn cgroup_resources(mut resources: Resources) -> Resources {
 /// Descriptors at or above this are free while the shim's are placed.
 const FIRST_FREE_FD: i32 = 10;
 
-/// Starts the shim for `request` and waits for its report. Errors carry the
-/// message and Docker's exit status for it.
+/// Starts the shim for `request` in a network namespace of its own, lets
+/// `connect` put the container's network into it (given the shim's pid;
+/// what it returns is the guest's address), and waits for the shim's
+/// report. Errors carry the message and Docker's exit status for it.
 pub(crate) fn launch(
     stdio: Stdio,
     cgroup: &dyn CgroupManager,
-    request: ShimRequest,
+    mut request: ShimRequest,
+    connect: &mut dyn FnMut(i32) -> Result<Option<ShimNetwork>, String>,
 ) -> Result<Launched, (String, i32)> {
     let failed = |what: &str, error: &dyn std::fmt::Display| {
         (format!("failed to {what} the container's VM: {error}"), 125)
@@ -76,6 +79,11 @@ pub(crate) fn launch(
     // FIRST_FREE_FD or above, so neither dup2 overwrites the other.
     unsafe {
         command.pre_exec(move || {
+            // Born in its own network namespace, which `connect` fills:
+            // QEMU's tap and the container's veth meet there.
+            if libc::unshare(libc::CLONE_NEWNET) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             for &fd in &join_raw {
                 if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
                     return Err(std::io::Error::last_os_error());
@@ -109,6 +117,15 @@ pub(crate) fn launch(
     // SAFETY: pidfd_open returned a new descriptor that nothing else owns.
     let pidfd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
 
+    match connect(pid.as_raw()) {
+        Ok(network) => request.network = network,
+        Err(message) => {
+            // The shim waits for its request: without one it ends.
+            drop(request_write);
+            berth_runtime::wait_exit_code(pid);
+            return Err((message, 125));
+        }
+    }
     let bytes = serde_json::to_vec(&request).map_err(|error| failed("describe", &error))?;
     // A shim that died before reading: its report (or its absence) says why.
     let _ = std::fs::File::from(request_write).write_all(&bytes);

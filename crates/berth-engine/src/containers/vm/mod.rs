@@ -21,6 +21,7 @@
 //! engine's other services reach it through [`runtime::VmRuntime`].
 
 pub(crate) mod launch;
+mod network;
 pub mod runtime;
 pub mod shim;
 
@@ -35,6 +36,23 @@ pub(crate) fn guest_cache(root: &std::path::Path) -> std::path::PathBuf {
     match std::env::var_os("BERTH_VM_CACHE") {
         Some(dir) if !dir.is_empty() => dir.into(),
         _ => root.join("vm"),
+    }
+}
+
+/// The guest's side of the container's endpoint: its address, prefix and
+/// gateway (an address that does not parse leaves the guest without one,
+/// which its first packet shows).
+pub(crate) fn shim_network(endpoint: &crate::networks::record::Endpoint) -> shim::ShimNetwork {
+    shim::ShimNetwork {
+        guest: berth_vm::protocol::GuestNetwork {
+            address: endpoint
+                .address
+                .parse()
+                .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+            prefix_len: endpoint.record.prefix_len,
+            gateway: endpoint.record.gateway.parse().ok(),
+        },
+        mac: endpoint.record.mac_address.clone(),
     }
 }
 
@@ -69,16 +87,17 @@ pub(crate) fn refuse_unsupported(request: &CreateRequest) -> Result<(), String> 
         return refuse("--tty");
     }
     let network = host.network_mode.as_str();
-    if network != "none" {
+    if !matches!(network, "" | "default" | "bridge" | "none") {
+        // User-defined networks resolve names through the embedded DNS at
+        // 127.0.0.11, which the guest cannot reach yet; host and
+        // container: modes have no meaning for a VM of its own.
         return Err(format!(
-            "--network {} is not supported with --isolation=vm yet: VM containers have no network \
-             until the microVM backend connects them (use --network none)",
-            if network.is_empty() {
-                "default"
-            } else {
-                network
-            }
+            "--network {network} is not supported with --isolation=vm yet: a VM container joins \
+             the default bridge network or none"
         ));
+    }
+    if request.networking_config.endpoints_config.len() > 1 {
+        return refuse("more than one network");
     }
     if host.privileged {
         return refuse("--privileged");
@@ -141,16 +160,17 @@ mod tests {
     #[test]
     fn what_a_vm_cannot_do_yet_is_refused_by_name() {
         let mut request = CreateRequest::default();
+        assert_eq!(refuse_unsupported(&request), Ok(()));
         request.host_config.network_mode = "none".into();
         assert_eq!(refuse_unsupported(&request), Ok(()));
         type Change = fn(&mut CreateRequest);
         let cases: Vec<(&str, Change)> = vec![
             ("--tty", |r| r.config.tty = true),
-            ("--network default", |r| {
-                r.host_config.network_mode = String::new()
+            ("--network host", |r| {
+                r.host_config.network_mode = "host".into()
             }),
-            ("--network bridge", |r| {
-                r.host_config.network_mode = "bridge".into()
+            ("--network mynet", |r| {
+                r.host_config.network_mode = "mynet".into()
             }),
             ("--privileged", |r| r.host_config.privileged = true),
             ("--pid host", |r| r.host_config.pid_mode = "host".into()),

@@ -46,6 +46,18 @@ pub struct ShimRequest {
     /// directory).
     pub run_dir: PathBuf,
     pub memory_mib: u32,
+    /// The container's first network, connected into the shim's network
+    /// namespace as `eth0` before this request was written.
+    #[serde(default)]
+    pub network: Option<ShimNetwork>,
+}
+
+/// The address the guest takes over from the container's `eth0`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShimNetwork {
+    pub guest: berth_vm::protocol::GuestNetwork,
+    /// The MAC of the container's endpoint (`inspect`'s `MacAddress`).
+    pub mac: String,
 }
 
 /// How the start went, as the shim reports it once.
@@ -148,8 +160,9 @@ impl Reporter {
 }
 
 fn serve(request: &ShimRequest, signals: SigSet, reporter: &mut Reporter) -> Result<i32, String> {
-    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS | nix::sched::CloneFlags::CLONE_NEWNET)
-        .map_err(|error| format!("failed to create the VM's namespaces: {error}"))?;
+    // The network namespace came with the shim's birth (`launch`).
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
+        .map_err(|error| format!("failed to create the VM's mount namespace: {error}"))?;
     let spec = &request.spec;
     berth_runtime::init::arrange_shared_root(spec)
         .map_err(|failure| format!("failed to build the container's root for the VM: {failure}"))?;
@@ -167,6 +180,17 @@ fn serve(request: &ShimRequest, signals: SigSet, reporter: &mut Reporter) -> Res
     })?;
     config.run_dir = request.run_dir.clone();
     config.shares = vec![Share::root(ROOT_TAG, &spec.rootfs, false)];
+    let _tap = match &request.network {
+        Some(network) => {
+            let tap = super::network::bridge_to_tap(&network.mac)?;
+            config.network = Some(std::sync::Arc::new(berth_vm::qemu::NetworkDevice {
+                tap_fd: std::os::fd::AsRawFd::as_raw_fd(&tap.fd),
+                mac: tap.guest_mac.clone(),
+            }));
+            Some(tap)
+        }
+        None => None,
+    };
     let mut vm = Vm::boot(&config).map_err(|error| {
         format!(
             "failed to boot the container's VM: {}",
@@ -188,6 +212,10 @@ fn serve(request: &ShimRequest, signals: SigSet, reporter: &mut Reporter) -> Res
         mounts: Vec::new(),
         container: Some(Box::new(spec.clone())),
         stdin: true,
+        network: request
+            .network
+            .as_ref()
+            .map(|network| network.guest.clone()),
     };
     // SAFETY: 0, 1 and 2 are this process's standard streams, open for its
     // whole life; the borrow ends with the run.

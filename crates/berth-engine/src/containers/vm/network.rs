@@ -1,0 +1,134 @@
+//! A VM container's network, in its shim's network namespace: the
+//! engine connected the container's veth there as `eth0` (with its
+//! address, as for a namespace container); the shim adds a tap for QEMU's
+//! virtio-net card and a bridge joining the two, so the guest's `eth0`
+//! takes the container's place on its network: the same address (set by
+//! the agent), the same published ports (the host's DNAT to that address),
+//! the same bridge on the host.
+//!
+//! ```text
+//! host bridge ── veth ══ eth0 ─┐ br0 ┌─ tap0 ══ QEMU virtio-net ══ guest eth0 (the address)
+//!                              (shim's namespace; no address answers there)
+//! ```
+
+use std::os::fd::OwnedFd;
+
+use berth_net::netlink::Netlink;
+
+/// The container's veth in the shim's namespace, as the engine names it.
+const VETH: &str = "eth0";
+const TAP: &str = "tap0";
+const BRIDGE: &str = "br0";
+
+/// The tap QEMU gets, and the guest card's MAC.
+pub(crate) struct Tap {
+    pub fd: OwnedFd,
+    pub guest_mac: String,
+}
+
+/// The guest's MAC for an endpoint's `mac`: the same address with the
+/// first byte's 0x04 bit set (still locally administered unicast), so it
+/// differs from the veth's (a bridge delivers frames for a port's own MAC
+/// to itself, not to the other ports) and from every endpoint berth makes
+/// (`02:42:…`, Docker's address-derived MACs).
+pub(crate) fn guest_mac(mac: &str) -> Result<String, String> {
+    let bytes: Vec<u8> = mac
+        .split(':')
+        .map(|byte| u8::from_str_radix(byte, 16))
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("malformed MAC address {mac:?}"))?;
+    let [first, rest @ ..] = bytes.as_slice() else {
+        return Err(format!("malformed MAC address {mac:?}"));
+    };
+    if rest.len() != 5 {
+        return Err(format!("malformed MAC address {mac:?}"));
+    }
+    let mut out = format!("{:02x}", (first | 0x04) & !0x01);
+    for byte in rest {
+        out.push_str(&format!(":{byte:02x}"));
+    }
+    Ok(out)
+}
+
+/// Makes the tap and the bridge in the current (the shim's) namespace.
+pub(crate) fn bridge_to_tap(endpoint_mac: &str) -> Result<Tap, String> {
+    let failed = |what: &str, error: &dyn std::fmt::Display| {
+        format!("failed to connect the VM to its network: {what}: {error}")
+    };
+    let fd = open_tap(TAP).map_err(|error| failed("open /dev/net/tun", &error))?;
+    let mut netlink = Netlink::open().map_err(|error| failed("netlink", &error))?;
+    let index = |netlink: &mut Netlink, name: &str| {
+        netlink
+            .link_index(name)
+            .map_err(|error| failed(name, &error))?
+            .ok_or_else(|| failed(name, &"no such link"))
+    };
+    let veth = index(&mut netlink, VETH)?;
+    let tap = index(&mut netlink, TAP)?;
+    let bridge = netlink
+        .create_bridge(BRIDGE)
+        .map_err(|error| failed("create the bridge", &error))?;
+    for port in [veth, tap] {
+        netlink
+            .set_master(port, bridge)
+            .map_err(|error| failed("bridge a port", &error))?;
+    }
+    for link in [bridge, veth, tap] {
+        netlink
+            .set_up(link)
+            .map_err(|error| failed("set a link up", &error))?;
+    }
+    // The address stays on the veth (the engine's view of the endpoint),
+    // but this namespace must not answer for it: the guest does.
+    fs_err::write("/proc/sys/net/ipv4/conf/all/arp_ignore", "8")
+        .map_err(|error| failed("arp_ignore", &error))?;
+    Ok(Tap {
+        fd,
+        guest_mac: guest_mac(endpoint_mac)?,
+    })
+}
+
+/// `/dev/net/tun` as tap `name`, without packet information (what QEMU's
+/// `-netdev tap,fd=` takes).
+fn open_tap(name: &str) -> std::io::Result<OwnedFd> {
+    const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+    let file = fs_err::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")?
+        .into_parts()
+        .0;
+    // struct ifreq: the name (16 bytes), then the flags (a short).
+    let mut request = [0u8; 40];
+    request[..name.len()].copy_from_slice(name.as_bytes());
+    let flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
+    request[16..18].copy_from_slice(&flags.to_ne_bytes());
+    // SAFETY: TUNSETIFF reads an ifreq of 40 bytes from `request`, which
+    // lives across the call, on the descriptor `file` owns.
+    let result = unsafe {
+        libc::ioctl(
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            TUNSETIFF,
+            request.as_mut_ptr(),
+        )
+    };
+    if result < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(OwnedFd::from(file))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guest_mac_differs_from_every_endpoint_mac() {
+        assert_eq!(guest_mac("02:42:0a:58:00:02").unwrap(), "06:42:0a:58:00:02");
+        assert_eq!(guest_mac("02:42:AC:11:00:05").unwrap(), "06:42:ac:11:00:05");
+        // A multicast bit given (a --mac-address typo) is cleared.
+        assert_eq!(guest_mac("03:00:00:00:00:01").unwrap(), "06:00:00:00:00:01");
+        assert!(guest_mac("02:42").is_err());
+        assert!(guest_mac("zz:42:0a:58:00:02").is_err());
+    }
+}
