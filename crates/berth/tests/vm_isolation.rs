@@ -485,6 +485,16 @@ fn what_a_vm_container_cannot_do_yet_is_refused() {
             &["--isolation=vm", "--network", "none", "--pids-limit", "10"][..],
             "--pids-limit is not supported",
         ),
+        (
+            &[
+                "--isolation=vm",
+                "--network",
+                "none",
+                "--health-cmd",
+                "true",
+            ][..],
+            "health checks are not supported with --isolation=vm yet",
+        ),
     ] {
         let mut args = vec!["run", "--rm"];
         args.extend_from_slice(options);
@@ -514,6 +524,41 @@ fn what_a_vm_container_cannot_do_yet_is_refused() {
     assert!(berth.berth.all_ids().is_empty(), "--rm removed it");
     assert!(berth.berth.container_dirs().is_empty());
     assert!(mounts_under(berth.berth.root()).is_empty());
+
+    // No QEMU: the same.
+    let empty = tempfile::tempdir().unwrap();
+    let mut command = berth.command();
+    command.env("PATH", empty.path()).args([
+        "run",
+        "--rm",
+        "--isolation=vm",
+        "--network",
+        "none",
+        "busybox",
+        "true",
+    ]);
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("qemu-system-x86_64"), "{stderr}");
+    assert!(berth.berth.all_ids().is_empty(), "--rm removed it");
+    assert!(mounts_under(berth.berth.root()).is_empty());
+    // --no-healthcheck is the way past an image's HEALTHCHECK; and a plain
+    // run works after all those failures.
+    let out = berth
+        .run(&[
+            "run",
+            "--rm",
+            "--isolation=vm",
+            "--network",
+            "none",
+            "--no-healthcheck",
+            "busybox",
+            "echo",
+            "ok",
+        ])
+        .ok();
+    assert_eq!(out, "ok\n");
 }
 
 #[test]

@@ -355,7 +355,7 @@ pub(crate) fn build_record(
 
     let config_json = serde_json::to_value(&stored_config).map_err(CreateError::Serialize)?;
     let host_config_json = serde_json::to_value(&stored_host).map_err(CreateError::Serialize)?;
-    Ok(ContainerRecord {
+    let record = ContainerRecord {
         id: id.clone(),
         name: request
             .name
@@ -368,7 +368,9 @@ pub(crate) fn build_record(
         run,
         config: config_json,
         host_config: host_config_json,
-    })
+    };
+    super::vm::refuse_unsupported_record(&record).map_err(EngineError::InvalidArgument)?;
+    Ok(record)
 }
 
 /// Stores `record` (a generated name when `named` is false) and makes its

@@ -144,6 +144,26 @@ pub(crate) fn refuse_unsupported(request: &CreateRequest) -> Result<(), String> 
     Ok(())
 }
 
+/// What the merged settings (the image's included) ask of a VM container
+/// that it cannot do yet.
+pub(crate) fn refuse_unsupported_record(
+    record: &super::record::ContainerRecord,
+) -> Result<(), String> {
+    if record.run.isolation != super::record::Isolation::Vm {
+        return Ok(());
+    }
+    // A probe is an exec in the container, which a VM container does not
+    // have yet: its health would only ever fail.
+    if super::health::HealthSettings::of_record(record).is_some() {
+        return Err(
+            "health checks are not supported with --isolation=vm yet (the image's \
+             HEALTHCHECK included: use --no-healthcheck)"
+                .to_owned(),
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
