@@ -2,6 +2,7 @@
 //! configs and manifests. No I/O happens here.
 
 pub mod container;
+pub mod detach_keys;
 pub mod digest;
 pub mod duration;
 pub mod glob;

@@ -19,6 +19,7 @@ use berth_engine::containers::{
 };
 use berth_engine::logs::Stream;
 use berth_engine::{Engine, EngineConfig};
+use berth_types::detach_keys::DetachMatcher;
 use fs_err::os::unix::fs::OpenOptionsExt;
 
 use crate::error::ApiError;
@@ -26,7 +27,7 @@ use crate::helper::failure;
 use crate::http::websocket::{self, Opcode};
 use crate::http::{Exchange, Response};
 use crate::router::{reply, Handled};
-use crate::routes::relay::{output_pipe, relay, Framing, Streams};
+use crate::routes::relay::{output_pipe, relay, Framing, Relayed, Streams};
 use crate::server::{client_gone, Outcome, Server};
 
 /// An attach waiting for its container to start.
@@ -61,23 +62,38 @@ struct AttachOptions {
     multiplexed: bool,
 }
 
-/// The streams the query asks for; `all`: all three, whatever it says.
-fn requested(exchange: &Exchange<'_>, all: bool) -> AttachOptions {
-    if exchange
-        .query("detachKeys")
-        .is_some_and(|keys| !keys.is_empty())
-    {
-        tracing::debug!("detach keys are not supported; ignored");
-    }
+/// The streams the query asks for (`all`: all three, whatever it says),
+/// and the detach sequence: `detachKeys`, else ctrl-p,ctrl-q (dockerd's
+/// `copyEscapable` default); keys it cannot parse are its 400.
+fn requested(exchange: &Exchange<'_>, all: bool) -> Result<(AttachOptions, Vec<u8>), ApiError> {
+    let keys = exchange.query("detachKeys");
+    let detach_keys = berth_types::detach_keys::parse_or_default(keys).map_err(|_| {
+        ApiError::bad_request(format!(
+            "Invalid detach keys ({}) provided",
+            keys.unwrap_or_default()
+        ))
+    })?;
     let wants = |name: &str| exchange.query_bool(name);
-    AttachOptions {
+    let options = AttachOptions {
         stdin: all || wants("stdin"),
         stdout: all || wants("stdout"),
         stderr: all || wants("stderr"),
         logs: wants("logs"),
         stream: wants("stream"),
         multiplexed: false,
-    }
+    };
+    Ok((options, detach_keys))
+}
+
+/// The matcher for an attach's input: only a terminal's is watched
+/// (dockerd copies a non-tty stdin as it comes).
+fn watch_input(
+    container: &Container,
+    options: AttachOptions,
+    keys: Vec<u8>,
+) -> Option<DetachMatcher> {
+    (container.record.run.tty && options.stdin && container.record.run.open_stdin)
+        .then(|| DetachMatcher::new(keys))
 }
 
 pub fn attach(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
@@ -85,10 +101,12 @@ pub fn attach(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, id)?;
     let tty = container.record.run.tty;
+    let (requested, keys) = requested(exchange, false)?;
     let options = AttachOptions {
         multiplexed: !tty,
-        ..requested(exchange, false)
+        ..requested
     };
+    let detach = watch_input(&container, options, keys);
     let waiting = wait_for_start(server, &container, options);
     let (client, leftover) = match exchange.hijack(stream_type(exchange.version, tty)) {
         Ok(hijacked) => hijacked,
@@ -98,7 +116,13 @@ pub fn attach(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled
         }
     };
     serve_attach(
-        server, &engine, &container, &client, &leftover, options, waiting,
+        server,
+        &engine,
+        &container,
+        (&client, &leftover),
+        options,
+        waiting,
+        detach,
     );
     Ok(Outcome::Streamed { keep_alive: false })
 }
@@ -116,7 +140,8 @@ pub fn attach_websocket(server: &Server, exchange: &mut Exchange<'_>, id: &str) 
         Ok(handshake) => handshake,
         Err(error) => return reply(error.response()),
     };
-    let options = requested(exchange, exchange.version < (1, 42));
+    let (options, keys) = requested(exchange, exchange.version < (1, 42))?;
+    let detach = watch_input(&container, options, keys);
     let data = if exchange.version >= (1, 28) {
         Opcode::Binary
     } else {
@@ -142,7 +167,15 @@ pub fn attach_websocket(server: &Server, exchange: &mut Exchange<'_>, id: &str) 
                 websocket::serve_stream(&client, &leftover, far, data);
             });
         match carrier {
-            Ok(_) => serve_attach(server, &engine, &container, &near, &[], options, waiting),
+            Ok(_) => serve_attach(
+                server,
+                &engine,
+                &container,
+                (&near, &[]),
+                options,
+                waiting,
+                detach,
+            ),
             Err(error) => {
                 tracing::warn!(%error, "failed to start a websocket thread");
                 forget(server, &container.record.id);
@@ -190,14 +223,18 @@ fn forget(server: &Server, id: &str) {
 /// websocket's end of a socket pair): the log so far with `logs`, then the
 /// live streams with `stream`, until the container's streams end or the
 /// client leaves.
+///
+/// The detach keys (`detach`, with a terminal) end the attach as dockerd
+/// ends it: the connection closes, a `detach` event is logged, and the
+/// container runs on.
 fn serve_attach(
     server: &Server,
     engine: &Engine,
     container: &Container,
-    client: &UnixStream,
-    leftover: &[u8],
+    (client, leftover): (&UnixStream, &[u8]),
     options: AttachOptions,
     waiting: Option<Receiver<Streams>>,
+    detach: Option<DetachMatcher>,
 ) {
     let config = engine.config();
     let id = &container.record.id;
@@ -208,10 +245,18 @@ fn serve_attach(
         return;
     }
     let _open = server.activity.begin();
+    let relayed = |relayed: Relayed| {
+        if relayed == Relayed::Detached {
+            berth_engine::events::emit_container(engine.store(), "detach", &container.record);
+        }
+    };
     let Some(receiver) = waiting else {
-        attach_running(config, container, client, leftover, options);
+        relayed(attach_running(
+            config, container, client, leftover, options, detach,
+        ));
         return;
     };
+    let mut detach = detach;
     let mut checks = 0u32;
     loop {
         match receiver.recv_timeout(Duration::from_millis(200)) {
@@ -219,7 +264,8 @@ fn serve_attach(
                 if !options.multiplexed && streams.framing == Framing::Multiplex {
                     streams.framing = Framing::Raw;
                 }
-                relay(client, leftover, streams);
+                streams.detach = detach.take();
+                relayed(relay(client, leftover, streams));
                 return;
             }
             Err(RecvTimeoutError::Timeout) => {
@@ -236,7 +282,10 @@ fn serve_attach(
                 match find_container(engine.store(), config, id) {
                     Ok(current) if current.state.is_running() => {
                         forget(server, id);
-                        attach_running(config, &current, client, leftover, options);
+                        let detach = detach.take();
+                        relayed(attach_running(
+                            config, &current, client, leftover, options, detach,
+                        ));
                         return;
                     }
                     Ok(_) => {}
@@ -258,14 +307,15 @@ fn attach_running(
     client: &UnixStream,
     leftover: &[u8],
     options: AttachOptions,
-) {
+    detach: Option<DetachMatcher>,
+) -> Relayed {
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
     let Ok(socket) = paths.with_short_attach_path(|path| UnixStream::connect(path)) else {
         crate::http::write_quietly(
             client,
             b"failed to attach: the container's monitor does not answer\r\n",
         );
-        return;
+        return Relayed::Ended;
     };
     let output = OwnedFd::from(socket);
     let input = if options.stdin && container.record.run.open_stdin {
@@ -285,8 +335,9 @@ fn attach_running(
             } else {
                 Framing::Unframe
             },
+            detach,
         },
-    );
+    )
 }
 
 /// `logs=1`: what the container wrote so far, before the live stream.
@@ -399,6 +450,8 @@ fn start_found(
             } else {
                 Framing::Multiplex
             },
+            // The attach that waited sets its own.
+            detach: None,
         });
     }
     if !wait {

@@ -2,13 +2,14 @@
 //! it through the helper (hijacked, or detached), `resize` sets its
 //! terminal, `json` reports it. Instances live in the server's memory.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use berth_engine::containers::find_container;
 use berth_engine::containers::monitor::protocol::MonitorMessage;
 use berth_engine::logs::Stream;
+use berth_types::detach_keys::DetachMatcher;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -16,7 +17,7 @@ use crate::error::ApiError;
 use crate::helper::{ExecHelperRequest, Helper};
 use crate::http::{Exchange, Response};
 use crate::router::{reply, Handled};
-use crate::routes::relay::{output_pipe, relay, Framing, Streams};
+use crate::routes::relay::{output_pipe, relay, Framing, Relayed, Streams};
 use crate::server::{Outcome, Server};
 
 /// `ExecConfig`, the body of `POST /containers/{id}/exec`.
@@ -32,6 +33,9 @@ pub struct ExecConfig {
     pub user: String,
     pub working_dir: String,
     pub privileged: bool,
+    /// docker-py sends `detachKeys` (Go's decoder matches names without
+    /// regard to case).
+    #[serde(alias = "detachKeys")]
     pub detach_keys: String,
 }
 
@@ -58,6 +62,15 @@ pub fn create(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled
     let config: ExecConfig = exchange.json()?;
     if config.cmd.as_ref().is_none_or(Vec::is_empty) {
         return Err(ApiError::bad_request("No exec command specified"));
+    }
+    // dockerd checks them here, and answers 500 with its words.
+    if !config.detach_keys.is_empty()
+        && berth_types::detach_keys::parse(&config.detach_keys).is_err()
+    {
+        return Err(ApiError::new(
+            500,
+            format!("Invalid escape keys ({}) provided", config.detach_keys),
+        ));
     }
     let engine = server.engine()?;
     let engine_config = engine.config().clone();
@@ -255,10 +268,19 @@ fn attached(
             } else {
                 None
             };
+            // A terminal's input is watched for the detach keys (the
+            // exec's, else ctrl-p,ctrl-q), as dockerd's exec attach does.
+            let detach = input.is_some().then(|| {
+                let keys = Some(config.detach_keys.as_str());
+                let keys = berth_types::detach_keys::parse_or_default(keys)
+                    .unwrap_or_else(|_| berth_types::detach_keys::DEFAULT.to_vec());
+                DetachMatcher::new(keys)
+            });
             Streams {
                 outputs: output.into_iter().map(|fd| (fd, Stream::Stdout)).collect(),
                 input,
                 framing: Framing::Raw,
+                detach,
             }
         }
         None => {
@@ -280,12 +302,54 @@ fn attached(
                 outputs: attached_outputs,
                 input,
                 framing: Framing::Multiplex,
+                detach: None,
             }
         }
     };
-    relay(&client, &leftover, streams);
+    if relay(&client, &leftover, streams) == Relayed::Detached {
+        if let Some(master) = master {
+            detached(server, instance, master, helper);
+            return Ok(Outcome::Streamed { keep_alive: false });
+        }
+    }
     finish(instance, helper);
     Ok(Outcome::Streamed { keep_alive: false })
+}
+
+/// The client detached from a terminal exec: the connection closes and
+/// the process runs on (dockerd's `exec_detach`), its output read and
+/// dropped until it exits, on a thread of its own.
+fn detached(server: &Server, instance: &Arc<ExecInstance>, master: Arc<OwnedFd>, helper: Helper) {
+    if let Ok(engine) = server.engine() {
+        let config = engine.config().clone();
+        if let Ok(container) = find_container(engine.store(), &config, &instance.container_id) {
+            berth_engine::events::emit_container_with(
+                &config.root,
+                "exec_detach",
+                &container.record,
+                &[("execID", instance.id.as_str())],
+            );
+        }
+    }
+    let instance = Arc::clone(instance);
+    let drained = std::thread::Builder::new()
+        .name("berth-api-exec".to_owned())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            let mut buffer = vec![0u8; 16 * 1024];
+            // EIO once the process's side of the terminal is closed.
+            loop {
+                match nix::unistd::read(master.as_raw_fd(), &mut buffer) {
+                    Ok(read) if read > 0 => {}
+                    Err(nix::Error::EINTR) => {}
+                    _ => break,
+                }
+            }
+            finish(&instance, helper);
+        });
+    if let Err(error) = drained {
+        tracing::warn!(%error, "failed to start a thread for a detached exec");
+    }
 }
 
 fn set_running(instance: &ExecInstance, pid: i32) {
@@ -370,8 +434,21 @@ pub fn inspect(server: &Server, id: &str) -> Handled {
             "OpenStdout": config.attach_stdout,
             "CanRemove": false,
             "ContainerID": instance.container_id,
-            "DetachKeys": config.detach_keys,
+            // dockerd keeps the parsed keys (Go bytes: base64 in JSON).
+            "DetachKeys": detach_keys_json(&config.detach_keys),
             "Pid": state.pid,
         }),
     ))
+}
+
+/// An exec's `DetachKeys` as dockerd's inspect shows them: the bytes of
+/// the keys given, base64-encoded ("" when none were).
+fn detach_keys_json(keys: &str) -> String {
+    use base64::Engine as _;
+    let bytes = if keys.is_empty() {
+        Vec::new()
+    } else {
+        berth_types::detach_keys::parse(keys).unwrap_or_default()
+    };
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }

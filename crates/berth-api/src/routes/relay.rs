@@ -8,6 +8,7 @@ use std::os::unix::net::UnixStream;
 
 use berth_engine::containers::monitor::frame;
 use berth_engine::logs::Stream;
+use berth_types::detach_keys::{DetachMatcher, Fed};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 /// How the bytes read from the container reach the client.
@@ -30,6 +31,18 @@ pub struct Streams {
     /// Where the client's input goes (None: input is discarded).
     pub input: Option<OwnedFd>,
     pub framing: Framing,
+    /// With a terminal: the client's input is watched for these detach
+    /// keys, which end the relay (dockerd's `copyEscapable`).
+    pub detach: Option<DetachMatcher>,
+}
+
+/// How a relay ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Relayed {
+    /// The container's streams ended, or the client went away.
+    Ended,
+    /// The client sent the detach keys.
+    Detached,
 }
 
 const BUFFER: usize = 32 * 1024;
@@ -37,14 +50,10 @@ const BUFFER: usize = 32 * 1024;
 /// Copies until every output ended (the container's streams closed) or
 /// the client went away. `leftover` is input the client sent with its
 /// request head.
-pub fn relay(client: &UnixStream, leftover: &[u8], mut streams: Streams) {
+pub fn relay(client: &UnixStream, leftover: &[u8], mut streams: Streams) -> Relayed {
     let mut client_input_open = true;
-    if !leftover.is_empty() {
-        if let Some(input) = &streams.input {
-            if write_fd(input, leftover).is_err() {
-                streams.input = None;
-            }
-        }
+    if !leftover.is_empty() && pass_input(&mut streams, leftover) {
+        return Relayed::Detached;
     }
     let mut open: Vec<bool> = streams.outputs.iter().map(|_| true).collect();
     let mut pending: Vec<Vec<u8>> = streams.outputs.iter().map(|_| Vec::new()).collect();
@@ -68,7 +77,7 @@ pub fn relay(client: &UnixStream, leftover: &[u8], mut streams: Streams) {
         match poll(&mut fds, PollTimeout::NONE) {
             Ok(_) => {}
             Err(nix::Error::EINTR) => continue,
-            Err(_) => return,
+            Err(_) => return Relayed::Ended,
         }
         let events: Vec<PollFlags> = fds
             .iter()
@@ -91,10 +100,9 @@ pub fn relay(client: &UnixStream, leftover: &[u8], mut streams: Streams) {
                     }
                 }
                 Ok(read) => {
-                    if let Some(input) = &streams.input {
-                        if write_fd(input, &buffer[..read]).is_err() {
-                            streams.input = None;
-                        }
+                    let input = buffer[..read].to_vec();
+                    if pass_input(&mut streams, &input) {
+                        return Relayed::Detached;
                     }
                 }
             }
@@ -102,7 +110,7 @@ pub fn relay(client: &UnixStream, leftover: &[u8], mut streams: Streams) {
             && client_events.intersects(PollFlags::POLLHUP | PollFlags::POLLERR)
         {
             // Gone for good: nobody to copy to.
-            return;
+            return Relayed::Ended;
         }
         for (position, index) in indexes.iter().enumerate() {
             if events[position + 1].is_empty() {
@@ -136,11 +144,28 @@ pub fn relay(client: &UnixStream, leftover: &[u8], mut streams: Streams) {
                 }
             };
             if written.is_err() {
-                return;
+                return Relayed::Ended;
             }
         }
     }
     let _ = client_writer.flush();
+    Relayed::Ended
+}
+
+/// The client's input to the container, without the detach keys; true
+/// when they were sent (what came before them is passed on).
+fn pass_input(streams: &mut Streams, bytes: &[u8]) -> bool {
+    let (bytes, detached) = match streams.detach.as_mut().map(|matcher| matcher.feed(bytes)) {
+        None => (bytes.to_vec(), false),
+        Some(Fed::Pass(bytes)) => (bytes, false),
+        Some(Fed::Detach(bytes)) => (bytes, true),
+    };
+    if let Some(input) = &streams.input {
+        if write_fd(input, &bytes).is_err() {
+            streams.input = None;
+        }
+    }
+    detached
 }
 
 /// Writes every complete frame in `queue` (whole, or only its payload).
@@ -203,6 +228,7 @@ mod tests {
                     outputs: vec![(out_read, Stream::Stdout), (err_read, Stream::Stderr)],
                     input: Some(in_write),
                     framing: Framing::Multiplex,
+                    detach: None,
                 },
             );
         });
@@ -223,6 +249,39 @@ mod tests {
         let mut expected = frame(Stream::Stdout, b"out");
         expected.extend(frame(Stream::Stderr, b"err"));
         assert_eq!(received, expected);
+    }
+
+    #[test]
+    fn detach_keys_end_the_relay_and_stay_out_of_the_input() {
+        let (client, mut peer) = UnixStream::pair().unwrap();
+        let (out_read, out_write) = output_pipe().unwrap();
+        let (in_read, in_write) = output_pipe().unwrap();
+        let relay_thread = std::thread::spawn(move || {
+            relay(
+                &client,
+                b"",
+                Streams {
+                    outputs: vec![(out_read, Stream::Stdout)],
+                    input: Some(in_write),
+                    framing: Framing::Raw,
+                    detach: Some(DetachMatcher::new(vec![0x10, 0x11])),
+                },
+            )
+        });
+        // A broken sequence passes on; the whole one ends the relay, with
+        // what followed it dropped.
+        peer.write_all(&[b'a', 0x10, b'b']).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        peer.write_all(&[b'c', 0x10]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        peer.write_all(&[0x11, b'd']).unwrap();
+        assert_eq!(relay_thread.join().unwrap(), Relayed::Detached);
+        let mut input = Vec::new();
+        std::fs::File::from(in_read)
+            .read_to_end(&mut input)
+            .unwrap();
+        assert_eq!(input, [b'a', 0x10, b'b', b'c']);
+        drop(out_write);
     }
 
     #[test]

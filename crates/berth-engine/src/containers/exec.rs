@@ -72,17 +72,17 @@ impl ExecProcess {
 }
 
 /// Everything an exec needs, resolved in the calling process.
-struct PreparedExec {
+pub(super) struct PreparedExec {
     container_pid: i32,
     process: ProcessSpec,
     runtime: std::sync::Arc<dyn Runtime>,
-    record: ContainerRecord,
+    pub(super) record: ContainerRecord,
     id: String,
     root: PathBuf,
 }
 
 impl PreparedExec {
-    fn launch(self, stdio: Stdio) -> Result<ExecProcess, EngineError> {
+    pub(super) fn launch(self, stdio: Stdio) -> Result<ExecProcess, EngineError> {
         let container = ContainerRef {
             id: &self.record.id,
             pid: self.container_pid,
@@ -200,7 +200,7 @@ pub fn exec_detached(
 /// Checks the container, resolves the process, and logs `exec_create`
 /// (for a new exec) and `exec_start`: Docker logs both before the process
 /// starts, so an exec whose command cannot run has no `exec_die`.
-fn prepare(
+pub(super) fn prepare(
     engine: &Engine,
     text: &str,
     request: &ExecRequest,

@@ -56,6 +56,19 @@ impl StartedContainer {
         }
     }
 
+    /// The pipe the monitor reports the exit on, for a caller that waits in
+    /// `poll` on other things too; when it is readable, or when
+    /// [`Self::exit_report_buffered`], [`Self::wait_exit`] does not block
+    /// for long (the monitor writes each report in one piece).
+    pub fn report_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.receiver.fd()
+    }
+
+    /// True when the report may already have been read off the pipe.
+    pub fn exit_report_buffered(&self) -> bool {
+        self.receiver.has_buffered()
+    }
+
     /// Blocks until the monitor reports the exit (after `--rm` removal).
     /// None when the monitor died without saying (it was killed); it is
     /// gone by then, so that a reconcile that follows sees it dead.

@@ -75,6 +75,15 @@ impl ConfigFile {
             .filter(|name| !name.is_empty())
     }
 
+    /// `detachKeys` (the attached CLI's detach sequence), when set to a
+    /// non-empty string.
+    pub fn detach_keys(&self) -> Option<&str> {
+        self.document
+            .get("detachKeys")
+            .and_then(Value::as_str)
+            .filter(|keys| !keys.is_empty())
+    }
+
     /// `credHelpers[key]`, when set to a non-empty name.
     pub fn credential_helper(&self, key: &str) -> Option<&str> {
         self.document

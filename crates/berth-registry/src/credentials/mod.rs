@@ -188,6 +188,13 @@ impl DockerConfig {
         ConfigFile::load(&self.file())
     }
 
+    /// `detachKeys`: the key sequence that detaches an attached terminal
+    /// when the command line gives none (docker/cli reads it for `run`,
+    /// `start`, `attach` and `exec`); None when unset or empty.
+    pub fn detach_keys(&self) -> Result<Option<String>, CredentialsError> {
+        Ok(self.load()?.detach_keys().map(str::to_owned))
+    }
+
     /// The helper for `key`: `credHelpers[key]`, else `credsStore`, else —
     /// only while the file configures no credentials at all — the
     /// platform's default helper when it is installed (docker/cli

@@ -433,3 +433,19 @@ fn the_platform_default_helper_is_used_only_for_an_empty_config() {
         CredentialStore::Helper("pass".into())
     );
 }
+
+#[test]
+fn detach_keys_are_read_from_the_file() {
+    let directory = tempfile::tempdir().unwrap();
+    let config = DockerConfig::new(directory.path());
+    assert_eq!(config.detach_keys().unwrap(), None);
+    write(&config.file(), r#"{"detachKeys": "ctrl-a,x"}"#);
+    assert_eq!(config.detach_keys().unwrap().as_deref(), Some("ctrl-a,x"));
+    // Empty (or not a string) is unset, and the caller's default applies.
+    write(&config.file(), r#"{"detachKeys": ""}"#);
+    assert_eq!(config.detach_keys().unwrap(), None);
+    write(&config.file(), r#"{"detachKeys": 7}"#);
+    assert_eq!(config.detach_keys().unwrap(), None);
+    write(&config.file(), "{");
+    assert!(config.detach_keys().is_err());
+}

@@ -365,7 +365,17 @@ fn forward_stdin(io: &mut ContainerIo, attachment: &mut Attachment, buffer: &mut
             // EOF on the CLI's stdin: close the container's stdin (with a
             // pipe); a tty keeps its line open, as Docker does.
             attachment.stdin = None;
-            if !tty {
+            if tty {
+                // With a terminal, the end of the attached stdin is the end
+                // of the attachment, as in dockerd (moby
+                // `container/stream/attach.go` closes the attach's stdout
+                // and stderr when its stdin copy ends): the client detached
+                // (its detach keys) or went away. Nothing more goes to its
+                // terminal; an attached CLI whose own input ends keeps this
+                // stream open (`berth run -it`, see the CLI's `attach.rs`).
+                attachment.stdout = None;
+                attachment.stderr = None;
+            } else {
                 io.input = None;
             }
         }

@@ -161,6 +161,7 @@ pub(crate) fn start_container_monitor(
         }
         Ok(ForkResult::Child) => {
             drop(status_read);
+            default_signal_handlers();
             super::run(
                 config,
                 start.record,
@@ -182,6 +183,32 @@ pub(crate) fn start_container_monitor(
                 status: status_read,
             })
         }
+    }
+}
+
+/// Puts the default action back for every signal a handler catches: the
+/// attached CLI forwards signals to the container from handlers it
+/// installs before the start (`--sig-proxy`), and a monitor forked from
+/// it must not inherit them (it would swallow a SIGTERM, say, meant for
+/// it). Ignored signals stay ignored, as across execve.
+pub(crate) fn default_signal_handlers() {
+    for signal in 1..=libc::SIGRTMAX() {
+        if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: an all-zero sigaction is a valid value for the kernel to
+        // fill in with the current action.
+        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: a null new action only reads the current one into `current`.
+        if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0 {
+            continue;
+        }
+        if current.sa_sigaction == libc::SIG_DFL || current.sa_sigaction == libc::SIG_IGN {
+            continue;
+        }
+        // SAFETY: SIG_DFL installs no handler code; it only changes this
+        // process's disposition of `signal`.
+        unsafe { libc::signal(signal, libc::SIG_DFL) };
     }
 }
 

@@ -63,6 +63,17 @@ impl MonitorReceiver {
         }
     }
 
+    /// The pipe, for `poll` (see [`Self::has_buffered`]).
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(self.reader.get_ref())
+    }
+
+    /// True when a read already took more than it returned: the next
+    /// message may be here while the pipe itself has nothing to poll for.
+    pub fn has_buffered(&self) -> bool {
+        !self.reader.buffer().is_empty()
+    }
+
     /// The next message, or None when the monitor closed the pipe (it exited
     /// or was killed).
     pub fn receive(&mut self) -> Option<MonitorMessage> {

@@ -8,7 +8,8 @@ use berth_engine::Engine;
 use berth_runtime::Stdio;
 use clap::Args;
 
-use crate::exit::StatusError;
+use super::detach::KeysFor;
+use crate::exit::{StatusError, FAILURE};
 
 #[derive(Debug, Args)]
 #[command(trailing_var_arg = true)]
@@ -16,6 +17,9 @@ pub struct ExecArgs {
     /// Detached mode: run command in the background
     #[arg(short, long)]
     pub detach: bool,
+    /// Override the key sequence for detaching a container
+    #[arg(long, value_name = "string", allow_hyphen_values = true)]
+    pub detach_keys: Option<String>,
     /// Set environment variables
     #[arg(short, long = "env", value_name = "list")]
     pub env: Vec<String>,
@@ -46,6 +50,15 @@ pub struct ExecArgs {
 
 pub fn run(engine: &mut Engine, args: &ExecArgs) -> anyhow::Result<i32> {
     super::pty::check_tty(args.tty, args.interactive && !args.detach)?;
+    // dockerd refuses bad keys when the exec is created, whatever it is;
+    // config.json is read only when they can be used (a terminal's input).
+    let keys = args.detach_keys.as_deref();
+    let detach_keys = if args.tty && args.interactive && !args.detach {
+        Some(super::detach::resolve(keys, KeysFor::Exec, FAILURE)?)
+    } else {
+        super::detach::check_flag(keys, KeysFor::Exec, FAILURE)?;
+        None
+    };
     let mut env = Vec::new();
     for file in &args.env_file {
         let text = fs_err::read_to_string(file)?;
@@ -77,6 +90,9 @@ pub fn run(engine: &mut Engine, args: &ExecArgs) -> anyhow::Result<i32> {
         fd.try_clone_to_owned()
             .context("failed to duplicate a standard stream")
     };
+    if let Some(keys) = detach_keys {
+        return super::pty::exec_with_pty_detachable(engine, &args.container, &request, keys);
+    }
     if args.tty {
         return super::pty::exec_with_pty(engine, &args.container, &request, args.interactive);
     }

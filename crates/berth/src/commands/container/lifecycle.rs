@@ -9,7 +9,7 @@ use berth_engine::containers::{
 use berth_engine::{Engine, EngineError};
 use clap::Args;
 
-use super::attach::{start_attached, AttachStreams};
+use super::attach::{start_attached, AttachStreams, AttachedSession};
 
 /// Applies `action` to each name, printing the name on success and the
 /// error otherwise (Docker's behaviour for multi-container verbs).
@@ -35,6 +35,9 @@ pub struct StartArgs {
     /// Attach STDOUT/STDERR and forward signals
     #[arg(short, long)]
     pub attach: bool,
+    /// Override the key sequence for detaching a container
+    #[arg(long, value_name = "string", allow_hyphen_values = true)]
+    pub detach_keys: Option<String>,
     /// Attach container's STDIN
     #[arg(short, long)]
     pub interactive: bool,
@@ -52,20 +55,33 @@ pub fn start(engine: &mut Engine, args: &StartArgs) -> anyhow::Result<i32> {
         let config = engine.config().clone();
         let container =
             berth_engine::containers::find_container(engine.store(), &config, &args.containers[0])?;
-        let streams = AttachStreams {
-            stdin: args.interactive,
-            stdout: true,
-            stderr: true,
+        let tty = container.record.run.tty;
+        let keys = args.detach_keys.as_deref();
+        let keys_for = super::detach::KeysFor::Attach;
+        let detach_keys = if tty && args.interactive {
+            super::detach::resolve(keys, keys_for, crate::exit::FAILURE)?
+        } else {
+            super::detach::check_flag(keys, keys_for, crate::exit::FAILURE)?;
+            Vec::new()
         };
-        return start_attached(
-            engine,
-            &container.record.id,
-            streams,
-            container.record.run.tty,
-            true,
-            None,
-        );
+        let session = AttachedSession {
+            streams: AttachStreams {
+                stdin: args.interactive,
+                stdout: true,
+                stderr: true,
+            },
+            tty,
+            // docker/cli's `start -a` forwards signals without a tty.
+            sig_proxy: !tty,
+            detach_keys,
+        };
+        return start_attached(engine, &container.record.id, &session, None);
     }
+    super::detach::check_flag(
+        args.detach_keys.as_deref(),
+        super::detach::KeysFor::Attach,
+        crate::exit::FAILURE,
+    )?;
     for_each(&args.containers, |name| {
         berth_engine::containers::start_container(engine, name, None).map(|_| ())
     })

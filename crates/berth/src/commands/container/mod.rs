@@ -5,6 +5,7 @@ pub mod attach_command;
 pub mod changes;
 pub mod commit;
 pub mod copy;
+mod detach;
 pub mod exec;
 pub mod inspect;
 pub mod lifecycle;

@@ -3,9 +3,10 @@
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
-use berth_engine::containers::{exec_in_container, ExecRequest};
+use berth_engine::containers::{exec_in_container, exec_with_terminal, ExecRequest};
 use berth_engine::Engine;
 use berth_runtime::Stdio;
+use berth_types::detach_keys::{DetachMatcher, Fed};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::termios::{self, SetArg};
 
@@ -42,14 +43,41 @@ pub fn exec_with_pty(
     } else {
         None
     };
-    copy(&master, interactive);
+    copy(&master, interactive, None);
     if let Some(saved) = raw {
         let _ = termios::tcsetattr(std::io::stdin().as_fd(), SetArg::TCSANOW, &saved);
     }
     Ok(process.wait())
 }
 
-fn copy(master: &OwnedFd, interactive: bool) {
+/// `exec -it` from a terminal: as [`exec_with_pty`], watching the input for
+/// the detach keys; the process's waiter (berth-engine `exec_terminal.rs`)
+/// keeps it running when the user detaches, and this CLI ends as
+/// docker/cli's does ("read escape sequence", status 1).
+pub fn exec_with_pty_detachable(
+    engine: &mut Engine,
+    container: &str,
+    request: &ExecRequest,
+    keys: Vec<u8>,
+) -> anyhow::Result<i32> {
+    let size = berth_runtime::console::window_size(std::io::stdout());
+    let exec = exec_with_terminal(engine, container, request).map_err(super::exec::exec_failure)?;
+    if let Some(size) = size {
+        berth_runtime::console::set_window_size(&exec.master, &size);
+    }
+    let raw = super::attach::RawMode::enter();
+    let detached = copy(&exec.master, true, Some(DetachMatcher::new(keys)));
+    drop(raw);
+    if detached {
+        exec.detach();
+        return Err(super::detach::detached_error());
+    }
+    Ok(exec.wait())
+}
+
+/// Copies between the terminal and `master` until the process's side
+/// closes; true when the user typed the detach keys instead.
+fn copy(master: &OwnedFd, interactive: bool, mut matcher: Option<DetachMatcher>) -> bool {
     let mut buffer = vec![0u8; 32 * 1024];
     let stdin = std::io::stdin();
     let mut stdin_open = interactive;
@@ -61,7 +89,7 @@ fn copy(master: &OwnedFd, interactive: bool) {
         match poll(&mut fds, PollTimeout::NONE) {
             Ok(_) => {}
             Err(nix::Error::EINTR) => continue,
-            Err(_) => return,
+            Err(_) => return false,
         }
         let master_ready = fds[0].revents().is_some_and(|events| !events.is_empty());
         let stdin_ready = fds
@@ -71,7 +99,7 @@ fn copy(master: &OwnedFd, interactive: bool) {
         drop(fds);
         if master_ready {
             match nix::unistd::read(master.as_raw_fd(), &mut buffer) {
-                Ok(0) | Err(_) => return,
+                Ok(0) | Err(_) => return false,
                 Ok(read) => {
                     let _ = nix::unistd::write(std::io::stdout(), &buffer[..read]);
                 }
@@ -79,10 +107,27 @@ fn copy(master: &OwnedFd, interactive: bool) {
         }
         if stdin_ready {
             match nix::unistd::read(stdin.as_raw_fd(), &mut buffer) {
-                Ok(0) | Err(_) => stdin_open = false,
-                Ok(read) => {
-                    let _ = nix::unistd::write(master, &buffer[..read]);
+                Ok(0) | Err(_) => {
+                    if let Some(matcher) = matcher.as_mut() {
+                        let _ = super::detach::write_all(master, &matcher.take_held());
+                    }
+                    stdin_open = false;
                 }
+                Ok(read) => match matcher
+                    .as_mut()
+                    .map(|matcher| matcher.feed(&buffer[..read]))
+                {
+                    None => {
+                        let _ = super::detach::write_all(master, &buffer[..read]);
+                    }
+                    Some(Fed::Pass(bytes)) => {
+                        let _ = super::detach::write_all(master, &bytes);
+                    }
+                    Some(Fed::Detach(bytes)) => {
+                        let _ = super::detach::write_all(master, &bytes);
+                        return true;
+                    }
+                },
             }
         }
     }

@@ -5,7 +5,8 @@ use berth_engine::containers::{
 };
 use berth_engine::{Engine, EngineError};
 
-use super::attach::{start_attached, AttachStreams};
+use super::attach::{start_attached, AttachStreams, AttachedSession};
+use super::detach::KeysFor;
 use super::options::{CreateOptions, PullPolicy as CliPullPolicy, RunOptions, Stream};
 use crate::commands::image::pull::{self, ProgressTarget};
 use crate::exit::StatusError;
@@ -146,6 +147,16 @@ pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
         request.config.tty,
         !extras.detach && extras.attach.contains(&Stream::Stdin),
     )?;
+    // Checked before anything is created. config.json is read only when
+    // the keys can be used: a terminal attached to a `-t` container's stdin.
+    let keys_used = request.config.tty && !extras.detach && extras.attach.contains(&Stream::Stdin);
+    let keys = extras.detach_keys.as_deref();
+    let detach_keys = if keys_used {
+        super::detach::resolve(keys, KeysFor::Attach, crate::exit::USAGE)?
+    } else {
+        super::detach::check_flag(keys, KeysFor::Attach, crate::exit::USAGE)?;
+        Vec::new()
+    };
     refuse_existing_cidfile(extras.create.container_id_file.as_deref())?;
     let mut front_end = CliRun {
         quiet: extras.create.quiet,
@@ -171,19 +182,17 @@ pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
         drop(refill);
         return Ok(0);
     }
-    let streams = AttachStreams {
-        stdin: extras.attach.contains(&Stream::Stdin),
-        stdout: extras.attach.contains(&Stream::Stdout),
-        stderr: extras.attach.contains(&Stream::Stderr),
+    let session = AttachedSession {
+        streams: AttachStreams {
+            stdin: extras.attach.contains(&Stream::Stdin),
+            stdout: extras.attach.contains(&Stream::Stdout),
+            stderr: extras.attach.contains(&Stream::Stderr),
+        },
+        tty: request.config.tty,
+        sig_proxy: extras.sig_proxy,
+        detach_keys,
     };
-    let status = start_attached(
-        engine,
-        &id,
-        streams,
-        request.config.tty,
-        extras.sig_proxy,
-        prepared.claimed,
-    );
+    let status = start_attached(engine, &id, &session, prepared.claimed);
     drop(refill);
     status
 }
