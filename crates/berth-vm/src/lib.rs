@@ -11,6 +11,7 @@
 //!   starts for a VM.
 //! - [`virtiofs`]: host directories in the guest, one virtiofsd each.
 //! - [`protocol`]: what host and agent say to each other.
+//! - [`dns_relay`]: the embedded DNS of a user-defined network, through the agent.
 //! - [`vm`]: the host side: boot, run, pause, shut down.
 //! - [`guest`]: the kernel and initramfs a container's VM boots, cached.
 //! - [`agent`]: the guest side, PID 1 in the VM.
@@ -19,6 +20,7 @@ pub mod accel;
 pub mod agent;
 pub mod child;
 pub mod cpio;
+pub mod dns_relay;
 pub mod guest;
 pub mod initramfs;
 pub mod kernel;

@@ -68,7 +68,17 @@ pub struct GuestNetwork {
     pub address: std::net::Ipv4Addr,
     pub prefix_len: u8,
     pub gateway: Option<std::net::Ipv4Addr>,
+    /// The container's network has berth's embedded DNS (a user-defined
+    /// network): the agent answers on 127.0.0.11:53 in the guest by
+    /// relaying each query to the host (`DnsQuery`/`DnsAnswer` frames),
+    /// where the container's DNS server listens in the shim's namespace.
+    #[serde(default)]
+    pub embedded_dns: bool,
 }
+
+/// Where the embedded DNS answers, in the guest as in a namespace container.
+pub const EMBEDDED_DNS: std::net::SocketAddrV4 =
+    std::net::SocketAddrV4::new(std::net::Ipv4Addr::new(127, 0, 0, 11), 53);
 
 /// The container's root: a virtiofs share the agent mounts at
 /// [`GUEST_ROOT_DIR`] with `/proc`, `/sys` and a `/dev` of its own, and
@@ -151,6 +161,11 @@ pub enum FrameKind {
     Stderr,
     /// Host to guest: the running process's input; empty: end of input.
     Stdin,
+    /// Guest to host: a DNS query a process sent to 127.0.0.11:53, as
+    /// `[u32 BE relay id][the datagram]`.
+    DnsQuery,
+    /// Host to guest: the answer to the query of that relay id, likewise.
+    DnsAnswer,
 }
 
 impl FrameKind {
@@ -160,6 +175,8 @@ impl FrameKind {
             FrameKind::Stdout => 2,
             FrameKind::Stderr => 3,
             FrameKind::Stdin => 4,
+            FrameKind::DnsQuery => 5,
+            FrameKind::DnsAnswer => 6,
         }
     }
 
@@ -169,6 +186,8 @@ impl FrameKind {
             2 => Some(FrameKind::Stdout),
             3 => Some(FrameKind::Stderr),
             4 => Some(FrameKind::Stdin),
+            5 => Some(FrameKind::DnsQuery),
+            6 => Some(FrameKind::DnsAnswer),
             _ => None,
         }
     }

@@ -202,6 +202,8 @@ pub struct Relay<'a> {
     pub signals: Option<&'a mut SignalFd>,
     /// Called with the process's pid in the guest once it runs.
     pub started: &'a mut dyn FnMut(i32),
+    /// Where the guest's DNS queries go (the container's embedded DNS).
+    pub dns: Option<&'a mut crate::dns_relay::HostDns>,
     pub output: &'a mut dyn FnMut(OutputStream, &[u8]),
 }
 
@@ -389,6 +391,7 @@ impl Vm {
                 stdin: None,
                 signals: None,
                 started: &mut |_| {},
+                dns: None,
                 output,
             },
         )
@@ -401,6 +404,7 @@ impl Vm {
             mut stdin,
             mut signals,
             started,
+            mut dns,
             output,
         } = relay;
         let mut request = self.checked(request)?;
@@ -417,9 +421,14 @@ impl Vm {
                 match frame.kind {
                     FrameKind::Stdout => output(OutputStream::Stdout, &frame.payload),
                     FrameKind::Stderr => output(OutputStream::Stderr, &frame.payload),
-                    FrameKind::Stdin => {
+                    FrameKind::DnsQuery => {
+                        if let Some(dns) = dns.as_deref_mut() {
+                            dns.query(&frame.payload);
+                        }
+                    }
+                    FrameKind::Stdin | FrameKind::DnsAnswer => {
                         return Err(VmError::Unexpected {
-                            message: "a stdin frame from the guest".to_string(),
+                            message: format!("a {:?} frame from the guest", frame.kind),
                         })
                     }
                     FrameKind::Message => match frame.message::<GuestMessage>()? {
@@ -443,6 +452,10 @@ impl Vm {
             if let Some(signals) = &signals {
                 fds.push(PollFd::new(signals.as_fd(), PollFlags::POLLIN));
             }
+            let dns_index = dns.as_ref().map(|dns| {
+                fds.push(PollFd::new(dns.fd(), PollFlags::POLLIN));
+                fds.len() - 1
+            });
             // A share's daemon gone is the container's files gone: the
             // guest would wait on them for ever.
             let daemons_from = fds.len();
@@ -465,6 +478,15 @@ impl Vm {
                 .map(|fd| !fd.revents().unwrap_or(PollFlags::empty()).is_empty())
                 .collect();
             drop(fds);
+            if let (Some(index), Some(dns)) = (dns_index, dns.as_deref_mut()) {
+                if ready[index] {
+                    let mut answers = Vec::new();
+                    dns.take_answers(&mut answers);
+                    if let Err(error) = self.write_frame(&answers) {
+                        return Err(self.send_failed(error));
+                    }
+                }
+            }
             if ready[daemons_from..].iter().any(|&ended| ended) {
                 let tags = self
                     .virtiofs

@@ -595,7 +595,64 @@ fn a_vm_container_is_on_the_bridge_network_with_its_published_ports() {
     berth.assert_nothing_left(&id, &processes);
     // The port is free again.
     assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());
-    berth.run(&["network", "prune", "-f"]).ok();
+}
+
+#[test]
+fn vm_and_namespace_containers_find_each_other_by_name() {
+    let Some(berth) = VmBerth::new() else { return };
+    berth.run(&["network", "create", "names"]).ok();
+    let serve = ["busybox", "httpd", "-f", "-p", "80", "-h", "/etc"];
+    let mut args = vec!["run", "-d", "--network", "names", "--name", "in-ns"];
+    args.extend_from_slice(&serve);
+    berth.run(&args).ok();
+    let mut args = vec![
+        "run",
+        "-d",
+        "--isolation=vm",
+        "--network",
+        "names",
+        "--name",
+        "in-vm",
+    ];
+    args.extend_from_slice(&serve);
+    let vm = berth.run(&args).ok().trim().to_owned();
+    // The guest asks 127.0.0.11, as its resolv.conf (Docker's) says: the
+    // agent relays to the container's embedded DNS.
+    let out = berth
+        .run(&[
+            "run",
+            "--rm",
+            "--isolation=vm",
+            "--network",
+            "names",
+            "busybox",
+            "sh",
+            "-c",
+            "grep nameserver /etc/resolv.conf; wget -qO- http://in-ns/hostname",
+        ])
+        .ok();
+    let ns_hostname = berth.inspect("in-ns", "{{.Config.Hostname}}");
+    assert_eq!(out, format!("nameserver 127.0.0.11\n{ns_hostname}\n"));
+    // And a namespace container finds the VM's httpd by its name.
+    let vm_hostname = berth.inspect(&vm, "{{.Config.Hostname}}");
+    let mut answer = String::new();
+    wait_until(120.0, "the VM's httpd by name", || {
+        let run = berth.run(&[
+            "run",
+            "--rm",
+            "--network",
+            "names",
+            "busybox",
+            "wget",
+            "-qO-",
+            "http://in-vm/hostname",
+        ]);
+        answer = run.stdout();
+        run.code() == 0
+    });
+    assert_eq!(answer, format!("{vm_hostname}\n"));
+    berth.run(&["rm", "-f", "in-ns", "in-vm"]).ok();
+    berth.run(&["network", "rm", "names"]).ok();
 }
 
 /// A TCP port nothing listens on now.

@@ -59,6 +59,7 @@ pub(super) fn run(
     children: &mut SignalFd,
     port: &mut fs_err::File,
     decoder: &mut FrameDecoder,
+    mut dns: Option<&mut crate::dns_relay::GuestDns>,
 ) -> io::Result<Outcome> {
     let (stdin_read, mut stdin_write) = if request.stdin {
         let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
@@ -124,6 +125,11 @@ pub(super) fn run(
             PollFd::new(children.as_fd(), PollFlags::POLLIN),
             PollFd::new(port.as_fd(), PollFlags::POLLIN),
         ];
+        let dns_index = dns.as_ref().map(|dns| {
+            fds.push(PollFd::new(dns.fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let pipes_from = fds.len();
         let open: Vec<usize> = (0..pipes.len())
             .filter(|&index| pipes[index].is_some())
             .collect();
@@ -139,9 +145,10 @@ pub(super) fn run(
         let ready = |fd: &PollFd| !fd.revents().unwrap_or(PollFlags::empty()).is_empty();
         let children_ready = ready(&fds[0]);
         let port_ready = ready(&fds[1]);
+        let dns_ready = dns_index.is_some_and(|index| ready(&fds[index]));
         let pipes_ready: Vec<usize> = open
             .iter()
-            .zip(&fds[2..])
+            .zip(&fds[pipes_from..])
             .filter(|(_, fd)| ready(fd))
             .map(|(&i, _)| i)
             .collect();
@@ -194,10 +201,22 @@ pub(super) fn run(
                             return Err(io::Error::other("unexpected message during a run"))
                         }
                     },
-                    FrameKind::Stdout | FrameKind::Stderr => {
+                    FrameKind::DnsAnswer => {
+                        if let Some(dns) = dns.as_deref_mut() {
+                            dns.answer(&frame.payload);
+                        }
+                    }
+                    FrameKind::Stdout | FrameKind::Stderr | FrameKind::DnsQuery => {
                         return Err(io::Error::other("output frame from the host"))
                     }
                 }
+            }
+        }
+        if dns_ready {
+            if let Some(dns) = dns.as_deref_mut() {
+                let mut queries = Vec::new();
+                dns.take_queries(&mut queries);
+                port.write_all(&queries)?;
             }
         }
         if children_ready {

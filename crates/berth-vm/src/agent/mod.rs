@@ -169,7 +169,10 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
     let mut links = network::GuestLinks::default();
     loop {
         while let Some(frame) = decoder.next_frame()? {
-            if frame.kind == crate::protocol::FrameKind::Stdin {
+            if matches!(
+                frame.kind,
+                crate::protocol::FrameKind::Stdin | crate::protocol::FrameKind::DnsAnswer
+            ) {
                 continue; // for a process that has ended
             }
             match frame.message::<HostMessage>()? {
@@ -199,6 +202,7 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                         &mut children,
                         &mut port,
                         &mut decoder,
+                        links.dns.as_mut(),
                     )
                     .map_err(channel_error)?;
                     let finished = match outcome {

@@ -16,6 +16,8 @@ pub enum NetworkError {
     Netlink(#[from] NetlinkError),
     #[error("the guest has no network card {CARD} (is virtio_net loaded?)")]
     NoCard,
+    #[error("failed to listen on the embedded DNS address 127.0.0.11:53")]
+    Dns(#[source] std::io::Error),
 }
 
 /// What is configured so far.
@@ -23,6 +25,8 @@ pub enum NetworkError {
 pub(super) struct GuestLinks {
     loopback_up: bool,
     configured: Option<GuestNetwork>,
+    /// 127.0.0.11:53, when the network has the embedded DNS.
+    pub(super) dns: Option<crate::dns_relay::GuestDns>,
 }
 
 impl GuestLinks {
@@ -48,6 +52,9 @@ impl GuestLinks {
         netlink.set_up(index)?;
         if let Some(gateway) = network.gateway {
             netlink.add_default_route(gateway)?;
+        }
+        if network.embedded_dns {
+            self.dns = Some(crate::dns_relay::GuestDns::bind().map_err(NetworkError::Dns)?);
         }
         self.configured = Some(network.clone());
         Ok(())

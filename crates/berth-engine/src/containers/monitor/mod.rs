@@ -571,8 +571,12 @@ fn start_once(
         // The container's network goes into the shim's namespace as for a
         // namespace container's; the guest takes over its address.
         let launched = super::vm::launch::launch(stdio, cgroup, request, &mut |pid| {
+            super::vm::network::loopback_up(pid)?;
             network.connect(store, record, paths, pid)?;
-            Ok(network.first_endpoint().map(super::vm::shim_network))
+            let embedded_dns = super::spec::uses_embedded_dns(&record.run);
+            Ok(network
+                .first_endpoint()
+                .map(|endpoint| super::vm::shim_network(endpoint, embedded_dns)))
         });
         if launched.is_err() {
             network.disconnect(store, record);

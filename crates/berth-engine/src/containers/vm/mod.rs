@@ -21,7 +21,7 @@
 //! engine's other services reach it through [`runtime::VmRuntime`].
 
 pub(crate) mod launch;
-mod network;
+pub(crate) mod network;
 pub mod runtime;
 pub mod shim;
 
@@ -42,7 +42,10 @@ pub(crate) fn guest_cache(root: &std::path::Path) -> std::path::PathBuf {
 /// The guest's side of the container's endpoint: its address, prefix and
 /// gateway (an address that does not parse leaves the guest without one,
 /// which its first packet shows).
-pub(crate) fn shim_network(endpoint: &crate::networks::record::Endpoint) -> shim::ShimNetwork {
+pub(crate) fn shim_network(
+    endpoint: &crate::networks::record::Endpoint,
+    embedded_dns: bool,
+) -> shim::ShimNetwork {
     shim::ShimNetwork {
         guest: berth_vm::protocol::GuestNetwork {
             address: endpoint
@@ -51,6 +54,7 @@ pub(crate) fn shim_network(endpoint: &crate::networks::record::Endpoint) -> shim
                 .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
             prefix_len: endpoint.record.prefix_len,
             gateway: endpoint.record.gateway.parse().ok(),
+            embedded_dns,
         },
         mac: endpoint.record.mac_address.clone(),
     }
@@ -87,13 +91,11 @@ pub(crate) fn refuse_unsupported(request: &CreateRequest) -> Result<(), String> 
         return refuse("--tty");
     }
     let network = host.network_mode.as_str();
-    if !matches!(network, "" | "default" | "bridge" | "none") {
-        // User-defined networks resolve names through the embedded DNS at
-        // 127.0.0.11, which the guest cannot reach yet; host and
-        // container: modes have no meaning for a VM of its own.
+    if network == "host" || network.starts_with("container:") {
+        // A VM has a kernel and a network stack of its own.
         return Err(format!(
-            "--network {network} is not supported with --isolation=vm yet: a VM container joins \
-             the default bridge network or none"
+            "--network {network} is not supported with --isolation=vm: a VM container joins \
+             berth's networks (or none)"
         ));
     }
     if request.networking_config.endpoints_config.len() > 1 {
@@ -189,8 +191,8 @@ mod tests {
             ("--network host", |r| {
                 r.host_config.network_mode = "host".into()
             }),
-            ("--network mynet", |r| {
-                r.host_config.network_mode = "mynet".into()
+            ("--network container:web", |r| {
+                r.host_config.network_mode = "container:web".into()
             }),
             ("--privileged", |r| r.host_config.privileged = true),
             ("--pid host", |r| r.host_config.pid_mode = "host".into()),

@@ -50,6 +50,22 @@ pub(crate) fn guest_mac(mac: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// `lo` up in the shim `pid`'s new namespace, before the engine connects
+/// the container there: the embedded DNS socket is bound on 127.0.0.11.
+pub(crate) fn loopback_up(pid: i32) -> Result<(), String> {
+    let failed = |error: &dyn std::fmt::Display| {
+        format!("failed to set up the VM's network namespace: {error}")
+    };
+    let netns =
+        fs_err::File::open(format!("/proc/{pid}/ns/net")).map_err(|error| failed(&error))?;
+    let mut netlink =
+        Netlink::open_in(std::os::fd::AsFd::as_fd(&netns)).map_err(|error| failed(&error))?;
+    if let Some(index) = netlink.link_index("lo").map_err(|error| failed(&error))? {
+        netlink.set_up(index).map_err(|error| failed(&error))?;
+    }
+    Ok(())
+}
+
 /// Makes the tap and the bridge in the current (the shim's) namespace.
 pub(crate) fn bridge_to_tap(endpoint_mac: &str) -> Result<Tap, String> {
     let failed = |what: &str, error: &dyn std::fmt::Display| {

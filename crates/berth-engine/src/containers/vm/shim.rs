@@ -217,6 +217,13 @@ fn serve(request: &ShimRequest, signals: SigSet, reporter: &mut Reporter) -> Res
             .as_ref()
             .map(|network| network.guest.clone()),
     };
+    let mut dns = match &request.network {
+        Some(network) if network.guest.embedded_dns => Some(
+            berth_vm::dns_relay::HostDns::connect()
+                .map_err(|error| format!("failed to reach the embedded DNS: {error}"))?,
+        ),
+        _ => None,
+    };
     // SAFETY: 0, 1 and 2 are this process's standard streams, open for its
     // whole life; the borrow ends with the run.
     let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
@@ -228,6 +235,7 @@ fn serve(request: &ShimRequest, signals: SigSet, reporter: &mut Reporter) -> Res
         Relay {
             stdin: Some(stdin.as_fd()),
             signals: Some(&mut signalfd),
+            dns: dns.as_mut(),
             started: &mut |_pid| {
                 started = true;
                 reporter.send(&ShimStatus::Started);
