@@ -13,6 +13,7 @@ mod inspect;
 pub mod lifecycle;
 #[cfg(test)]
 mod lifecycle_tests;
+mod logging;
 pub(crate) mod lookup;
 pub(crate) mod manage;
 pub mod merge;
@@ -44,6 +45,7 @@ pub use error::ContainerError;
 pub use exec::{exec_create, exec_detached, exec_in_container, ExecProcess, ExecRequest};
 pub use filter::{ContainerFilters, CONTAINER_FILTERS};
 pub use inspect::{inspect_container, list_containers, published_ports, status_text};
+pub use logging::{default_log_config, log_location};
 pub use lookup::{find_container, Container};
 pub use manage::{
     container_network_io, container_processes, container_stats, pause_container, prune_containers,

@@ -127,6 +127,9 @@ pub struct RunSettings {
     /// `--oom-score-adj`; 0 leaves the inherited score.
     #[serde(default)]
     pub oom_score_adj: i32,
+    /// `--log-driver`/`--log-opt`, resolved (records from before it: json-file, unrotated).
+    #[serde(default)]
+    pub log: crate::logs::LogSettings,
 }
 
 /// One `--device HOST[:CONTAINER][:PERMISSIONS]`, with the defaults filled in.

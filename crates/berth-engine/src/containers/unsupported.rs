@@ -7,22 +7,6 @@ use berth_types::container::CreateRequest;
 
 use crate::{EngineConfig, EngineError};
 
-/// The log drivers Docker 20.10 ships; berth writes only `json-file`.
-const DOCKER_LOG_DRIVERS: &[&str] = &[
-    "none",
-    "local",
-    "json-file",
-    "syslog",
-    "journald",
-    "gelf",
-    "fluentd",
-    "awslogs",
-    "splunk",
-    "etwlogs",
-    "gcplogs",
-    "logentries",
-];
-
 /// The OCI runtimes a Docker 20.10 daemon knows by default; berth is its own `runc`.
 const RUNTIMES: &[&str] = &["", "runc"];
 
@@ -45,7 +29,6 @@ pub(crate) fn refuse_unsupported(
     if !RUNTIMES.contains(&host.runtime.as_str()) {
         return refuse(format!("Unknown runtime specified {}", host.runtime));
     }
-    log_config(&host.log_config)?;
     for (flag, mode) in [
         ("pid", &host.pid_mode),
         ("ipc", &host.ipc_mode),
@@ -81,33 +64,6 @@ pub(crate) fn refuse_unsupported(
             "--link is not supported yet: use a user-defined network, whose DNS resolves container names"
                 .to_owned(),
         );
-    }
-    Ok(())
-}
-
-/// `--log-driver` and `--log-opt`: berth's json-file log has no options yet (no rotation).
-fn log_config(log: &berth_types::container::LogConfig) -> Result<(), EngineError> {
-    let refuse = |message: String| Err(EngineError::InvalidArgument(message));
-    match log.r#type.as_str() {
-        "" | "json-file" => {}
-        driver if DOCKER_LOG_DRIVERS.contains(&driver) => {
-            return refuse(format!(
-                "log driver {driver:?} is not supported: berth writes json-file logs only"
-            ));
-        }
-        driver => {
-            // moby's words for a driver it does not have.
-            return refuse(format!(
-                "error looking up logging plugin {driver}: plugin {driver:?} not found"
-            ));
-        }
-    }
-    if let Some(options) = log.config.as_ref().filter(|options| !options.is_empty()) {
-        let names: Vec<&str> = options.keys().map(String::as_str).collect();
-        return refuse(format!(
-            "log options are not supported yet (berth's json-file log does not rotate): {}",
-            names.join(", ")
-        ));
     }
     Ok(())
 }
