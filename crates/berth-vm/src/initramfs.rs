@@ -479,9 +479,13 @@ mod tests {
             Ok(path) => assert!(path.ends_with("berth-vm-agent"), "{path:?}"),
             Err(error) => assert!(matches!(error, InitramfsError::NoAgent { .. }), "{error}"),
         }
+        // The running binary through its magic link (a sealed berth runs
+        // from a detached mount that `current_exe` names "/").
+        let berth = AgentBinary::Berth.path().unwrap();
+        assert_eq!(berth, PathBuf::from("/proc/self/exe"));
         assert_eq!(
-            AgentBinary::Berth.path().unwrap(),
-            std::env::current_exe().unwrap()
+            fs_err::metadata(&berth).unwrap().len(),
+            fs_err::metadata(std::env::current_exe().unwrap()).unwrap().len()
         );
     }
 

@@ -213,12 +213,12 @@ fn settings_berth_cannot_honour_are_refused_by_name() {
             "error looking up logging plugin foo: plugin \"foo\" not found",
         ),
         (
-            &["--log-driver", "local"],
-            "log driver \"local\" is not supported",
+            &["--log-driver", "syslog"],
+            "log driver \"syslog\" is not supported: berth has no daemon",
         ),
         (
-            &["--log-opt", "max-size=1m"],
-            "log options are not supported yet",
+            &["--log-opt", "x=1"],
+            "unknown log opt 'x' for json-file log driver",
         ),
         (&["--pid", "container:nosuch"], "No such container: nosuch"),
         (

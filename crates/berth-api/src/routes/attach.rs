@@ -239,7 +239,7 @@ fn serve_attach(
     let config = engine.config();
     let id = &container.record.id;
     if options.logs {
-        replay_logs(config, id, client, options);
+        replay_logs(config, &container.record, client, options);
     }
     if !options.stream {
         return;
@@ -341,17 +341,26 @@ fn attach_running(
 }
 
 /// `logs=1`: what the container wrote so far, before the live stream.
-fn replay_logs(config: &EngineConfig, id: &str, client: &UnixStream, options: AttachOptions) {
-    let path = ContainerPaths::new(&config.root, &config.run_root, id).log(id);
+fn replay_logs(
+    config: &EngineConfig,
+    record: &berth_engine::containers::record::ContainerRecord,
+    client: &UnixStream,
+    options: AttachOptions,
+) {
     let log_options = berth_engine::logs::LogOptions {
         stdout: options.stdout,
         stderr: options.stderr,
         ..Default::default()
     };
-    if !(options.stdout || options.stderr) || !path.exists() {
+    if !(options.stdout || options.stderr) {
         return;
     }
-    let _ = berth_engine::logs::read_logs(&path, &log_options, |stream, bytes| {
+    // `none` keeps nothing to replay.
+    let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
+    let Ok(location) = berth_engine::containers::log_location(&paths, record) else {
+        return;
+    };
+    let _ = berth_engine::logs::read_logs(&location, &log_options, |stream, bytes| {
         let data = if options.multiplexed {
             berth_engine::containers::monitor::frame(stream, bytes)
         } else {

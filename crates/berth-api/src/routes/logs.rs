@@ -1,10 +1,11 @@
-//! `GET /containers/{id}/logs`: the json-file log as Docker's stream
-//! (multiplexed frames without a tty, raw with one), followed when asked.
+//! `GET /containers/{id}/logs`: the container's log (json-file or local, its
+//! rotated files included) as Docker's stream (multiplexed frames without a
+//! tty, raw with one), followed when asked; `none` is dockerd's 501.
 
 use std::cell::Cell;
 
-use berth_engine::containers::find_container;
 use berth_engine::containers::paths::ContainerPaths;
+use berth_engine::containers::{find_container, log_location};
 use berth_engine::logs::{follow_logs, parse_docker_time, read_logs, LogOptions, Stream};
 
 use crate::error::ApiError;
@@ -57,8 +58,9 @@ pub fn logs(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, id)?;
     let tty = container.record.run.tty;
-    let path = ContainerPaths::new(&config.root, &config.run_root, &container.record.id)
-        .log(&container.record.id);
+    let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
+    let location =
+        log_location(&paths, &container.record).map_err(berth_engine::EngineError::from)?;
     let content_type = crate::routes::attach::stream_type(exchange.version, tty);
     // Watched while following, as `wait` and `events` watch theirs: a silent
     // container writes nothing that would find a client gone.
@@ -96,11 +98,9 @@ pub fn logs(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
                     .map(|container| container.state.is_running())
                     .unwrap_or(false)
         };
-        follow_logs(&path, &options, is_running, sink)
-    } else if path.exists() {
-        read_logs(&path, &options, sink)
+        follow_logs(&location, &options, is_running, sink)
     } else {
-        Ok(())
+        read_logs(&location, &options, sink)
     };
     if broken.get() {
         return Ok(Outcome::Streamed { keep_alive: false });

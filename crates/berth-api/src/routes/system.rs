@@ -34,7 +34,7 @@ pub fn info(server: &Server) -> Handled {
             "Volume": ["local"],
             "Network": ["bridge", "host", "null"],
             "Authorization": Value::Null,
-            "Log": ["json-file"],
+            "Log": ["json-file", "local"],
         },
         "MemoryLimit": true,
         "SwapLimit": true,
@@ -51,7 +51,9 @@ pub fn info(server: &Server) -> Handled {
         "OomKillDisable": true,
         "NGoroutines": 0,
         "SystemTime": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true),
-        "LoggingDriver": "json-file",
+        "LoggingDriver": berth_engine::containers::default_log_config()
+            .map(|config| config.r#type)
+            .unwrap_or_else(|_| "json-file".to_owned()),
         "NEventsListener": 0,
         "IndexServerAddress": "https://index.docker.io/v1/",
         "RegistryConfig": {

@@ -209,6 +209,10 @@ pub(crate) fn build_record(
     let config = &request.config;
     let host = &request.host_config;
     super::unsupported::refuse_unsupported(engine.store(), engine.config(), request)?;
+    let (log_config, log) = super::logging::resolve_log_config(
+        &host.log_config,
+        &super::logging::default_log_config()?,
+    )?;
 
     let user = UserProcess {
         entrypoint: config.entrypoint.clone(),
@@ -307,6 +311,7 @@ pub(crate) fn build_record(
         uts_mode: host.uts_mode.clone(),
         oom_score_adj: i32::try_from(host.oom_score_adj).unwrap_or(0),
         isolation: super::record::Isolation::of_request(&host.isolation, &host.runtime),
+        log,
     };
     for limit in &run.ulimits {
         if berth_runtime::spec::rlimit_resource(&limit.name).is_none() {
@@ -349,9 +354,7 @@ pub(crate) fn build_record(
     if stored_host.network_mode.is_empty() {
         stored_host.network_mode = "bridge".to_owned();
     }
-    if stored_host.log_config.r#type.is_empty() {
-        stored_host.log_config.r#type = "json-file".to_owned();
-    }
+    stored_host.log_config = log_config;
 
     let config_json = serde_json::to_value(&stored_config).map_err(CreateError::Serialize)?;
     let host_config_json = serde_json::to_value(&stored_host).map_err(CreateError::Serialize)?;

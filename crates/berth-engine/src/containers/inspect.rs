@@ -66,7 +66,11 @@ pub fn inspect_container(store: &Store, config: &EngineConfig, container: &Conta
         "ResolvConfPath": paths.resolv_conf(),
         "HostnamePath": paths.hostname(),
         "HostsPath": paths.hosts(),
-        "LogPath": paths.log(&record.id),
+        "LogPath": super::logging::inspect_log_path(
+            &paths,
+            record,
+            container.state.started_at != super::state::ZERO_TIME,
+        ),
         "Name": format!("/{}", record.name),
         "RestartCount": container.state.restart_count,
         "Driver": "overlay",

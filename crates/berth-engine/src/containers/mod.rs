@@ -14,6 +14,7 @@ mod inspect;
 pub mod lifecycle;
 #[cfg(test)]
 mod lifecycle_tests;
+mod logging;
 pub(crate) mod lookup;
 pub(crate) mod manage;
 pub mod merge;
@@ -47,6 +48,7 @@ pub use exec::{exec_create, exec_detached, exec_in_container, ExecProcess, ExecR
 pub use exec_terminal::{exec_with_terminal, TerminalExec};
 pub use filter::{ContainerFilters, CONTAINER_FILTERS};
 pub use inspect::{inspect_container, list_containers, published_ports, status_text};
+pub use logging::{default_log_config, log_location};
 pub use lookup::{find_container, Container};
 pub use manage::{
     container_network_io, container_processes, container_stats, pause_container, prune_containers,

@@ -80,8 +80,14 @@ impl ContainerPaths {
         Ok(())
     }
 
+    /// The json-file log.
     pub fn log(&self, id: &str) -> PathBuf {
         self.directory.join(format!("{id}-json.log"))
+    }
+
+    /// The local driver's log, where dockerd keeps it.
+    pub fn local_log(&self) -> PathBuf {
+        self.directory.join("local-logs").join("container.log")
     }
 
     pub fn hostname(&self) -> PathBuf {

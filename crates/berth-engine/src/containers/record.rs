@@ -131,6 +131,9 @@ pub struct RunSettings {
     /// microVM of its own.
     #[serde(default)]
     pub isolation: Isolation,
+    /// `--log-driver`/`--log-opt`, resolved (records from before it: json-file, unrotated).
+    #[serde(default)]
+    pub log: crate::logs::LogSettings,
 }
 
 /// Which backend runs a container.

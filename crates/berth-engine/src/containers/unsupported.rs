@@ -7,22 +7,6 @@ use berth_types::container::CreateRequest;
 
 use crate::{EngineConfig, EngineError};
 
-/// The log drivers Docker 20.10 ships; berth writes only `json-file`.
-const DOCKER_LOG_DRIVERS: &[&str] = &[
-    "none",
-    "local",
-    "json-file",
-    "syslog",
-    "journald",
-    "gelf",
-    "fluentd",
-    "awslogs",
-    "splunk",
-    "etwlogs",
-    "gcplogs",
-    "logentries",
-];
-
 /// The OCI runtimes a Docker 20.10 daemon knows by default (berth is its own `runc`), and
 /// berth's microVM backend (`--runtime vm`, the same as `--isolation=vm`).
 const RUNTIMES: &[&str] = &["", "runc", super::vm::RUNTIME_NAME];
@@ -43,7 +27,6 @@ pub(crate) fn refuse_unsupported(
     {
         super::vm::refuse_unsupported(request).map_err(EngineError::InvalidArgument)?;
     }
-    log_config(&host.log_config)?;
     for (flag, mode) in [
         ("pid", &host.pid_mode),
         ("ipc", &host.ipc_mode),
@@ -79,33 +62,6 @@ pub(crate) fn refuse_unsupported(
             "--link is not supported yet: use a user-defined network, whose DNS resolves container names"
                 .to_owned(),
         );
-    }
-    Ok(())
-}
-
-/// `--log-driver` and `--log-opt`: berth's json-file log has no options yet (no rotation).
-fn log_config(log: &berth_types::container::LogConfig) -> Result<(), EngineError> {
-    let refuse = |message: String| Err(EngineError::InvalidArgument(message));
-    match log.r#type.as_str() {
-        "" | "json-file" => {}
-        driver if DOCKER_LOG_DRIVERS.contains(&driver) => {
-            return refuse(format!(
-                "log driver {driver:?} is not supported: berth writes json-file logs only"
-            ));
-        }
-        driver => {
-            // moby's words for a driver it does not have.
-            return refuse(format!(
-                "error looking up logging plugin {driver}: plugin {driver:?} not found"
-            ));
-        }
-    }
-    if let Some(options) = log.config.as_ref().filter(|options| !options.is_empty()) {
-        let names: Vec<&str> = options.keys().map(String::as_str).collect();
-        return refuse(format!(
-            "log options are not supported yet (berth's json-file log does not rotate): {}",
-            names.join(", ")
-        ));
     }
     Ok(())
 }

@@ -1,9 +1,9 @@
 use std::path::PathBuf;
 
-use super::TimeParseError;
+use super::{LogConfigError, TimeParseError};
 use crate::ErrorKind;
 
-/// Errors of the json-file log writer and reader.
+/// Errors of the log writer, the readers and the log settings.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
     #[error("failed to open the log file {path:?}")]
@@ -30,12 +30,29 @@ pub enum LogError {
     /// A bad `--since`/`--until` value; the message is Docker's.
     #[error(transparent)]
     InvalidTime(#[from] TimeParseError),
+    /// `logs` of a container whose driver keeps nothing (`none`); dockerd's words
+    /// (`logger.ErrReadLogsNotSupported`, a 501).
+    #[error("configured logging driver does not support reading")]
+    NotReadable,
+    /// berth's config file has `log-driver`/`log-opts` of the wrong shape.
+    #[error("invalid log-driver or log-opts in {path:?}")]
+    Defaults {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A `--log-driver`/`--log-opt` refused at create.
+    #[error(transparent)]
+    Config(#[from] LogConfigError),
 }
 
 impl LogError {
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Self::NoStream | Self::InvalidTime(_) => ErrorKind::InvalidArgument,
+            Self::NoStream | Self::InvalidTime(_) | Self::Config(_) | Self::Defaults { .. } => {
+                ErrorKind::InvalidArgument
+            }
+            Self::NotReadable => ErrorKind::Unsupported,
             Self::Open { .. } | Self::Write { .. } | Self::Read { .. } => ErrorKind::Internal,
         }
     }

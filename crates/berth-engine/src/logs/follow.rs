@@ -1,11 +1,13 @@
-//! `docker logs -f`: what the file holds, then what the container adds.
+//! `docker logs -f`: what the files hold, then what the container adds,
+//! across rotations.
 
 use std::path::Path;
 use std::time::Duration;
 
-use super::lines::read_lines;
+use super::files::{named, open_set, LogLocation, SetFile};
+use super::lines::read_records;
 use super::output::{Flow, Printer};
-use super::reader::{initial_range, open_log, read_error};
+use super::reader::{initial_ranges, read_error};
 use super::watch::FileWatcher;
 use super::{LogError, LogOptions, Stream};
 
@@ -13,37 +15,40 @@ use super::{LogError, LogOptions, Stream};
 /// writer closing the file (the monitor exiting) wakes the wait sooner.
 const WAKE_INTERVAL: Duration = Duration::from_millis(200);
 
-/// Prints the log at `path` like [`super::read_logs`], then keeps printing
+/// Prints the log at `location` like [`super::read_logs`], then keeps printing
 /// records as they are appended, until `is_running` says the container has
 /// stopped and everything written before that has been printed, or a record
-/// after `--until` arrives. Only whole lines are read: a record the writer
-/// is half way through is printed once its newline is there.
+/// after `--until` arrives. Only whole records are read: one the writer is
+/// half way through is printed once it is complete. When the writer rotates
+/// the file, the rest of the old file is printed, then the files that came
+/// after it (dockerd's follower reopens the log the same way).
 pub fn follow_logs(
-    path: &Path,
+    location: &LogLocation,
     options: &LogOptions,
     is_running: impl FnMut() -> bool,
     sink: impl FnMut(Stream, &[u8]),
 ) -> Result<(), LogError> {
-    follow_with(path, options, is_running, sink, FileWatcher::new)
+    follow_with(location, options, is_running, sink, FileWatcher::new)
 }
 
 fn follow_with(
-    path: &Path,
+    location: &LogLocation,
     options: &LogOptions,
     mut is_running: impl FnMut() -> bool,
     sink: impl FnMut(Stream, &[u8]),
     watcher_for: impl Fn(&Path) -> FileWatcher,
 ) -> Result<(), LogError> {
     options.check()?;
-    let file = loop {
-        if let Some(file) = open_log(path)? {
-            break file;
+    let format = location.format;
+    let mut set = loop {
+        if let Some(set) = open_set(location, options.since)? {
+            break set;
         }
         if !is_running() {
             // The log may have been created just before the container
             // stopped.
-            match open_log(path)? {
-                Some(file) => break file,
+            match open_set(location, options.since)? {
+                Some(set) => break set,
                 None => return Ok(()),
             }
         }
@@ -51,34 +56,114 @@ fn follow_with(
     };
     // Watching starts before the first read: whatever is appended after
     // that read wakes the wait below.
-    let mut watcher = watcher_for(path);
-    let mut printer = Printer::new(options, sink);
+    let mut watcher = watcher_for(&location.path);
+    let mut printer = Printer::new(options, format, sink);
     let mut buffer = Vec::new();
-    let (start, end) = initial_range(&file, options.tail).map_err(read_error(path))?;
-    let (mut offset, flow) = read_lines(&file, start, Some(end), &mut buffer, |line| {
-        printer.line(line)
-    })
-    .map_err(read_error(path))?;
-    if flow == Flow::Stop {
-        return Ok(());
+    let newest = set.files.len() - 1;
+    let mut offset = 0;
+    for range in initial_ranges(&set, format, options.tail)? {
+        let file = &set.files[range.index].file;
+        let (next, flow) = read_records(
+            file,
+            format,
+            range.start,
+            Some(range.end),
+            &mut buffer,
+            |line| printer.line(line),
+        )
+        .map_err(read_error(file))?;
+        if flow == Flow::Stop {
+            return Ok(());
+        }
+        if range.index == newest {
+            offset = next;
+        }
     }
+    let Some(mut current) = set.files.pop() else {
+        return Ok(());
+    };
+    drop(set);
     loop {
         // Asked before draining: what the container wrote before it stopped
         // is in the file by the time it reports stopped.
         let running = is_running();
-        let size = file.metadata().map_err(read_error(path))?.len();
+        if named(&location.path)? != current.identity {
+            // Rotated: the old file is complete, print the rest of it, then
+            // the ones written after it.
+            let (_, flow) =
+                read_records(&current.file, format, offset, None, &mut buffer, |line| {
+                    printer.line(line)
+                })
+                .map_err(read_error(&current.file))?;
+            if flow == Flow::Stop {
+                return Ok(());
+            }
+            let Some(after) = successors(location, &current)? else {
+                // The log is gone (the container was removed).
+                return Ok(());
+            };
+            tracing::debug!(files = after.len(), "log rotated, following the new file");
+            let mut after = after.into_iter().peekable();
+            while let Some(next) = after.next() {
+                let (end, flow) = read_records(&next.file, format, 0, None, &mut buffer, |line| {
+                    printer.line(line)
+                })
+                .map_err(read_error(&next.file))?;
+                if flow == Flow::Stop {
+                    return Ok(());
+                }
+                if after.peek().is_none() {
+                    offset = end;
+                    current = next;
+                }
+            }
+            watcher = watcher_for(&location.path);
+            continue;
+        }
+        let size = current
+            .file
+            .metadata()
+            .map_err(read_error(&current.file))?
+            .len();
         if size < offset {
-            tracing::debug!(path = %path.display(), "log file truncated, reading it from the start");
+            tracing::debug!(path = %location.path.display(), "log file truncated, reading it from the start");
             offset = 0;
         }
-        let (next, flow) = read_lines(&file, offset, None, &mut buffer, |line| printer.line(line))
-            .map_err(read_error(path))?;
+        let (next, flow) = read_records(&current.file, format, offset, None, &mut buffer, |line| {
+            printer.line(line)
+        })
+        .map_err(read_error(&current.file))?;
         offset = next;
         if flow == Flow::Stop || !running {
             return Ok(());
         }
         watcher.wait(WAKE_INTERVAL);
     }
+}
+
+/// The files written after `old`, the new log last; None when there is no log any more.
+/// `old` is found under its name or, compressed, by the identity berth's compressor wrote
+/// in the gzip header; when it is no longer among them (dropped by more rotations than
+/// there are files), only the new log.
+fn successors(location: &LogLocation, old: &SetFile) -> Result<Option<Vec<SetFile>>, LogError> {
+    // Every rotated name, even past max-file: `max-file=1` still keeps `<log>.1`.
+    let search = LogLocation {
+        max_files: location.max_files.max(2),
+        ..location.clone()
+    };
+    let Some(mut set) = open_set(&search, None)? else {
+        return Ok(None);
+    };
+    // By name, or (compressed since) by the file it was made from. The newest match: an
+    // inode number is reused once its file is gone, so an older compressed file can name
+    // the same identity as its source; the file `old` became is the latest to.
+    let position = set.files.iter().rposition(|file| {
+        old.identity.is_some() && (file.identity == old.identity || file.source == old.identity)
+    });
+    Ok(Some(match position {
+        Some(position) => set.files.split_off(position + 1),
+        None => set.files.split_off(set.files.len() - 1),
+    }))
 }
 
 #[cfg(test)]
@@ -126,7 +211,7 @@ mod tests {
                 }
             };
             follow_with(
-                &path,
+                &LogLocation::json_file(path),
                 &options,
                 || {
                     let _ = asked_sender.send(());
@@ -216,7 +301,7 @@ mod tests {
         .unwrap();
         let mut printed = Vec::new();
         follow_logs(
-            &path,
+            &LogLocation::json_file(&path),
             &LogOptions::default(),
             || false,
             |_, bytes| printed.push(bytes.to_vec()),
@@ -237,7 +322,7 @@ mod tests {
         };
         let mut printed = Vec::new();
         follow_logs(
-            &path,
+            &LogLocation::json_file(&path),
             &options,
             || true,
             |_, bytes| printed.push(bytes.to_vec()),
@@ -273,7 +358,7 @@ mod tests {
         let directory = tempfile::tempdir().unwrap();
         let mut calls = 0;
         follow_logs(
-            &directory.path().join("absent"),
+            &LogLocation::json_file(directory.path().join("absent")),
             &LogOptions::default(),
             || {
                 calls += 1;
@@ -283,5 +368,78 @@ mod tests {
         )
         .unwrap();
         assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn follows_across_rotations() {
+        use super::super::{LogDriver, LogSettings};
+        for (driver, compress) in [
+            (LogDriver::JsonFile, false),
+            (LogDriver::JsonFile, true),
+            (LogDriver::Local, false),
+            (LogDriver::Local, true),
+        ] {
+            let directory = tempfile::tempdir().unwrap();
+            let path = directory.path().join("c.log");
+            let settings = LogSettings {
+                driver,
+                max_size: Some(300),
+                max_files: 5,
+                compress,
+                ..LogSettings::default()
+            };
+            let mut writer = LogWriter::open_with(&path, &settings, None).unwrap();
+            let time = at("2024-01-01T00:00:00Z");
+            writer.write(Stream::Stdout, b"first\n", time).unwrap();
+            let location = LogLocation {
+                path: path.clone(),
+                format: match driver {
+                    LogDriver::Local => super::super::LogFormat::Local,
+                    _ => super::super::LogFormat::JsonLines,
+                },
+                max_files: 5,
+            };
+            let running = Arc::new(AtomicBool::new(true));
+            let (sender, receiver) = mpsc::channel();
+            let follower = {
+                let running = running.clone();
+                thread::spawn(move || {
+                    follow_logs(
+                        &location,
+                        &LogOptions::default(),
+                        || running.load(Ordering::SeqCst),
+                        |_, bytes| {
+                            sender
+                                .send(String::from_utf8_lossy(bytes).into_owned())
+                                .unwrap()
+                        },
+                    )
+                    .unwrap();
+                })
+            };
+            assert_eq!(next(&receiver), "first\n");
+            // Each batch fills about a file: the follower sees a rotation
+            // at a time, or several at once (5 files are kept).
+            let mut expected = Vec::new();
+            for batch in 0..6 {
+                for line in 0..5 {
+                    let text = format!("batch {batch} line {line}\n");
+                    writer.write(Stream::Stdout, text.as_bytes(), time).unwrap();
+                    writer.do_background_work();
+                    expected.push(text);
+                }
+                thread::sleep(Duration::from_millis(150));
+            }
+            let mut printed = Vec::new();
+            // Only what the follower saw before it stopped counts; the
+            // last batch is read once the writer is dropped at the latest.
+            while printed.len() < expected.len() {
+                printed.push(next(&receiver));
+            }
+            running.store(false, Ordering::SeqCst);
+            drop(writer);
+            follower.join().unwrap();
+            assert_eq!(printed, expected, "{driver:?} compress={compress}");
+        }
     }
 }

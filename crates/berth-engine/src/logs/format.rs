@@ -66,6 +66,42 @@ pub(crate) fn push_json_string(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(b'"');
 }
 
+/// Appends `text` as Go's `encoding/json` writes a string (what `json.Marshal`
+/// makes of a record's `attrs`): `"`, `\\`, `\n`, `\r` and `\t` get short escapes,
+/// other control characters and `<`, `>`, `&` become `\u00XX`, U+2028 and U+2029
+/// are escaped, the rest is copied.
+pub(crate) fn push_go_json_string(out: &mut Vec<u8>, text: &str) {
+    out.push(b'"');
+    for character in text.chars() {
+        match character {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            '\n' => out.extend_from_slice(b"\\n"),
+            '\r' => out.extend_from_slice(b"\\r"),
+            '\t' => out.extend_from_slice(b"\\t"),
+            '\u{2028}' => out.extend_from_slice(b"\\u2028"),
+            '\u{2029}' => out.extend_from_slice(b"\\u2029"),
+            escaped if escaped < ' ' || matches!(escaped, '<' | '>' | '&') => {
+                // ASCII, so the code fits a byte.
+                let byte = escaped as u8;
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(byte >> 4)],
+                    HEX[usize::from(byte & 0xf)],
+                ]);
+            }
+            other => {
+                let mut buffer = [0; 4];
+                out.extend_from_slice(other.encode_utf8(&mut buffer).as_bytes());
+            }
+        }
+    }
+    out.push(b'"');
+}
+
 /// The UTF-8 character at the start of `bytes` and its width, or None when
 /// the leading byte does not begin a complete, valid sequence.
 fn decode_char(bytes: &[u8]) -> Option<(char, usize)> {
@@ -174,6 +210,17 @@ mod tests {
         assert_eq!(escaped(b"cr\r\n"), r#""cr\r\n""#);
         assert_eq!(escaped(b"\0"), r#""\u0000""#);
         assert_eq!(escaped(b""), r#""""#);
+    }
+
+    #[test]
+    fn attributes_escape_like_gos_encoding_json() {
+        let mut out = Vec::new();
+        // dockerd 20.10 stored `"b":"x\u0026y"` for the label b=x&y.
+        push_go_json_string(&mut out, "x&y <tab\there> \"q\" \\ \u{1} é \u{2028}");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#""x\u0026y \u003ctab\there\u003e \"q\" \\ \u0001 é \u2028""#
+        );
     }
 
     #[test]

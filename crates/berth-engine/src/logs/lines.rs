@@ -1,13 +1,17 @@
-//! Whole lines out of a file another process may be appending to: forwards
-//! from an offset, and the start of the last N lines, found backwards.
+//! Whole records out of a file another process may be appending to: forwards
+//! from an offset, and the start of the last N records, found backwards.
 //!
-//! Only bytes up to a newline count as a line: the writer may be half way
-//! through a record, and that record is read once its newline is there.
+//! Only complete records count: the writer may be half way through one, and
+//! that record is read once it is whole. A json-file record ends with its
+//! newline; a local one is framed by its length before and after
+//! (`local.rs`).
 
 use std::io;
 
 use fs_err::os::unix::fs::FileExt;
 
+use super::files::LogFormat;
+use super::local::{self, LENGTH_BYTES, MAX_RECORD};
 use super::output::Flow;
 
 /// How much is read at a time going forwards.
@@ -16,11 +20,14 @@ const FORWARD_CHUNK: usize = 64 * 1024;
 /// How much is read at a time going backwards for `--tail`.
 pub(crate) const TAIL_BLOCK: usize = 16 * 1024;
 
-/// Hands each whole line from `offset` to `limit` (or the end of the file)
-/// to `each`, without its newline. Returns the offset just past the last
-/// line handed out, where reading resumes, and whether `each` stopped.
-pub(crate) fn read_lines(
+/// Hands each whole record from `offset` to `limit` (or the end of the file)
+/// to `each`: a json-file line without its newline, a local record's payload.
+/// Returns the offset just past the last record handed out, where reading
+/// resumes, and whether `each` stopped. A corrupt local frame ends the
+/// reading there.
+pub(crate) fn read_records(
     file: &fs_err::File,
+    format: LogFormat,
     offset: u64,
     limit: Option<u64>,
     buffer: &mut Vec<u8>,
@@ -53,16 +60,40 @@ pub(crate) fn read_lines(
         }
         position += read as u64;
         let mut start = 0;
-        // Only the new bytes can hold the next newline.
-        let mut search_from = filled;
-        while let Some(found) = buffer[search_from..].iter().position(|&byte| byte == b'\n') {
-            let end = search_from + found;
-            let flow = each(&buffer[start..end]);
-            start = end + 1;
-            search_from = start;
-            if flow == Flow::Stop {
-                return Ok((consumed + start as u64, Flow::Stop));
+        match format {
+            LogFormat::JsonLines => {
+                // Only the new bytes can hold the next newline.
+                let mut search_from = filled;
+                while let Some(found) = buffer[search_from..].iter().position(|&byte| byte == b'\n')
+                {
+                    let end = search_from + found;
+                    let flow = each(&buffer[start..end]);
+                    start = end + 1;
+                    search_from = start;
+                    if flow == Flow::Stop {
+                        return Ok((consumed + start as u64, Flow::Stop));
+                    }
+                }
             }
+            LogFormat::Local => loop {
+                match local::next_frame(&buffer[start..]) {
+                    Ok(Some((payload, used))) => {
+                        let flow = each(payload);
+                        start += used;
+                        if flow == Flow::Stop {
+                            return Ok((consumed + start as u64, Flow::Stop));
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(_) => {
+                        tracing::debug!(
+                            offset = consumed + start as u64,
+                            "corrupt local log record, reading stops"
+                        );
+                        return Ok((consumed + start as u64, Flow::Continue));
+                    }
+                }
+            },
         }
         buffer.drain(..start);
         consumed += start as u64;
@@ -70,16 +101,33 @@ pub(crate) fn read_lines(
     Ok((consumed, Flow::Continue))
 }
 
-/// For `--tail lines` on a file of `size` bytes: the offset where the last
-/// `lines` whole lines start and the offset just past the last newline. It
-/// reads backwards from the end in blocks of `block` bytes, so the cost is
-/// that of the lines asked for, not of the file.
+/// Where the last records of a file of `size` bytes are, for `--tail`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TailRange {
+    /// Where the first of them starts.
+    pub start: u64,
+    /// Just past the last whole record.
+    pub end: u64,
+    /// How many there are: the number asked for, or all the file has.
+    pub found: usize,
+}
+
+/// The range of the last `records` whole records of a file of `size` bytes.
 pub(crate) fn tail_range(
     file: &fs_err::File,
+    format: LogFormat,
     size: u64,
-    lines: usize,
-    block: usize,
-) -> io::Result<(u64, u64)> {
+    records: usize,
+) -> io::Result<TailRange> {
+    match format {
+        LogFormat::JsonLines => tail_lines(file, size, records, TAIL_BLOCK),
+        LogFormat::Local => tail_frames(file, size, records),
+    }
+}
+
+/// json-file: reads backwards from the end in blocks of `block` bytes, so the
+/// cost is that of the lines asked for, not of the file.
+fn tail_lines(file: &fs_err::File, size: u64, lines: usize, block: usize) -> io::Result<TailRange> {
     let mut buffer = vec![0; block];
     let mut end = None;
     let mut counted = 0;
@@ -97,13 +145,21 @@ pub(crate) fn tail_range(
                 None => {
                     end = Some(after);
                     if lines == 0 {
-                        return Ok((after, after));
+                        return Ok(TailRange {
+                            start: after,
+                            end: after,
+                            found: 0,
+                        });
                     }
                 }
                 Some(end) => {
                     counted += 1;
                     if counted == lines {
-                        return Ok((after, end));
+                        return Ok(TailRange {
+                            start: after,
+                            end,
+                            found: lines,
+                        });
                     }
                 }
             }
@@ -112,7 +168,78 @@ pub(crate) fn tail_range(
         position = from;
     }
     let end = end.unwrap_or(0);
-    Ok((if lines == 0 { end } else { 0 }, end))
+    Ok(TailRange {
+        start: if lines == 0 { end } else { 0 },
+        end,
+        // The first line has no newline before it.
+        found: if end > 0 && lines > 0 { counted + 1 } else { 0 },
+    })
+}
+
+/// local: each record ends with its length, so the file is walked backwards a
+/// record at a time. An end that is not a record's (the writer is half way
+/// through one) or a frame that does not check out is found by reading the
+/// file forwards instead.
+fn tail_frames(file: &fs_err::File, size: u64, records: usize) -> io::Result<TailRange> {
+    let frame_before = |end: u64| -> io::Result<Option<u64>> {
+        if end < 2 * LENGTH_BYTES as u64 {
+            return Ok(None);
+        }
+        let mut length = [0; LENGTH_BYTES];
+        file.read_exact_at(&mut length, end - LENGTH_BYTES as u64)?;
+        let payload = u32::from_be_bytes(length) as u64;
+        if payload > MAX_RECORD as u64 || payload + 2 * LENGTH_BYTES as u64 > end {
+            return Ok(None);
+        }
+        let start = end - payload - 2 * LENGTH_BYTES as u64;
+        let mut leading = [0; LENGTH_BYTES];
+        file.read_exact_at(&mut leading, start)?;
+        Ok((leading == length).then_some(start))
+    };
+    // The end must be a record's end before anything is counted from it.
+    if size > 0 && frame_before(size)?.is_none() {
+        return tail_frames_forwards(file, size, records);
+    }
+    let mut position = size;
+    let mut found = 0;
+    while found < records && position > 0 {
+        match frame_before(position)? {
+            Some(start) => {
+                position = start;
+                found += 1;
+            }
+            None => return tail_frames_forwards(file, size, records),
+        }
+    }
+    Ok(TailRange {
+        start: position,
+        end: size,
+        found,
+    })
+}
+
+fn tail_frames_forwards(file: &fs_err::File, size: u64, records: usize) -> io::Result<TailRange> {
+    let mut starts = Vec::new();
+    let mut offset = 0;
+    let (end, _) = read_records(
+        file,
+        LogFormat::Local,
+        0,
+        Some(size),
+        &mut Vec::new(),
+        |payload| {
+            starts.push(offset);
+            offset += (payload.len() + 2 * LENGTH_BYTES) as u64;
+            Flow::Continue
+        },
+    )?;
+    let found = records.min(starts.len());
+    let start = if found == 0 {
+        end
+    } else {
+        starts[starts.len() - found]
+    };
+    Ok(TailRange { start, end, found })
 }
 
 #[cfg(test)]
@@ -131,10 +258,17 @@ mod tests {
 
     fn lines_of(file: &fs_err::File, offset: u64, limit: Option<u64>) -> (Vec<String>, u64) {
         let mut seen = Vec::new();
-        let (next, _) = read_lines(file, offset, limit, &mut Vec::new(), |line| {
-            seen.push(String::from_utf8(line.to_vec()).unwrap());
-            Flow::Continue
-        })
+        let (next, _) = read_records(
+            file,
+            LogFormat::JsonLines,
+            offset,
+            limit,
+            &mut Vec::new(),
+            |line| {
+                seen.push(String::from_utf8(line.to_vec()).unwrap());
+                Flow::Continue
+            },
+        )
         .unwrap();
         (seen, next)
     }
@@ -180,13 +314,20 @@ mod tests {
     #[test]
     fn stop_reports_where_to_resume() {
         let (_directory, file) = file_with(b"a\nb\nc\n");
-        let (next, flow) = read_lines(&file, 0, None, &mut Vec::new(), |line| {
-            if line == b"b" {
-                Flow::Stop
-            } else {
-                Flow::Continue
-            }
-        })
+        let (next, flow) = read_records(
+            &file,
+            LogFormat::JsonLines,
+            0,
+            None,
+            &mut Vec::new(),
+            |line| {
+                if line == b"b" {
+                    Flow::Stop
+                } else {
+                    Flow::Continue
+                }
+            },
+        )
         .unwrap();
         assert_eq!((next, flow), (4, Flow::Stop));
     }
@@ -226,14 +367,105 @@ mod tests {
                         .copied()
                         .unwrap_or(0)
                 };
+                let expected_found = if lines == 0 {
+                    0
+                } else {
+                    lines.min(starts.len())
+                };
                 for block in [1, 2, 3, 7, 1024] {
                     assert_eq!(
-                        tail_range(&file, size, lines, block).unwrap(),
-                        (expected_start as u64, end as u64),
+                        tail_lines(&file, size, lines, block).unwrap(),
+                        TailRange {
+                            start: expected_start as u64,
+                            end: end as u64,
+                            found: expected_found,
+                        },
                         "{content:?} lines={lines} block={block}"
                     );
                 }
             }
         }
+    }
+
+    fn local_file(records: &[&[u8]], tail: &[u8]) -> (tempfile::TempDir, fs_err::File, u64) {
+        let mut content = Vec::new();
+        for record in records {
+            local::encode(
+                &mut content,
+                super::super::Stream::Stdout,
+                record,
+                chrono::DateTime::UNIX_EPOCH,
+                None,
+            );
+        }
+        content.extend_from_slice(tail);
+        let size = content.len() as u64;
+        let (directory, file) = file_with(&content);
+        (directory, file, size)
+    }
+
+    fn local_lines(file: &fs_err::File, start: u64, end: u64) -> Vec<Vec<u8>> {
+        let mut seen = Vec::new();
+        read_records(
+            file,
+            LogFormat::Local,
+            start,
+            Some(end),
+            &mut Vec::new(),
+            |payload| {
+                seen.push(local::decode(payload).unwrap().log.into_owned());
+                Flow::Continue
+            },
+        )
+        .unwrap();
+        seen
+    }
+
+    #[test]
+    fn local_records_are_read_forwards_and_backwards() {
+        let (_directory, file, size) = local_file(&[b"a", b"bb", b"", b"ccc"], b"");
+        assert_eq!(
+            local_lines(&file, 0, size),
+            [
+                b"a\n".to_vec(),
+                b"bb\n".to_vec(),
+                b"\n".to_vec(),
+                b"ccc\n".to_vec()
+            ]
+        );
+        for records in 0..6 {
+            let range = tail_range(&file, LogFormat::Local, size, records).unwrap();
+            assert_eq!(range.found, records.min(4));
+            assert_eq!(range.end, size);
+            assert_eq!(
+                local_lines(&file, range.start, range.end).len(),
+                records.min(4)
+            );
+        }
+    }
+
+    #[test]
+    fn a_local_record_being_written_is_left_for_later() {
+        let mut half = Vec::new();
+        local::encode(
+            &mut half,
+            super::super::Stream::Stdout,
+            b"half",
+            chrono::DateTime::UNIX_EPOCH,
+            None,
+        );
+        half.truncate(half.len() - 3);
+        let (_directory, file, size) = local_file(&[b"one", b"two"], &half);
+        let none = tail_range(&file, LogFormat::Local, size, 0).unwrap();
+        assert_eq!((none.start, none.found), (none.end, 0));
+        assert!(none.end < size);
+        let range = tail_range(&file, LogFormat::Local, size, 1).unwrap();
+        assert_eq!(range.found, 1);
+        assert!(range.end < size);
+        assert_eq!(
+            local_lines(&file, range.start, range.end),
+            [b"two\n".to_vec()]
+        );
+        assert_eq!(local_lines(&file, 0, size).len(), 2);
     }
 }

@@ -1,37 +1,51 @@
-//! Docker's `json-file` log format: the monitor writes it ([`LogWriter`]),
-//! `berth logs` reads it ([`read_logs`]) and follows it ([`follow_logs`]).
+//! Docker's file log drivers: the monitor writes a container's output
+//! ([`LogWriter`]), `berth logs` reads it ([`read_logs`]) and follows it
+//! ([`follow_logs`]).
 //!
-//! On disk the file is byte for byte what dockerd (checked against 20.10)
-//! writes: one JSON object per line,
-//! `{"log":"hi\n","stream":"stdout","time":"2024-01-01T00:00:00.123456789Z"}`.
+//! - `json-file` (the default): byte for byte what dockerd (checked against
+//!   20.10) writes, one JSON object per line,
+//!   `{"log":"hi\n","stream":"stdout","time":"2024-01-01T00:00:00.123456789Z"}`,
+//!   with an `attrs` member for `--log-opt labels/env/tag`.
+//! - `local`: dockerd's length-framed protobuf records (`local.rs`), in
+//!   `local-logs/container.log`, 20 MiB × 5 files, compressed, by default.
+//! - `none`: no writer; reading is refused with dockerd's words.
+//!
+//! Both files rotate as dockerd's `loggerutils.LogFile` does
+//! (`--log-opt max-size`/`max-file`/`compress`, `rotate.rs`), and the readers
+//! walk `<path>.N[.gz]` … `<path>.1`, `<path>` oldest first, counting `--tail`
+//! records from the newest file backwards (`files.rs`, `reader.rs`), and follow
+//! the log across rotations (`follow.rs`). The options are resolved, with
+//! dockerd's defaults and errors, by [`LogSettings::resolve`].
+//!
 //! This module knows nothing about containers or the store: it works on paths
 //! and byte streams.
-//!
-//! Rotation (`--log-opt max-size`/`max-file`) is not implemented: the log is a
-//! single file that grows for the life of the container. Adding it changes
-//! neither the record format nor this API: the writer renames `<path>` to
-//! `<path>.1` (shifting older files up to `max-file - 1`) before a record
-//! would take the file past `max-size`, and the reader walks `<path>.N` …
-//! `<path>.1`, `<path>` oldest first, counting `--tail` lines from the newest
-//! file backwards, as dockerd's `loggerutils.LogFile` does.
 
 mod error;
+mod files;
 mod follow;
 mod format;
+mod go_parse;
 mod go_time;
 mod lines;
+mod local;
 mod output;
 mod reader;
 mod record;
+mod rotate;
+mod settings;
+mod tag;
 mod time_parse;
 mod watch;
 mod writer;
 
 pub use error::LogError;
+pub use files::{LogFormat, LogLocation};
 pub use follow::follow_logs;
 pub use go_time::TimeParseError;
 pub use output::LogOptions;
 pub use reader::read_logs;
+pub use settings::{LogConfigError, LogDriver, LogSettings};
+pub use tag::ContainerInfo;
 pub use time_parse::parse_docker_time;
 pub use writer::{LogWriter, MAX_RECORD_BYTES};
 

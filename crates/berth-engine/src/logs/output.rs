@@ -3,7 +3,9 @@
 
 use chrono::{DateTime, Utc};
 
+use super::files::LogFormat;
 use super::format::push_rfc3339_nano_fixed;
+use super::local;
 use super::record::Record;
 use super::{LogError, Stream};
 
@@ -57,9 +59,10 @@ pub(crate) enum Flow {
     Stop,
 }
 
-/// Turns json-file lines into the bytes `docker logs` prints.
+/// Turns stored records into the bytes `docker logs` prints.
 pub(crate) struct Printer<'o, Sink> {
     options: &'o LogOptions,
+    format: LogFormat,
     /// Cleared at the first record at or after `since`: dockerd does not
     /// filter later records, whose times need not be in order.
     since: Option<DateTime<Utc>>,
@@ -68,22 +71,28 @@ pub(crate) struct Printer<'o, Sink> {
 }
 
 impl<'o, Sink: FnMut(Stream, &[u8])> Printer<'o, Sink> {
-    pub fn new(options: &'o LogOptions, sink: Sink) -> Self {
+    pub fn new(options: &'o LogOptions, format: LogFormat, sink: Sink) -> Self {
         Self {
             options,
+            format,
             since: options.since,
             buffer: Vec::new(),
             sink,
         }
     }
 
-    /// Handles one line of the file (without its newline). A line that does
-    /// not decode, such as one cut by a crash, is skipped.
+    /// Handles one record of the file (a json-file line without its newline,
+    /// a local record's payload). One that does not decode, such as a line
+    /// cut by a crash, is skipped.
     pub fn line(&mut self, line: &[u8]) -> Flow {
-        let record = match Record::parse(line) {
+        let decoded = match self.format {
+            LogFormat::JsonLines => Record::parse(line).map_err(|error| error.to_string()),
+            LogFormat::Local => local::decode(line).ok_or_else(|| "bad protobuf".to_owned()),
+        };
+        let record = match decoded {
             Ok(record) => record,
             Err(error) => {
-                tracing::debug!(%error, "skipping a corrupt log line");
+                tracing::debug!(%error, "skipping a corrupt log record");
                 return Flow::Continue;
             }
         };
@@ -126,7 +135,7 @@ impl<'o, Sink: FnMut(Stream, &[u8])> Printer<'o, Sink> {
             }
             self.buffer.push(b' ');
         }
-        self.buffer.extend_from_slice(record.log.as_bytes());
+        self.buffer.extend_from_slice(&record.log);
         (self.sink)(stream, &self.buffer);
     }
 }
@@ -153,13 +162,17 @@ mod tests {
 
     fn printed(options: &LogOptions, lines: &[&str]) -> (Vec<String>, Flow) {
         let mut out = Vec::new();
-        let mut printer = Printer::new(options, |stream: Stream, bytes: &[u8]| {
-            out.push(format!(
-                "{}:{}",
-                stream.as_str(),
-                String::from_utf8_lossy(bytes)
-            ));
-        });
+        let mut printer = Printer::new(
+            options,
+            LogFormat::JsonLines,
+            |stream: Stream, bytes: &[u8]| {
+                out.push(format!(
+                    "{}:{}",
+                    stream.as_str(),
+                    String::from_utf8_lossy(bytes)
+                ));
+            },
+        );
         let mut flow = Flow::Continue;
         for line in lines {
             flow = printer.line(line.as_bytes());

@@ -1,13 +1,16 @@
-//! The monitor's side: container output bytes in, json-file records out.
+//! The monitor's side: container output bytes in, records out, in the
+//! driver's format (json-file or local), to a file that rotates.
 
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use fs_err::os::unix::fs::OpenOptionsExt;
+use rand::Rng;
 
-use super::format::{push_json_string, push_rfc3339_nano};
+use super::format::{push_go_json_string, push_json_string, push_rfc3339_nano};
+use super::local::{self, Partial};
+use super::rotate::{RotatingFile, Rotation};
+use super::settings::{LogDriver, LogSettings};
 use super::{LogError, Stream};
 
 /// dockerd's copier buffer (`daemon/logger/copier.go`): a line longer than
@@ -19,10 +22,17 @@ pub const MAX_RECORD_BYTES: usize = 16 * 1024;
 /// `write` call with a huge input does not hold it all in memory.
 const WRITE_THRESHOLD: usize = 64 * 1024;
 
-/// dockerd's mode for `<id>-json.log`.
-const LOG_MODE: u32 = 0o640;
+/// How records are laid out.
+enum Encoding {
+    /// json-file, with the `"attrs":{…}` member each record carries (`labels`, `env`,
+    /// `tag`), encoded once.
+    Json {
+        attrs: Option<Vec<u8>>,
+    },
+    Local,
+}
 
-/// Appends a container's output to its json-file log, record for record as
+/// Appends a container's output to its log, record for record as
 /// dockerd does.
 ///
 /// Each stream keeps its own pending line. A line becomes a record when its
@@ -30,13 +40,21 @@ const LOG_MODE: u32 = 0o640;
 /// [`MAX_RECORD_BYTES`] without a newline is written as a partial record
 /// (no trailing `\n` in `log`); its continuation records, up to and
 /// including the one that ends with the newline, carry the first partial's
-/// time, as dockerd's partial-message metadata does. [`LogWriter::flush`]
-/// writes what is pending as partial records (dockerd does this at EOF).
+/// time, as dockerd's partial-message metadata does (the local format also
+/// stores that metadata: the line's random id, each piece's ordinal, and which
+/// is the last). [`LogWriter::flush`] writes what is pending as partial records
+/// (dockerd does this at EOF).
+///
+/// Before each record the file is rotated when it is full (see `rotate.rs`); a
+/// writer without `max-size` pays one comparison per record for it.
 pub struct LogWriter {
-    file: fs_err::File,
+    file: RotatingFile,
+    encoding: Encoding,
     stdout: PendingLine,
     stderr: PendingLine,
     encoded: Vec<u8>,
+    /// The time of the last record in `encoded`.
+    last_time: DateTime<Utc>,
 }
 
 #[derive(Default)]
@@ -44,31 +62,54 @@ struct PendingLine {
     bytes: Vec<u8>,
     /// The time of the first partial record of the line being written.
     partial_time: Option<DateTime<Utc>>,
+    /// The local format's partial metadata: the line's id and its pieces so far.
+    partial_id: Option<String>,
+    pieces: u32,
+}
+
+/// What a piece of output is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Piece {
+    /// It ends with the line's newline.
+    LineEnd,
+    /// A full buffer, or what is left at the end, without a newline.
+    Partial,
 }
 
 impl LogWriter {
-    /// Opens (creating it with mode 0640, like dockerd) the log at `path`
-    /// for appending. The mode is set explicitly: berth's umask (077) would
-    /// make it 0600. Group root may read it, as dockerd's; the container's
-    /// private directory keeps everyone else out.
+    /// Opens (creating it with mode 0640, like dockerd) the json-file log at
+    /// `path` for appending, never rotated. The mode is set explicitly:
+    /// berth's umask (077) would make it 0600. Group root may read it, as
+    /// dockerd's; the container's private directory keeps everyone else out.
     pub fn open(path: &Path) -> Result<Self, LogError> {
-        let open_error = |source| LogError::Open {
-            path: path.to_owned(),
-            source,
+        Self::open_with(path, &LogSettings::default(), None)
+    }
+
+    /// Opens the log at `path` for `settings` (json-file or local; `none` has no
+    /// writer), `attributes` going into each json-file record.
+    pub fn open_with(
+        path: &Path,
+        settings: &LogSettings,
+        attributes: Option<&BTreeMap<String, String>>,
+    ) -> Result<Self, LogError> {
+        let encoding = match settings.driver {
+            LogDriver::Local => Encoding::Local,
+            LogDriver::JsonFile | LogDriver::None => Encoding::Json {
+                attrs: attributes.map(encode_attributes),
+            },
         };
-        let file = fs_err::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(LOG_MODE)
-            .open(path)
-            .map_err(open_error)?;
-        file.set_permissions(std::fs::Permissions::from_mode(LOG_MODE))
-            .map_err(open_error)?;
+        let rotation = Rotation {
+            max_size: settings.max_size,
+            max_files: settings.max_files.max(1),
+            compress: settings.compress,
+        };
         Ok(Self {
-            file,
+            file: RotatingFile::open(path, rotation)?,
+            encoding,
             stdout: PendingLine::default(),
             stderr: PendingLine::default(),
             encoded: Vec::new(),
+            last_time: DateTime::UNIX_EPOCH,
         })
     }
 
@@ -81,16 +122,13 @@ impl LogWriter {
     ) -> Result<(), LogError> {
         let mut input = bytes;
         while !input.is_empty() {
-            let pending = match stream {
-                Stream::Stdout => &mut self.stdout,
-                Stream::Stderr => &mut self.stderr,
-            };
+            let pending = self.pending(stream);
             let room = MAX_RECORD_BYTES - pending.bytes.len();
             let window = &input[..room.min(input.len())];
-            let (taken, time) = if let Some(newline) = window.iter().position(|&b| b == b'\n') {
-                (newline + 1, pending.partial_time.take().unwrap_or(now))
+            let (taken, piece) = if let Some(newline) = window.iter().position(|&b| b == b'\n') {
+                (newline + 1, Piece::LineEnd)
             } else if window.len() == room {
-                (room, *pending.partial_time.get_or_insert(now))
+                (room, Piece::Partial)
             } else {
                 pending.bytes.extend_from_slice(window);
                 break;
@@ -99,11 +137,10 @@ impl LogWriter {
             // part and the new part together, so a character split between
             // two reads is still one character.
             if pending.bytes.is_empty() {
-                encode_record(&mut self.encoded, stream, &window[..taken], time);
+                self.record(stream, Some(&window[..taken]), piece, now)?;
             } else {
                 pending.bytes.extend_from_slice(&window[..taken]);
-                encode_record(&mut self.encoded, stream, &pending.bytes, time);
-                pending.bytes.clear();
+                self.record(stream, None, piece, now)?;
             }
             input = &input[taken..];
             if self.encoded.len() >= WRITE_THRESHOLD {
@@ -117,14 +154,9 @@ impl LogWriter {
     /// dockerd does when the container's output ends (a line that continues
     /// afterwards keeps the partial's time).
     pub fn flush(&mut self, now: DateTime<Utc>) -> Result<(), LogError> {
-        for (stream, pending) in [
-            (Stream::Stdout, &mut self.stdout),
-            (Stream::Stderr, &mut self.stderr),
-        ] {
-            if !pending.bytes.is_empty() {
-                let time = *pending.partial_time.get_or_insert(now);
-                encode_record(&mut self.encoded, stream, &pending.bytes, time);
-                pending.bytes.clear();
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            if !self.pending(stream).bytes.is_empty() {
+                self.record(stream, None, Piece::Partial, now)?;
             }
         }
         self.write_encoded()
@@ -135,39 +167,155 @@ impl LogWriter {
         self.flush(now)
     }
 
+    /// Whether [`Self::do_background_work`] has something to do: a rotated
+    /// file is being compressed. The monitor's loop then does not sleep.
+    pub fn has_background_work(&self) -> bool {
+        self.file.has_background_work()
+    }
+
+    /// Compresses the next piece of a rotated file.
+    pub fn do_background_work(&mut self) {
+        self.file.do_background_work();
+    }
+
+    fn pending(&mut self, stream: Stream) -> &mut PendingLine {
+        match stream {
+            Stream::Stdout => &mut self.stdout,
+            Stream::Stderr => &mut self.stderr,
+        }
+    }
+
+    /// Encodes one record: `bytes`, or the stream's pending line (then cleared) when None.
+    fn record(
+        &mut self,
+        stream: Stream,
+        bytes: Option<&[u8]>,
+        piece: Piece,
+        now: DateTime<Utc>,
+    ) -> Result<(), LogError> {
+        if self.file.is_full(self.encoded.len()) {
+            self.write_encoded()?;
+            self.file.rotate()?;
+        }
+        let pending = match stream {
+            Stream::Stdout => &mut self.stdout,
+            Stream::Stderr => &mut self.stderr,
+        };
+        let time = match piece {
+            Piece::LineEnd => pending.partial_time.take().unwrap_or(now),
+            Piece::Partial => *pending.partial_time.get_or_insert(now),
+        };
+        let line = bytes.unwrap_or(&pending.bytes);
+        match &self.encoding {
+            Encoding::Json { attrs } => {
+                encode_json(&mut self.encoded, stream, line, attrs.as_deref(), time);
+            }
+            Encoding::Local => {
+                let partial_id = match piece {
+                    Piece::LineEnd => pending.partial_id.take(),
+                    Piece::Partial => Some(
+                        pending
+                            .partial_id
+                            .get_or_insert_with(random_partial_id)
+                            .clone(),
+                    ),
+                };
+                let partial = partial_id.as_deref().map(|id| {
+                    pending.pieces += 1;
+                    Partial {
+                        id,
+                        ordinal: pending.pieces,
+                        last: piece == Piece::LineEnd,
+                    }
+                });
+                if piece == Piece::LineEnd {
+                    pending.pieces = 0;
+                }
+                let line = match piece {
+                    Piece::LineEnd => &line[..line.len() - 1],
+                    Piece::Partial => line,
+                };
+                local::encode(&mut self.encoded, stream, line, time, partial.as_ref());
+            }
+        }
+        if bytes.is_none() {
+            pending.bytes.clear();
+        }
+        self.last_time = time;
+        Ok(())
+    }
+
     fn write_encoded(&mut self) -> Result<(), LogError> {
         if self.encoded.is_empty() {
             return Ok(());
         }
-        let result = self.file.write_all(&self.encoded);
+        let result = self.file.write(&self.encoded, self.last_time);
         self.encoded.clear();
-        result.map_err(|source| LogError::Write {
-            path: self.file.path().to_owned(),
-            source,
-        })
+        result
     }
 }
 
 impl Drop for LogWriter {
-    /// Output still pending when the writer goes away is not lost.
+    /// Output still pending when the writer goes away is not lost, and a
+    /// rotated file being compressed is finished.
     fn drop(&mut self) {
-        if self.stdout.bytes.is_empty() && self.stderr.bytes.is_empty() {
-            return;
+        if !self.stdout.bytes.is_empty() || !self.stderr.bytes.is_empty() {
+            if let Err(error) = self.flush(Utc::now()) {
+                tracing::warn!(%error, "failed to write the last partial log lines");
+            }
         }
-        if let Err(error) = self.flush(Utc::now()) {
-            tracing::warn!(%error, "failed to write the last partial log lines");
+        self.file.finish_background_work();
+    }
+}
+
+/// moby's `stringid.GenerateRandomID`: 32 random bytes in hex, drawn again in the
+/// unlikely case its short form would read as a number.
+fn random_partial_id() -> String {
+    let mut random = rand::thread_rng();
+    loop {
+        let bytes: [u8; 32] = random.gen();
+        let id: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+        if !id[..12].bytes().all(|byte| byte.is_ascii_digit()) {
+            return id;
         }
     }
 }
 
-/// `{"log":…,"stream":"stdout","time":"…"}` and a newline, as dockerd's
-/// `jsonlog.JSONLogs.MarshalJSONBuf` lays it out.
-fn encode_record(out: &mut Vec<u8>, stream: Stream, line: &[u8], time: DateTime<Utc>) {
+/// `{"a":"1",…}` as Go's `json.Marshal` of a `map[string]string` (sorted keys, HTML
+/// characters escaped), which dockerd puts in each record's `attrs`.
+fn encode_attributes(attributes: &BTreeMap<String, String>) -> Vec<u8> {
+    let mut out = b"{".to_vec();
+    for (index, (key, value)) in attributes.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        push_go_json_string(&mut out, key);
+        out.push(b':');
+        push_go_json_string(&mut out, value);
+    }
+    out.push(b'}');
+    out
+}
+
+/// `{"log":…,"stream":"stdout","attrs":{…},"time":"…"}` and a newline, as
+/// dockerd's `jsonlog.JSONLogs.MarshalJSONBuf` lays it out.
+fn encode_json(
+    out: &mut Vec<u8>,
+    stream: Stream,
+    line: &[u8],
+    attrs: Option<&[u8]>,
+    time: DateTime<Utc>,
+) {
     out.extend_from_slice(b"{\"log\":");
     push_json_string(out, line);
     out.extend_from_slice(b",\"stream\":\"");
     out.extend_from_slice(stream.as_str().as_bytes());
-    out.extend_from_slice(b"\",\"time\":\"");
+    out.push(b'"');
+    if let Some(attrs) = attrs {
+        out.extend_from_slice(b",\"attrs\":");
+        out.extend_from_slice(attrs);
+    }
+    out.extend_from_slice(b",\"time\":\"");
     push_rfc3339_nano(out, time);
     out.extend_from_slice(b"\"}\n");
 }

@@ -1,4 +1,4 @@
-//! The monitor's copy loop: container output to the json-file log and to
+//! The monitor's copy loop: container output to the container's log and to
 //! the attached CLI, the CLI's stdin to the container, until the container's
 //! first process exits.
 
@@ -157,7 +157,12 @@ pub fn copy_until_exit(
             }
             health_wait = prober.wait();
         }
-        let wait = [dns_wait, deferred.wait(), health_wait]
+        // A rotated log being compressed: a piece per turn, without sleeping.
+        let log_wait = log
+            .as_ref()
+            .filter(|log| log.has_background_work())
+            .map(|_| std::time::Duration::ZERO);
+        let wait = [dns_wait, deferred.wait(), health_wait, log_wait]
             .into_iter()
             .flatten()
             .min();
@@ -239,6 +244,11 @@ pub fn copy_until_exit(
             }
             if let Some(size) = attachment.stdout.as_ref().and_then(window_size) {
                 set_window_size(&io.output, &size);
+            }
+        }
+        if log_wait.is_some() {
+            if let Some(log) = log.as_mut() {
+                log.do_background_work();
             }
         }
         exited = pid_ready;

@@ -32,7 +32,6 @@ use super::paths::ContainerPaths;
 use super::record::ContainerRecord;
 use super::spec::{build_spec, cgroup_resources};
 use super::state::{now, process_start_time, ContainerState, Status};
-use crate::logs::LogWriter;
 use crate::{EngineConfig, EngineError};
 
 /// Runs in the forked monitor; never returns. `lock` is the start record
@@ -200,7 +199,7 @@ fn supervise(
             )
         }
     };
-    let mut log = LogWriter::open(&paths.log(&record.id)).ok();
+    let mut log = crate::containers::logging::open_log_writer(&paths, record);
     // `berth attach` connects here while the container runs.
     let attach_path = paths.attach_socket();
     let _ = fs_err::remove_file(&attach_path);

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use berth_engine::containers::find_container;
 use berth_engine::containers::paths::ContainerPaths;
+use berth_engine::containers::{find_container, log_location};
 use berth_engine::logs::{follow_logs, parse_docker_time, read_logs, LogOptions, Stream};
 use berth_engine::Engine;
 use clap::Args;
@@ -62,7 +62,9 @@ pub fn run(engine: &Engine, args: &LogsArgs) -> anyhow::Result<i32> {
         details: args.details,
     };
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
-    let path = paths.log(&container.record.id);
+    // `none` keeps nothing: dockerd's refusal, exit status 1.
+    let location =
+        log_location(&paths, &container.record).map_err(berth_engine::EngineError::from)?;
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     let sink = |stream: Stream, bytes: &[u8]| {
@@ -79,9 +81,9 @@ pub fn run(engine: &Engine, args: &LogsArgs) -> anyhow::Result<i32> {
                 .map(|container| container.state.is_running())
                 .unwrap_or(false)
         };
-        follow_logs(&path, &options, is_running, sink)?;
-    } else if path.exists() {
-        read_logs(&path, &options, sink)?;
+        follow_logs(&location, &options, is_running, sink)?;
+    } else {
+        read_logs(&location, &options, sink)?;
     }
     Ok(0)
 }
