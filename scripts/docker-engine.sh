@@ -14,7 +14,10 @@
 # when the engine answers; `stop` is idempotent too.
 # Overrides: BERTH_TEST_DOCKER_ROOT, BERTH_TEST_DOCKER_EXEC_ROOT, BERTH_TEST_DOCKER_SOCK,
 # BERTH_TEST_DOCKER_LOG, BERTH_TEST_DOCKER_BRIDGE, BERTH_TEST_DOCKER_BRIDGE_ADDR (CIDR of the
-# bridge's address), BERTH_TEST_DOCKER_TIMEOUT (seconds, default 60), DOCKERD, DOCKER.
+# bridge's address), BERTH_TEST_DOCKER_TIMEOUT (seconds, default 60), DOCKERD, DOCKER, and
+# BERTH_TEST_DOCKER_MIRROR (a docker.io mirror, http://127.0.0.1:PORT, written into the
+# engine's daemon.json as `registry-mirrors`; scripts/peer-suites.sh starts an engine of its
+# own with one — an engine that already runs keeps the settings it was started with).
 # A second engine beside the first needs all of the root, exec root, socket and bridge
 # overrides (two engines on one bridge would hand out the same addresses).
 set -euo pipefail
@@ -107,7 +110,14 @@ start() {
         # Our own daemon.json so /etc/docker/daemon.json (if any) can't change the setup.
         # No default-ulimits: runc would have to raise RLIMIT_NOFILE, which needs
         # CAP_SYS_RESOURCE (missing from this kind of machine's bounding set).
-        echo '{}' >"$CONFIG"
+        if [[ -n ${BERTH_TEST_DOCKER_MIRROR:-} ]]; then
+            local mirror_pattern='^https?://[^/"[:space:]]+/?$'
+            [[ $BERTH_TEST_DOCKER_MIRROR =~ $mirror_pattern ]] ||
+                { log "invalid BERTH_TEST_DOCKER_MIRROR '$BERTH_TEST_DOCKER_MIRROR'"; return 1; }
+            echo "{\"registry-mirrors\": [\"$BERTH_TEST_DOCKER_MIRROR\"]}" >"$CONFIG"
+        else
+            echo '{}' >"$CONFIG"
+        fi
         log "starting $DOCKERD (log: $LOG)"
         {
             echo "=== $(date -u +%FT%TZ) docker-engine.sh start"

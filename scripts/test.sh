@@ -6,12 +6,15 @@
 #      containers, exports BERTH_TEST_DOCKER_HOST and checks the fixtures against it;
 #      without a usable Docker the conformance tests skip themselves — not an error
 #   3. cargo fmt --check, cargo clippy -D warnings, cargo build, cargo nextest run
+#   3b. the peer suites (docker-py 7.0.0, docker-compose 1.29.2) against `berth serve`,
+#      checked against Docker's recorded results (scripts/peer-suites.sh --check berth)
 #   4. stops the Docker engine it started, then checks that a host `docker0` present at the
 #      start is still there with the same addresses (no test engine may delete it)
 # Every step runs even when an earlier one fails; the exit status is non-zero if any failed.
 #
 # Environment: BERTH_FIXTURES (output dir, default target/fixtures), BERTH_TEST_DOCKER=0 to
-# skip Docker, NEXTEST_ARGS (extra args for `cargo nextest run`, e.g. a filter).
+# skip Docker, NEXTEST_ARGS (extra args for `cargo nextest run`, e.g. a filter),
+# BERTH_TEST_PEER=0 to skip the peer suites.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -102,6 +105,19 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
     echo "=== cargo-nextest missing (cargo install cargo-nextest --locked); using cargo test"
     step test cargo test --workspace --no-fail-fast
+fi
+
+# ---- 3b. the peer suites: a step here rather than a nextest test, so that they run alone
+# after nextest (~16 min of hundreds of containers and compose projects; beside nextest's
+# parallel tests on 2 cores their timeouts and network pools would collide), and against
+# Docker's checked-in results (tests/peer/docker-reference.json), not a second run: both
+# engines take ~37 min here.
+if [[ ${BERTH_TEST_PEER:-1} == 0 ]]; then
+    echo "=== peer-suites: skipped (BERTH_TEST_PEER=0)"
+elif [[ $(id -u) -ne 0 ]]; then
+    echo "=== peer-suites: skipped (not root)"
+else
+    step peer-suites scripts/peer-suites.sh --check berth
 fi
 
 # ---- 4. stop our Docker engine now (not only in the trap), then check the host's docker0
