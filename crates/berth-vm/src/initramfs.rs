@@ -485,7 +485,9 @@ mod tests {
         assert_eq!(berth, PathBuf::from("/proc/self/exe"));
         assert_eq!(
             fs_err::metadata(&berth).unwrap().len(),
-            fs_err::metadata(std::env::current_exe().unwrap()).unwrap().len()
+            fs_err::metadata(std::env::current_exe().unwrap())
+                .unwrap()
+                .len()
         );
     }
 

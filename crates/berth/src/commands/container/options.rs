@@ -174,7 +174,7 @@ pub struct CreateOptions {
     /// IPC mode to use
     #[arg(long, value_name = "string", allow_hyphen_values = true)]
     pub ipc: Option<String>,
-    /// Container isolation technology
+    /// Container isolation technology (default, or vm: a microVM of its own)
     #[arg(long, value_name = "string", allow_hyphen_values = true)]
     pub isolation: Option<String>,
     /// Set meta data on a container
@@ -275,7 +275,7 @@ pub struct CreateOptions {
     /// exits
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub rm: Option<String>,
-    /// Runtime to use for this container
+    /// Runtime to use for this container (runc, or vm as --isolation=vm)
     #[arg(long, value_name = "string", allow_hyphen_values = true)]
     pub runtime: Option<String>,
     /// Security Options
