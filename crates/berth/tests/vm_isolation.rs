@@ -164,6 +164,30 @@ impl VmBerth {
         assert!(mounts.is_empty(), "mounts left: {mounts:?}");
     }
 
+    /// `run --rm --isolation=vm --network none busybox true` with `variable`
+    /// set to `value` exits 125 saying `words`, and leaves no container, no
+    /// directory and no mount.
+    #[track_caller]
+    fn fails_leaving_nothing(&self, variable: &str, value: &Path, words: &str) {
+        let mut command = self.command();
+        command.env(variable, value).args([
+            "run",
+            "--rm",
+            "--isolation=vm",
+            "--network",
+            "none",
+            "busybox",
+            "true",
+        ]);
+        let output = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(125), "{stderr}");
+        assert!(stderr.contains(words), "{stderr}");
+        assert!(self.berth.all_ids().is_empty(), "--rm removed it");
+        assert!(self.berth.container_dirs().is_empty());
+        assert!(mounts_under(self.berth.root()).is_empty());
+    }
+
     fn run_root(&self) -> PathBuf {
         self.berth.run_root().to_path_buf()
     }
@@ -504,45 +528,14 @@ fn what_a_vm_container_cannot_do_yet_is_refused() {
     }
     assert!(berth.berth.all_ids().is_empty(), "nothing was created");
 
-    // No guest kernel: a clear error, nothing left.
-    let mut command = berth.command();
-    command
-        .env("BERTH_VM_KERNEL_DIR", "/nonexistent/kernel")
-        .args([
-            "run",
-            "--rm",
-            "--isolation=vm",
-            "--network",
-            "none",
-            "busybox",
-            "true",
-        ]);
-    let output = command.output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(125), "{stderr}");
-    assert!(stderr.contains("/nonexistent/kernel"), "{stderr}");
-    assert!(berth.berth.all_ids().is_empty(), "--rm removed it");
-    assert!(berth.berth.container_dirs().is_empty());
-    assert!(mounts_under(berth.berth.root()).is_empty());
-
-    // No QEMU: the same.
+    // No guest kernel, no QEMU: a clear error naming it, nothing left.
+    berth.fails_leaving_nothing(
+        "BERTH_VM_KERNEL_DIR",
+        "/nonexistent/kernel".as_ref(),
+        "/nonexistent/kernel",
+    );
     let empty = tempfile::tempdir().unwrap();
-    let mut command = berth.command();
-    command.env("PATH", empty.path()).args([
-        "run",
-        "--rm",
-        "--isolation=vm",
-        "--network",
-        "none",
-        "busybox",
-        "true",
-    ]);
-    let output = command.output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(125), "{stderr}");
-    assert!(stderr.contains("qemu-system-x86_64"), "{stderr}");
-    assert!(berth.berth.all_ids().is_empty(), "--rm removed it");
-    assert!(mounts_under(berth.berth.root()).is_empty());
+    berth.fails_leaving_nothing("PATH", empty.path(), "qemu-system-x86_64");
     // --no-healthcheck is the way past an image's HEALTHCHECK; and a plain
     // run works after all those failures.
     let out = berth
