@@ -621,8 +621,19 @@ fn container_actions_log_what_docker_logs() {
         output: support::docker(&host, args),
     };
     assert_eq!(container_actions(&docker_cli, &prefix), CONTAINER_ACTIONS);
-    assert_eq!(
-        more_container_actions(&docker_cli, &prefix, true),
-        MORE_CONTAINER_ACTIONS
-    );
+    let mut from_docker = more_container_actions(&docker_cli, &prefix, true);
+    // dockerd logs `oom` when containerd's OOM event reaches it, which on a
+    // loaded host (CI, 2 cores, other tests' VMs) can be after the events
+    // were read: seen once in a CI run. Docker's reference may lack it then,
+    // never anything else; berth's own lists are checked strictly by the tests above.
+    let oom = "oom name=X-hog";
+    if !from_docker.iter().any(|event| event == oom) {
+        eprintln!("Docker logged no {oom:?} in time (its OOM event is asynchronous)");
+        let position = MORE_CONTAINER_ACTIONS
+            .iter()
+            .position(|event| *event == oom)
+            .unwrap();
+        from_docker.insert(position, oom.to_owned());
+    }
+    assert_eq!(from_docker, MORE_CONTAINER_ACTIONS);
 }

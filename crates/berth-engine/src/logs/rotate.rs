@@ -265,19 +265,22 @@ impl Compression {
             // has no time known: its first record's time would be wrong, so none. berth
             // adds the plain file's identity (`source`): a follower that was reading it
             // finds where it went (dockerd's readers ignore the field).
+            // dockerd's bytes first (`{"lastTime":"…"`), berth's field after them.
             let source_metadata = source.metadata()?;
-            let mut extra = format!(
-                "{{\"source\":[{},{}]",
-                source_metadata.dev(),
-                source_metadata.ino()
-            )
-            .into_bytes();
+            let mut extra = b"{".to_vec();
             if let Some(time) = last_time {
-                extra.extend_from_slice(b",\"lastTime\":\"");
+                extra.extend_from_slice(b"\"lastTime\":\"");
                 push_rfc3339_nano(&mut extra, time);
-                extra.push(b'"');
+                extra.extend_from_slice(b"\",");
             }
-            extra.push(b'}');
+            extra.extend_from_slice(
+                format!(
+                    "\"source\":[{},{}]}}",
+                    source_metadata.dev(),
+                    source_metadata.ino()
+                )
+                .as_bytes(),
+            );
             let builder = flate2::GzBuilder::new().extra(extra);
             let encoder = builder.write(output, flate2::Compression::default());
             Ok(Self {
@@ -465,6 +468,15 @@ mod tests {
         // dockerd's lastTime, and the identity of the file compressed (berth's).
         let extra: serde_json::Value =
             serde_json::from_slice(decoder.header().unwrap().extra().unwrap()).unwrap();
+        assert!(
+            decoder
+                .header()
+                .unwrap()
+                .extra()
+                .unwrap()
+                .starts_with(br#"{"lastTime":"2023-11-14T22:13:27Z","#),
+            "dockerd's bytes first"
+        );
         assert_eq!(extra["lastTime"], "2023-11-14T22:13:27Z");
         assert_eq!(extra["source"].as_array().map(Vec::len), Some(2), "{extra}");
         // The next rotation shifts it.
