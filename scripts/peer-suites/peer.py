@@ -3,8 +3,10 @@
 
   peer.py images REGISTRY ROOTFS_TAR     build the stand-in images and push them
   peer.py collect ENGINE JUNIT_DIR OUT   junit XML files -> OUT.json + OUT-summary.txt
-  peer.py check RESULTS REFERENCE EXPECTED
+  peer.py check RESULTS REFERENCE EXPECTED GAPS [RERUNS]
                                          berth's results against Docker's reference
+  peer.py regressions RESULTS REFERENCE EXPECTED GAPS
+                                         SUITE TEST-ID of each test the check would fail on
   peer.py reference RESULTS OUT          Docker's results -> the checked-in reference
   peer.py build-failures RESULTS REFERENCE
                                          lines for the expected-failures file: the tests
@@ -440,7 +442,35 @@ def expected_failures(path):
     return listed
 
 
-def check(results_path, reference_path, expected_path, gaps_path):
+def regressions(results_path, reference_path, expected_path, gaps_path):
+    """`SUITE TEST-ID` of each test Docker passes that berth did not and no list names."""
+    berth, docker = load(results_path), load(reference_path)
+    listed = expected_failures(expected_path)
+    gaps = expected_failures(gaps_path)
+    outcomes = {e["test"]: e for e in berth["results"]}
+    for entry in docker["results"]:
+        identity = entry["test"]
+        if entry["outcome"] != "passed" or identity in listed or identity in gaps:
+            continue
+        here = outcomes.get(identity)
+        if here is None or here["outcome"] == "passed":
+            continue
+        print("%s %s" % (here["suite"], identity))
+
+
+def reruns(path):
+    """`TEST-ID passed|failed` lines of the reruns (none when the file is absent)."""
+    outcomes = {}
+    if path and os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                identity, _, outcome = line.strip().rpartition(" ")
+                if identity:
+                    outcomes[identity] = outcome
+    return outcomes
+
+
+def check(results_path, reference_path, expected_path, gaps_path, rerun_path=None):
     berth, docker = load(results_path), load(reference_path)
     listed = expected_failures(expected_path)
     # Tests Docker passes and berth does not yet: defects to fix (issue 17), listed so that
@@ -464,7 +494,8 @@ def check(results_path, reference_path, expected_path, gaps_path):
         print("LISTED WITHOUT CAUSE %s: Docker passes it and its reason does not start with %r "
               "(only build tests and tests Docker fails here may be listed)"
               % (identity, BUILD_REASON))
-    regressions, allowed, open_gaps, fixed = [], [], [], []
+    rerun = reruns(rerun_path)
+    regressions, allowed, open_gaps, fixed, flaky = [], [], [], [], []
     for identity in docker_passed:
         entry = berth_outcomes.get(identity)
         outcome_here = entry["outcome"] if entry else "missing"
@@ -477,15 +508,21 @@ def check(results_path, reference_path, expected_path, gaps_path):
             allowed.append(identity)
         elif identity in gaps:
             open_gaps.append(identity)
+        elif rerun.get(identity) == "passed":
+            flaky.append(identity)
         else:
             regressions.append((identity, outcome_here, entry["message"] if entry else ""))
     print("%d tests Docker passes here; berth fails %d of them: %d build tests (%s), "
-          "%d open gaps (%s), %d regressions"
-          % (len(docker_passed), len(allowed) + len(open_gaps) + len(regressions), len(allowed),
-             expected_path, len(open_gaps), gaps_path, len(regressions)))
+          "%d open gaps (%s), %d flaky (passed when run again), %d regressions"
+          % (len(docker_passed), len(allowed) + len(open_gaps) + len(flaky) + len(regressions),
+             len(allowed), expected_path, len(open_gaps), gaps_path, len(flaky),
+             len(regressions)))
     for identity in fixed:
         print("now passes, remove it from %s: %s"
               % (expected_path if identity in listed else gaps_path, identity))
+    for identity in flaky:
+        print("FLAKY %s: failed in the run, passed when run again alone (not a regression)"
+              % identity)
     for identity, outcome_here, message in regressions:
         print("REGRESSION %s: %s %s" % (identity, outcome_here, message.splitlines()[0][:200]
                                         if message else ""))
@@ -519,8 +556,10 @@ def main(argv):
         images(argv[1], argv[2])
     elif len(argv) >= 1 and argv[0] == "collect" and len(argv) == 4:
         collect(argv[1], argv[2], argv[3])
-    elif len(argv) >= 1 and argv[0] == "check" and len(argv) == 5:
-        return check(argv[1], argv[2], argv[3], argv[4])
+    elif len(argv) >= 1 and argv[0] == "check" and len(argv) in (5, 6):
+        return check(*argv[1:])
+    elif len(argv) >= 1 and argv[0] == "regressions" and len(argv) == 5:
+        regressions(argv[1], argv[2], argv[3], argv[4])
     elif len(argv) >= 1 and argv[0] == "reference" and len(argv) == 3:
         reference(argv[1], argv[2])
     elif len(argv) >= 1 and argv[0] == "build-failures" and len(argv) == 3:
