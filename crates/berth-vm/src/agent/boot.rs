@@ -127,6 +127,9 @@ pub(super) fn power_off(mode: PowerOff) -> ! {
         PowerOff::Halt => RebootMode::RB_POWER_OFF,
         PowerOff::Reboot => RebootMode::RB_AUTOBOOT,
     };
+    // Whatever the guest still holds dirty (an mmap'd file of a share, say)
+    // goes to virtiofsd first: reboot(2) does not sync.
+    nix::unistd::sync();
     let Err(error) = reboot(mode);
     eprintln!("berth-agent: failed to power off: {error}");
     loop {
