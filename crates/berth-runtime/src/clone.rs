@@ -24,6 +24,20 @@ struct CloneArgs {
 const CLONE_PIDFD: u64 = 0x1000;
 const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 
+/// A pidfd for `pid` (`pidfd_open(2)`): readable once the process has
+/// exited. The caller must know `pid` is not reused meanwhile (its unreaped
+/// child, or a process it just saw alive).
+pub fn pidfd_open(pid: i32) -> std::io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
+    // or -1; no memory is passed.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the kernel returned a new descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw as RawFd) })
+}
+
 pub enum Forked {
     Parent { child: Pid, pidfd: OwnedFd },
     Child,

@@ -2,7 +2,7 @@
 //! the descriptors named, die with the thread that started them, and are
 //! killed and reaped when dropped.
 
-use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
@@ -55,11 +55,8 @@ impl ChildProcess {
             });
         }
         let child = command.spawn()?;
-        // SAFETY: pidfd_open takes a pid and flags; the child is unreaped,
-        // so its pid cannot have been reused.
-        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
-        // SAFETY: a non-negative result is a new descriptor nothing else owns.
-        let pidfd = (raw >= 0).then(|| unsafe { OwnedFd::from_raw_fd(raw as RawFd) });
+        // The child is unreaped: its pid cannot have been reused.
+        let pidfd = berth_runtime::clone::pidfd_open(child.id() as i32).ok();
         Ok(ChildProcess {
             child,
             exited: None,

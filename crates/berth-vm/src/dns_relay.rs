@@ -36,6 +36,13 @@ fn split_relay(payload: &[u8]) -> Option<(u32, &[u8])> {
     Some((u32::from_be_bytes(*id), datagram))
 }
 
+/// A DNS message's id: its first two bytes.
+fn message_id(datagram: &[u8]) -> Option<u16> {
+    datagram
+        .first_chunk::<2>()
+        .map(|id| u16::from_be_bytes(*id))
+}
+
 /// The guest's end: 127.0.0.11:53 in the guest.
 #[derive(Debug)]
 pub struct GuestDns {
@@ -115,10 +122,7 @@ impl HostDns {
         let Some((id, datagram)) = split_relay(payload) else {
             return;
         };
-        let Some(message_id) = datagram
-            .first_chunk::<2>()
-            .map(|id| u16::from_be_bytes(*id))
-        else {
+        let Some(message_id) = message_id(datagram) else {
             return;
         };
         if self.pending.len() >= MAX_PENDING {
@@ -133,10 +137,7 @@ impl HostDns {
         let mut buffer = [0u8; MAX_DATAGRAM];
         while let Ok(length) = self.socket.recv(&mut buffer) {
             let datagram = &buffer[..length];
-            let Some(message_id) = datagram
-                .first_chunk::<2>()
-                .map(|id| u16::from_be_bytes(*id))
-            else {
+            let Some(message_id) = message_id(datagram) else {
                 continue;
             };
             if let Some(id) = self.pending.remove(&message_id) {

@@ -73,8 +73,13 @@ impl AgentBinary {
     /// `BERTH_VM_AGENT`: `small`, `berth`, or a path; unset or empty is
     /// [`AgentBinary::Small`].
     pub fn from_env() -> AgentBinary {
+        Self::from_env_or(AgentBinary::Small)
+    }
+
+    /// As [`AgentBinary::from_env`], with `default` when the variable is unset.
+    pub fn from_env_or(default: AgentBinary) -> AgentBinary {
         match std::env::var_os(AGENT_ENV) {
-            None => AgentBinary::Small,
+            None => default,
             Some(value) => match value.to_str() {
                 Some("") | Some("small") => AgentBinary::Small,
                 Some("berth") => AgentBinary::Berth,

@@ -194,6 +194,12 @@ pub enum Shutdown {
     Killed,
 }
 
+/// Adds `fd` to a poll set, waiting for input; its index there.
+fn watch<'a>(fds: &mut Vec<PollFd<'a>>, fd: BorrowedFd<'a>) -> usize {
+    fds.push(PollFd::new(fd, PollFlags::POLLIN));
+    fds.len() - 1
+}
+
 /// The host side of a relayed run (`Vm::run_relayed`).
 pub struct Relay<'a> {
     /// Where the process's stdin comes from, read until end of file.
@@ -409,9 +415,7 @@ impl Vm {
         } = relay;
         let mut request = self.checked(request)?;
         request.stdin = stdin.is_some();
-        if let Err(error) = self.send(&HostMessage::Run(request)) {
-            return Err(self.send_failed(error));
-        }
+        self.deliver(&encode_message(&HostMessage::Run(request)))?;
         self.agent
             .set_read_timeout(None)
             .map_err(|source| VmError::Channel { source })?;
@@ -446,16 +450,11 @@ impl Vm {
                 }
             }
             let mut fds = vec![PollFd::new(self.agent.as_fd(), PollFlags::POLLIN)];
-            if let Some(stdin) = &stdin {
-                fds.push(PollFd::new(stdin.as_fd(), PollFlags::POLLIN));
-            }
-            if let Some(signals) = &signals {
-                fds.push(PollFd::new(signals.as_fd(), PollFlags::POLLIN));
-            }
-            let dns_index = dns.as_ref().map(|dns| {
-                fds.push(PollFd::new(dns.fd(), PollFlags::POLLIN));
-                fds.len() - 1
-            });
+            let stdin_index = stdin.as_ref().map(|stdin| watch(&mut fds, stdin.as_fd()));
+            let signals_index = signals
+                .as_ref()
+                .map(|signals| watch(&mut fds, signals.as_fd()));
+            let dns_index = dns.as_ref().map(|dns| watch(&mut fds, dns.fd()));
             // A share's daemon gone is the container's files gone: the
             // guest would wait on them for ever.
             let daemons_from = fds.len();
@@ -482,9 +481,7 @@ impl Vm {
                 if ready[index] {
                     let mut answers = Vec::new();
                     dns.take_answers(&mut answers);
-                    if let Err(error) = self.write_frame(&answers) {
-                        return Err(self.send_failed(error));
-                    }
+                    self.deliver(&answers)?;
                 }
             }
             if ready[daemons_from..].iter().any(|&ended| ended) {
@@ -495,13 +492,9 @@ impl Vm {
                     .collect();
                 return Err(VmError::ShareEnded { tags });
             }
-            let mut index = 1;
-            if stdin.is_some() {
+            if let (Some(index), Some(fd)) = (stdin_index, stdin) {
                 if ready[index] {
-                    let read = match nix::unistd::read(
-                        stdin.as_ref().expect("checked").as_raw_fd(),
-                        &mut buffer,
-                    ) {
+                    let read = match nix::unistd::read(fd.as_raw_fd(), &mut buffer) {
                         Ok(read) => read,
                         Err(nix::Error::EINTR | nix::Error::EAGAIN) => continue,
                         Err(_) => 0,
@@ -511,40 +504,29 @@ impl Vm {
                     if read == 0 {
                         stdin = None;
                     }
-                    if let Err(error) = self.write_frame(&frame) {
-                        return Err(self.send_failed(error));
-                    }
+                    self.deliver(&frame)?;
                 }
-                index += 1;
             }
-            if let Some(signalfd) = &mut signals {
+            if let (Some(index), Some(signalfd)) = (signals_index, signals.as_deref_mut()) {
                 if ready[index] {
                     while let Ok(Some(info)) = signalfd.read_signal() {
                         let message = HostMessage::Signal {
                             signal: info.ssi_signo as i32,
                         };
-                        if let Err(error) = self.send(&message) {
-                            return Err(self.send_failed(error));
-                        }
+                        self.deliver(&encode_message(&message))?;
                     }
                 }
             }
-            if ready[0] {
-                match self.agent.read(&mut buffer) {
-                    Ok(0) => return Err(self.agent_gone()),
-                    Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => {
-                        return Err(self.agent_gone())
-                    }
-                    Ok(read) => self.decoder.push(&buffer[..read]),
-                    Err(error)
-                        if matches!(
-                            error.kind(),
-                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
-                        ) => {}
-                    Err(source) => return Err(VmError::Channel { source }),
-                }
+            if ready[0] && !self.receive(&mut buffer)? {
+                return Err(self.agent_gone());
             }
         }
+    }
+
+    /// Writes `frame` to the agent; QEMU's end gone is the agent gone.
+    fn deliver(&mut self, frame: &[u8]) -> Result<(), VmError> {
+        self.write_frame(frame)
+            .map_err(|error| self.send_failed(error))
     }
 
     /// A write to the agent failed: QEMU's end gone is the agent gone.
@@ -693,22 +675,34 @@ impl Vm {
             self.agent
                 .set_read_timeout(timeout)
                 .map_err(|source| VmError::Channel { source })?;
-            match self.agent.read(&mut buffer) {
-                // QEMU gone: its end closed, or reset with data unread.
-                Ok(0) => return Ok(None),
-                Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => {
-                    return Ok(None)
-                }
-                Ok(read) => self.decoder.push(&buffer[..read]),
-                Err(error)
-                    if matches!(
-                        error.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) => {}
-                Err(source) => return Err(VmError::Channel { source }),
+            if !self.receive(&mut buffer)? {
+                return Ok(None);
             }
+        }
+    }
+
+    /// One read from the agent into the decoder; false at end of file (QEMU
+    /// gone: its end closed, or reset with data unread). A read that timed out
+    /// or was interrupted is no end.
+    fn receive(&mut self, buffer: &mut [u8]) -> Result<bool, VmError> {
+        match self.agent.read(buffer) {
+            Ok(0) => Ok(false),
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => Ok(false),
+            Ok(read) => {
+                self.decoder.push(&buffer[..read]);
+                Ok(true)
+            }
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                Ok(true)
+            }
+            Err(source) => Err(VmError::Channel { source }),
         }
     }
 

@@ -2,7 +2,7 @@
 //! waiting on processes through pidfds (no polling loops on the store).
 //! Each signal is logged as Docker's `kill` event, each stop as `stop`.
 
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -14,13 +14,7 @@ use crate::{Engine, EngineError};
 
 /// A pidfd for `pid`, or None when it is already gone.
 pub(crate) fn pidfd_open(pid: i32) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: the kernel returned a new descriptor nothing else owns.
-    Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    berth_runtime::clone::pidfd_open(pid).ok()
 }
 
 /// Waits until `pid` exits or `timeout` passes; true when it exited.

@@ -58,6 +58,18 @@ const STREAM_FDS: [RawFd; 3] = [6, 7, 8];
 /// fixed number overwrites another source.
 const FIRST_FREE_FD: RawFd = 16;
 
+/// A close-on-exec copy of `fd` at [`FIRST_FREE_FD`] or above: a source a
+/// child's `dup2` onto a fixed number below cannot overwrite.
+pub(crate) fn above_fixed_numbers(fd: BorrowedFd<'_>) -> std::io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC only makes a new descriptor of an open one.
+    let raw = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, FIRST_FREE_FD) };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fcntl returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
 /// A started monitor.
 pub(crate) struct MonitorProcess {
     pub pid: i32,
@@ -281,21 +293,7 @@ fn spawn(
 ) -> Result<i32, EngineError> {
     let (pid_read, pid_write) = pipe()?;
     let high = |fd: BorrowedFd<'_>| -> Result<OwnedFd, EngineError> {
-        // SAFETY: F_DUPFD_CLOEXEC only makes a new descriptor of an open one.
-        let raw = unsafe {
-            libc::fcntl(
-                fd.as_raw_fd(),
-                libc::F_DUPFD_CLOEXEC,
-                FIRST_FREE_FD as libc::c_int,
-            )
-        };
-        if raw < 0 {
-            return Err(
-                ContainerError::DuplicateDescriptor(std::io::Error::last_os_error()).into(),
-            );
-        }
-        // SAFETY: fcntl returned a new descriptor that nothing else owns.
-        Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+        Ok(above_fixed_numbers(fd).map_err(ContainerError::DuplicateDescriptor)?)
     };
     let (second, payload) = match &what {
         Spawn::Container { lock, .. } => (high(*lock)?, None),

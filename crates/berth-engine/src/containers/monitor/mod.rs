@@ -547,12 +547,7 @@ fn start_once(
         )
     })?;
     tracing::debug!(container = %record.id, "cgroup created");
-    let (stdio, container_io) = make_stdio(record).map_err(|error| {
-        (
-            format!("failed to set up the container's stdio: {error}"),
-            125,
-        )
-    })?;
+    let (stdio, container_io) = make_stdio(record)?;
     if in_vm {
         if let Err(error) = store.open_now() {
             tracing::debug!(%error, "store not opened yet");
@@ -581,12 +576,7 @@ fn start_once(
             network.disconnect(store, record);
         }
         let launched = launched?;
-        let container_io = container_io.finish(attachment).map_err(|error| {
-            (
-                format!("failed to receive the container's terminal: {error}"),
-                125,
-            )
-        })?;
+        let container_io = container_io.finish(attachment)?;
         return Ok((launched, container_io, spec.process));
     }
     let launched = berth_runtime::launch(&spec, stdio, cgroup, &mut |pid| {
@@ -603,12 +593,7 @@ fn start_once(
     }
     match launched {
         Ok(launched) => {
-            let container_io = container_io.finish(attachment).map_err(|error| {
-                (
-                    format!("failed to receive the container's terminal: {error}"),
-                    125,
-                )
-            })?;
+            let container_io = container_io.finish(attachment)?;
             Ok((launched, container_io, spec.process))
         }
         Err(error) => Err((error.to_string(), error.exit_status())),
@@ -638,21 +623,11 @@ fn start_in_sandbox(
     )
     .map_err(|error| (crate::ErrorChain(&error).to_string(), 125))?;
     spec.process.console_size = console_size(record, attachment);
-    let (stdio, container_io) = make_stdio(record).map_err(|error| {
-        (
-            format!("failed to set up the container's stdio: {error}"),
-            125,
-        )
-    })?;
+    let (stdio, container_io) = make_stdio(record)?;
     let launched = sandbox
         .start(&spec, stdio)
         .map_err(|error| (error.to_string(), error.exit_status()))?;
-    let container_io = container_io.finish(attachment).map_err(|error| {
-        (
-            format!("failed to receive the container's terminal: {error}"),
-            125,
-        )
-    })?;
+    let container_io = container_io.finish(attachment)?;
     Ok((launched, container_io, spec.process))
 }
 
@@ -665,8 +640,18 @@ enum PendingIo {
 
 impl PendingIo {
     /// After launch: a terminal's master has arrived by now (sent before the
-    /// container's exec, which `launch` waited for).
-    fn finish(self, attachment: &Attachment) -> nix::Result<ContainerIo> {
+    /// container's exec, which `launch` waited for). The error is a failed
+    /// start's (message, Docker's status).
+    fn finish(self, attachment: &Attachment) -> Result<ContainerIo, (String, i32)> {
+        self.receive(attachment).map_err(|error| {
+            (
+                format!("failed to receive the container's terminal: {error}"),
+                125,
+            )
+        })
+    }
+
+    fn receive(self, attachment: &Attachment) -> nix::Result<ContainerIo> {
         match self {
             PendingIo::Ready(io) => Ok(io),
             PendingIo::Terminal {
@@ -706,7 +691,18 @@ fn null() -> nix::Result<OwnedFd> {
         .map_err(|_| nix::Error::ENOENT)
 }
 
-fn make_stdio(record: &ContainerRecord) -> nix::Result<(Stdio, PendingIo)> {
+/// The container's stdio and the monitor's side of it; the error is a failed
+/// start's (message, Docker's status).
+fn make_stdio(record: &ContainerRecord) -> Result<(Stdio, PendingIo), (String, i32)> {
+    open_stdio(record).map_err(|error| {
+        (
+            format!("failed to set up the container's stdio: {error}"),
+            125,
+        )
+    })
+}
+
+fn open_stdio(record: &ContainerRecord) -> nix::Result<(Stdio, PendingIo)> {
     // `-i` keeps stdin open even with nothing attached yet (`run -d -i`,
     // then `attach`), as Docker does.
     let wants_stdin = record.run.open_stdin;

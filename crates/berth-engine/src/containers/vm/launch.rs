@@ -5,7 +5,7 @@
 //! has exec'd.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
@@ -26,9 +26,6 @@ pub(crate) fn cgroup_resources(mut resources: Resources) -> Resources {
     resources
 }
 
-/// Descriptors at or above this are free while the shim's are placed.
-const FIRST_FREE_FD: i32 = 10;
-
 /// Starts the shim for `request` in a network namespace of its own, lets
 /// `connect` put the container's network into it (given the shim's pid;
 /// what it returns is the guest's address), and waits for the shim's
@@ -48,14 +45,9 @@ pub(crate) fn launch(
     let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC);
     let (request_read, request_write) = pipe().map_err(|error| failed("start", &error))?;
     let (status_read, status_write) = pipe().map_err(|error| failed("start", &error))?;
-    let high = |fd: &OwnedFd| -> Result<OwnedFd, (String, i32)> {
-        // SAFETY: F_DUPFD_CLOEXEC only makes a new descriptor of an open one.
-        let raw = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, FIRST_FREE_FD) };
-        if raw < 0 {
-            return Err(failed("start", &std::io::Error::last_os_error()));
-        }
-        // SAFETY: fcntl returned a new descriptor that nothing else owns.
-        Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+    let high = |fd: &OwnedFd| {
+        crate::containers::monitor::launch::above_fixed_numbers(fd.as_fd())
+            .map_err(|error| failed("start", &error))
     };
     let request_source = high(&request_read)?;
     let status_source = high(&status_write)?;
@@ -75,8 +67,8 @@ pub(crate) fn launch(
         .stderr(std::process::Stdio::from(stdio.stderr));
     // SAFETY: the closure runs in the child between fork and exec and makes
     // only write(2) and dup2(2) calls (async-signal-safe) on descriptors
-    // that stay open here until spawn returns; the sources are at
-    // FIRST_FREE_FD or above, so neither dup2 overwrites the other.
+    // that stay open here until spawn returns; the sources are above the
+    // fixed numbers (`above_fixed_numbers`), so neither dup2 overwrites the other.
     unsafe {
         command.pre_exec(move || {
             // Born in its own network namespace, which `connect` fills:
@@ -105,17 +97,15 @@ pub(crate) fn launch(
     // The monitor reaps the shim itself (`wait_exit_code`), as it reaps a
     // namespace container's first process: `Child` never waits.
     drop(child);
-    // SAFETY: pidfd_open takes a pid and flags; the shim is this process's
-    // unreaped child, so the pid cannot have been reused.
-    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
-    if raw < 0 {
-        let error = std::io::Error::last_os_error();
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-        berth_runtime::wait_exit_code(pid);
-        return Err(failed("watch", &error));
-    }
-    // SAFETY: pidfd_open returned a new descriptor that nothing else owns.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
+    // The shim is this process's unreaped child: its pid cannot be reused.
+    let pidfd = match berth_runtime::clone::pidfd_open(pid.as_raw()) {
+        Ok(pidfd) => pidfd,
+        Err(error) => {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            berth_runtime::wait_exit_code(pid);
+            return Err(failed("watch", &error));
+        }
+    };
 
     match connect(pid.as_raw()) {
         Ok(network) => request.network = network,

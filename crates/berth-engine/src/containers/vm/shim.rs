@@ -166,8 +166,14 @@ fn serve(request: &ShimRequest, signals: SigSet, reporter: &mut Reporter) -> Res
     let spec = &request.spec;
     berth_runtime::init::arrange_shared_root(spec)
         .map_err(|failure| format!("failed to build the container's root for the VM: {failure}"))?;
-    let guest = berth_vm::guest::prepare(&request.cache, &agent_binary())
-        .map_err(|error| crate::ErrorChain(&error).to_string())?;
+    // The guest agent is berth itself (one binary, the design);
+    // `BERTH_VM_AGENT=small` packs the 2 MB agent instead, a smaller
+    // initramfs that a TCG guest unpacks faster (docs/VM.md).
+    let guest = berth_vm::guest::prepare(
+        &request.cache,
+        &AgentBinary::from_env_or(AgentBinary::Berth),
+    )
+    .map_err(|error| crate::ErrorChain(&error).to_string())?;
     let mut config = VmConfig::new(guest.kernel.vmlinux.clone(), guest.initramfs.clone())
         .map_err(|error| crate::ErrorChain(&error).to_string())?;
     config.memory_mib = request.memory_mib;
@@ -275,14 +281,4 @@ fn serve(request: &ShimRequest, signals: SigSet, reporter: &mut Reporter) -> Res
     };
     drop(vm);
     Ok(code)
-}
-
-/// The guest agent: berth itself (one binary, the design), or the
-/// small agent with `BERTH_VM_AGENT=small` (a 2 MB initramfs instead of
-/// berth's size, which a TCG guest unpacks faster: docs/VM.md).
-fn agent_binary() -> AgentBinary {
-    match std::env::var_os(berth_vm::initramfs::AGENT_ENV) {
-        None => AgentBinary::Berth,
-        Some(_) => AgentBinary::from_env(),
-    }
 }
