@@ -519,6 +519,10 @@ fn what_a_vm_container_cannot_do_yet_is_refused() {
             ][..],
             "health checks are not supported with --isolation=vm yet",
         ),
+        (
+            &["--isolation=vm", "--mac-address", "02:42:ac:11:00:09"][..],
+            "--mac-address is not supported with --isolation=vm yet",
+        ),
     ] {
         let mut args = vec!["run", "--rm"];
         args.extend_from_slice(options);

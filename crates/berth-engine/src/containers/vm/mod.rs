@@ -112,6 +112,25 @@ pub(crate) fn refuse_unsupported(request: &CreateRequest) -> Result<(), String> 
     {
         return refuse("--device");
     }
+    // The host's cgroup holds QEMU, not the guest's processes.
+    if host
+        .resources
+        .device_cgroup_rules
+        .as_ref()
+        .is_some_and(|rules| !rules.is_empty())
+    {
+        return refuse("--device-cgroup-rule");
+    }
+    // The guest's card has a MAC of its own (see `network.rs`), not this one.
+    if !request.config.mac_address.is_empty()
+        || request
+            .networking_config
+            .endpoints_config
+            .values()
+            .any(|endpoint| !endpoint.mac_address.is_empty())
+    {
+        return refuse("--mac-address");
+    }
     for (flag, mode) in [
         ("--pid", &host.pid_mode),
         ("--ipc", &host.ipc_mode),
@@ -197,6 +216,12 @@ mod tests {
             ("--privileged", |r| r.host_config.privileged = true),
             ("--pid host", |r| r.host_config.pid_mode = "host".into()),
             ("--init", |r| r.host_config.init = Some(true)),
+            ("--mac-address", |r| {
+                r.config.mac_address = "02:42:ac:11:00:09".into()
+            }),
+            ("--device-cgroup-rule", |r| {
+                r.host_config.resources.device_cgroup_rules = Some(vec!["c 1:3 r".into()])
+            }),
         ];
         for (flag, change) in cases {
             let mut request = request.clone();
