@@ -66,6 +66,14 @@ pub enum RuntimeError {
     },
 }
 
+/// `top`'s answer: `ps`'s column titles and one row per process, the last
+/// column (the command) whole.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProcessTable {
+    pub titles: Vec<String>,
+    pub processes: Vec<Vec<String>>,
+}
+
 /// What the engine does to a container that exists (see the module doc).
 pub trait Runtime: Debug + Send + Sync {
     /// The backend's name, as `inspect` and errors show it.
@@ -83,6 +91,17 @@ pub trait Runtime: Debug + Send + Sync {
 
     /// The container's processes, as host pids (`top`).
     fn processes(&self, container: ContainerRef<'_>) -> Result<Vec<i32>, RuntimeError>;
+
+    /// `top`'s table where the backend makes it itself (a VM container's
+    /// processes are the guest's); `None`: the engine runs the host's `ps`
+    /// and keeps the rows of [`Runtime::processes`].
+    fn process_table(
+        &self,
+        _container: ContainerRef<'_>,
+        _ps_args: &[String],
+    ) -> Result<Option<ProcessTable>, RuntimeError> {
+        Ok(None)
+    }
 
     /// Memory, CPU, pids and block I/O counters (`stats`).
     fn stats(&self, container: ContainerRef<'_>) -> Result<CgroupStats, RuntimeError>;

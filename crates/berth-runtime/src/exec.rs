@@ -36,6 +36,47 @@ pub fn exec_in(
     stdio: Stdio,
     cgroup: &dyn CgroupManager,
 ) -> Result<Pid, LaunchError> {
+    exec_joining(container_pid, process, stdio, Target::Host { cgroup })
+}
+
+/// In a microVM's guest (berth-vm's agent): starts `process` in the
+/// container whose first process is `container_pid`, which entered its root
+/// at `root` with `chroot` (a guest container has pid and mount namespaces
+/// of its own, and the guest itself for the rest). As [`exec_in`] otherwise.
+pub fn exec_in_guest(
+    container_pid: i32,
+    process: &ProcessSpec,
+    stdio: Stdio,
+    root: &std::path::Path,
+) -> Result<Pid, LaunchError> {
+    exec_joining(container_pid, process, stdio, Target::Guest { root })
+}
+
+/// Where an exec's process goes besides the container's pid namespace.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    /// A namespace container: its cgroup and every namespace of [`NAMESPACES`].
+    Host { cgroup: &'a dyn CgroupManager },
+    /// A guest container: its mount namespace, then `chroot` into its root
+    /// (the namespace's root is the guest's own `/`).
+    Guest { root: &'a std::path::Path },
+}
+
+impl Target<'_> {
+    fn namespaces(&self) -> &'static [(&'static str, CloneFlags)] {
+        match self {
+            Target::Host { .. } => NAMESPACES,
+            Target::Guest { .. } => &NAMESPACES[NAMESPACES.len() - 1..],
+        }
+    }
+}
+
+fn exec_joining(
+    container_pid: i32,
+    process: &ProcessSpec,
+    stdio: Stdio,
+    target: Target<'_>,
+) -> Result<Pid, LaunchError> {
     let open = |name: &str| {
         fs_err::File::open(format!("/proc/{container_pid}/ns/{name}")).map_err(|source| {
             LaunchError::JoinNetwork {
@@ -52,7 +93,8 @@ pub fn exec_in(
             path: "/proc/self/ns/pid".into(),
             source,
         })?;
-    let others = NAMESPACES
+    let others = target
+        .namespaces()
         .iter()
         .map(|(name, flags)| open(name).map(|file| (file.into_file(), *flags)))
         .collect::<Result<Vec<_>, _>>()?;
@@ -61,7 +103,7 @@ pub fn exec_in(
     // environment or memory, opens its executable or ptraces it (init/conceal.rs).
     init::conceal::forbid_inspection().map_err(LaunchError::Conceal)?;
     setns(&pid_namespace, CloneFlags::CLONE_NEWPID).map_err(LaunchError::Clone)?;
-    let forked = fork_child(process, others, stdio, cgroup);
+    let forked = fork_child(process, others, stdio, target);
     // Whatever happened, later children of the caller are its own pid namespace's again.
     if let Err(error) = setns(&own_pid_namespace, CloneFlags::CLONE_NEWPID) {
         if let Ok(child) = &forked {
@@ -81,7 +123,7 @@ fn fork_child(
     process: &ProcessSpec,
     others: Vec<(std::fs::File, CloneFlags)>,
     stdio: Stdio,
-    cgroup: &dyn CgroupManager,
+    target: Target<'_>,
 ) -> Result<Pid, LaunchError> {
     let (report_read, report_write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(LaunchError::Pipe)?;
@@ -92,7 +134,7 @@ fn fork_child(
         ForkResult::Child => {
             hidden.discard();
             drop(report_read);
-            let failure = match child(process, others, stdio, cgroup, report_write.as_raw_fd()) {
+            let failure = match child(process, others, stdio, target, report_write.as_raw_fd()) {
                 Ok(never) => match never {},
                 Err(failure) => failure,
             };
@@ -127,19 +169,23 @@ fn child(
     process: &ProcessSpec,
     namespaces: Vec<(std::fs::File, CloneFlags)>,
     stdio: Stdio,
-    cgroup: &dyn CgroupManager,
+    target: Target<'_>,
     report_fd: RawFd,
 ) -> Result<init::Never, InitFailure> {
     init::set_container_umask();
     init::reset_signals();
-    let join = cgroup
-        .open_self_join()
-        .map_err(|error| InitFailure::new("join the container's cgroup", error, libc::EPERM))?;
-    crate::cgroups::join_self(&join)
-        .map_err(|error| InitFailure::io("join the container's cgroup", error))?;
-    drop(join);
+    if let Target::Host { cgroup } = target {
+        let join = cgroup
+            .open_self_join()
+            .map_err(|error| InitFailure::new("join the container's cgroup", error, libc::EPERM))?;
+        crate::cgroups::join_self(&join)
+            .map_err(|error| InitFailure::io("join the container's cgroup", error))?;
+    }
     for (file, flags) in namespaces {
         setns(&file, flags).map_err(|error| InitFailure::nix("join namespace", error))?;
+    }
+    if let Target::Guest { root } = target {
+        nix::unistd::chroot(root).map_err(|error| InitFailure::nix("chroot", error))?;
     }
     match &stdio.console {
         Some(console) => {

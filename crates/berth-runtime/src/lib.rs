@@ -19,6 +19,6 @@ pub mod seccomp;
 pub mod spec;
 pub mod user;
 
-pub use backend::{ContainerRef, NamespaceRuntime, NetworkIo, Runtime, RuntimeError};
+pub use backend::{ContainerRef, NamespaceRuntime, NetworkIo, ProcessTable, Runtime, RuntimeError};
 pub use launch::{launch, wait_exit_code, LaunchError, Launched, Sandbox, Stdio};
 pub use spec::{ContainerSpec, MountKind, MountSpec, NetworkMode, ProcessSpec, Rlimit};

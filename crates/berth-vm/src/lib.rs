@@ -36,4 +36,6 @@ pub use initramfs::{Compression, InitramfsConfig};
 pub use kernel::GuestKernel;
 pub use protocol::{GuestMount, GuestRoot, RunRequest};
 pub use virtiofs::{CachePolicy, Share};
-pub use vm::{BootTimes, Exit, OutputStream, Relay, RunOutput, Shutdown, Vm, VmConfig, VmError};
+pub use vm::{
+    BootTimes, Event, Exit, OutputStream, Relay, RunOutput, Shutdown, Vm, VmConfig, VmError,
+};

@@ -5,16 +5,24 @@
 //! JSON control message ([`HostMessage`] to the guest, [`GuestMessage`] to
 //! the host); kinds 2 and 3 carry a process's stdout and stderr bytes as they
 //! are, so output is never re-encoded, and kind 4 the bytes for its stdin
-//! (an empty one closes it). A session is:
+//! (an empty one closes it); each of these starts with the [`ProcessId`] it
+//! is about (`[u32 BE process][bytes]`). Several processes run at once: the
+//! `Run`'s (process 0, the container's first) and each `Exec`'s. A session:
 //!
 //! ```text
 //! guest: Ready { protocol, kernel_release, init_started_ns, ready_ns }
 //! host:  Run { args, env, cwd, root, mounts, container, stdin }
 //! guest: SetupFailed { error }           (the root or a mount could not be made)
-//!      | Stdout bytes / Stderr bytes ...   Exited { code, error }
-//!        while it runs, host: Stdin bytes ... | Signal { signal }
+//!      | Started { process: 0, pid } ... Exited { process: 0, code, error }
+//!        while it runs, host: Stdin / Signal / Resize for any process,
+//!                             Exec { process: N, .. } → Started/Exited { process: N },
+//!                             ListProcesses → Processes
+//!        guest: Stdout / Stderr of any process
 //! host:  Run ... | Shutdown (or closes the channel)   → the guest powers off
 //! ```
+//!
+//! When process 0 ends, the guest kernel ends the processes of its pid
+//! namespace (the execs): each gets its `Exited` before process 0's.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +31,7 @@ use serde::{Deserialize, Serialize};
 pub const PORT_NAME: &str = "org.berth.agent";
 
 /// Bumped whenever a message changes shape; the host refuses another.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// The largest frame either side accepts: a bound on what a confused or
 /// hostile peer can make the other allocate.
@@ -103,15 +111,50 @@ pub struct GuestMount {
 /// Where the agent mounts the container's root share.
 pub const GUEST_ROOT_DIR: &str = "/mnt/root";
 
+/// Which process a message or a stream frame is about: [`MAIN_PROCESS`]
+/// for the `Run`'s, the number the host chose for an `Exec`'s.
+pub type ProcessId = u32;
+
+/// The `Run`'s process: the container's first.
+pub const MAIN_PROCESS: ProcessId = 0;
+
+/// A further process in the running container (`exec`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExecRequest {
+    /// Its whole settings (args, env, cwd, user, capabilities, seccomp,
+    /// `tty` and the terminal's first size), applied as the namespace
+    /// runtime's exec applies them, in the container's pid and mount
+    /// namespaces.
+    pub process: berth_runtime::ProcessSpec,
+    /// Whether the host sends stdin frames; otherwise stdin is /dev/null.
+    pub stdin: bool,
+}
+
 /// Sent by the host.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HostMessage {
     Run(RunRequest),
-    /// A signal for the running process (its number on x86-64 Linux).
+    /// Start a process in the running container (only while the `Run`'s
+    /// process runs; a number no running process has).
+    Exec {
+        process: ProcessId,
+        request: Box<ExecRequest>,
+    },
+    /// A signal for a running process (its number on x86-64 Linux).
     Signal {
+        #[serde(default)]
+        process: ProcessId,
         signal: i32,
     },
+    /// A process's terminal has a new size.
+    Resize {
+        process: ProcessId,
+        rows: u16,
+        columns: u16,
+    },
+    /// `top`: the container's processes, as `ps -ef` shows them.
+    ListProcesses,
     /// Power the guest off now.
     Shutdown,
 }
@@ -134,24 +177,33 @@ pub struct Ready {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum GuestMessage {
     Ready(Ready),
-    /// The process of the last `Run` is running (its pid in the guest);
-    /// a process that could not be started gets `Exited` without it.
+    /// A process is running (its pid in the guest); a process that could
+    /// not be started gets `Exited` without it.
     Started {
+        #[serde(default)]
+        process: ProcessId,
         pid: i32,
     },
-    /// The process of the last `Run` has ended: its exit code, or 128 +
-    /// signal, or 126/127 when it could not be started, with `error` saying
-    /// why (Docker's words where it has them).
+    /// A process has ended: its exit code, or 128 + signal, or 126/127 when
+    /// it could not be started, with `error` saying why (Docker's words
+    /// where it has them). Its output frames all came before.
     Exited {
+        #[serde(default)]
+        process: ProcessId,
         code: i32,
         error: Option<String>,
     },
+    /// The answer to `ListProcesses`.
+    Processes(ProcessTable),
     /// The root or a mount of the last `Run` could not be set up; nothing
     /// was started. An engine failure (Docker's 125), not the process's.
     SetupFailed {
         error: String,
     },
 }
+
+/// `ps -ef`'s columns for the processes of the guest's container.
+pub use berth_runtime::ProcessTable;
 
 /// What a frame carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,6 +253,14 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// A stream frame's process and bytes.
+    pub fn stream(&self) -> Result<(ProcessId, &[u8]), ProtocolError> {
+        match self.payload.split_first_chunk::<4>() {
+            Some((process, bytes)) => Ok((u32::from_be_bytes(*process), bytes)),
+            None => Err(ProtocolError::ShortStream { kind: self.kind }),
+        }
+    }
+
     /// Decodes a control message frame as `T`.
     pub fn message<T: for<'de> Deserialize<'de>>(&self) -> Result<T, ProtocolError> {
         if self.kind != FrameKind::Message {
@@ -220,6 +280,8 @@ pub enum ProtocolError {
     UnknownKind { byte: u8 },
     #[error("expected a control message, got a {kind:?} frame")]
     Unexpected { kind: FrameKind },
+    #[error("a {kind:?} frame without its process")]
+    ShortStream { kind: FrameKind },
     #[error("malformed control message")]
     Json {
         #[source]
@@ -233,6 +295,15 @@ pub fn encode_frame(kind: FrameKind, payload: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&length.to_be_bytes());
     out.push(kind.byte());
     out.extend_from_slice(payload);
+}
+
+/// Appends one stdout, stderr or stdin frame of `process` to `out`.
+pub fn encode_stream(kind: FrameKind, process: ProcessId, bytes: &[u8], out: &mut Vec<u8>) {
+    let length = u32::try_from(bytes.len() + 5).expect("frames are far below 4 GiB");
+    out.extend_from_slice(&length.to_be_bytes());
+    out.push(kind.byte());
+    out.extend_from_slice(&process.to_be_bytes());
+    out.extend_from_slice(bytes);
 }
 
 /// Encodes a control message as one frame.
@@ -303,8 +374,8 @@ mod tests {
             stdin: false,
             network: None,
         }));
-        encode_frame(FrameKind::Stdout, b"hello\n", &mut bytes);
-        encode_frame(FrameKind::Stderr, b"", &mut bytes);
+        encode_stream(FrameKind::Stdout, 7, b"hello\n", &mut bytes);
+        encode_stream(FrameKind::Stderr, 0, b"", &mut bytes);
         bytes.extend(encode_message(&HostMessage::Shutdown));
         for split in 0..bytes.len() {
             let mut decoder = FrameDecoder::default();
@@ -330,14 +401,10 @@ mod tests {
                     network: None,
                 }))
             );
-            assert_eq!(
-                frames[1],
-                Frame {
-                    kind: FrameKind::Stdout,
-                    payload: b"hello\n".to_vec()
-                }
-            );
+            assert_eq!(frames[1].kind, FrameKind::Stdout);
+            assert_eq!(frames[1].stream().unwrap(), (7, &b"hello\n"[..]));
             assert_eq!(frames[2].kind, FrameKind::Stderr);
+            assert_eq!(frames[2].stream().unwrap(), (0, &b""[..]));
             assert_eq!(
                 json(&frames[3].message::<HostMessage>().unwrap()),
                 json(&HostMessage::Shutdown)
@@ -348,24 +415,38 @@ mod tests {
     #[test]
     fn messages_have_a_stable_json_shape() {
         let exited = GuestMessage::Exited {
+            process: 2,
             code: 127,
             error: Some("not found".into()),
         };
         assert_eq!(
             serde_json::to_string(&exited).unwrap(),
-            r#"{"type":"exited","code":127,"error":"not found"}"#
+            r#"{"type":"exited","process":2,"code":127,"error":"not found"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&HostMessage::Resize {
+                process: 1,
+                rows: 24,
+                columns: 80
+            })
+            .unwrap(),
+            r#"{"type":"resize","process":1,"rows":24,"columns":80}"#
         );
         assert_eq!(
             serde_json::to_string(&HostMessage::Shutdown).unwrap(),
             r#"{"type":"shutdown"}"#
         );
         assert_eq!(
-            serde_json::to_string(&HostMessage::Signal { signal: 15 }).unwrap(),
-            r#"{"type":"signal","signal":15}"#
+            serde_json::to_string(&HostMessage::Signal {
+                process: 0,
+                signal: 15
+            })
+            .unwrap(),
+            r#"{"type":"signal","process":0,"signal":15}"#
         );
         assert_eq!(
-            serde_json::to_string(&GuestMessage::Started { pid: 7 }).unwrap(),
-            r#"{"type":"started","pid":7}"#
+            serde_json::to_string(&GuestMessage::Started { process: 0, pid: 7 }).unwrap(),
+            r#"{"type":"started","process":0,"pid":7}"#
         );
     }
 
@@ -427,6 +508,11 @@ mod tests {
         assert!(matches!(
             stdout.message::<HostMessage>(),
             Err(ProtocolError::Unexpected { .. })
+        ));
+        // A stream frame names its process.
+        assert!(matches!(
+            stdout.stream(),
+            Err(ProtocolError::ShortStream { .. })
         ));
     }
 }

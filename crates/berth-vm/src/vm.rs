@@ -20,8 +20,8 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signalfd::SignalFd;
 
 use crate::protocol::{
-    encode_frame, encode_message, FrameDecoder, FrameKind, GuestMessage, HostMessage,
-    ProtocolError, Ready, RunRequest, PROTOCOL_VERSION,
+    encode_message, encode_stream, ExecRequest, FrameDecoder, FrameKind, GuestMessage, HostMessage,
+    ProcessId, ProcessTable, ProtocolError, Ready, RunRequest, MAIN_PROCESS, PROTOCOL_VERSION,
 };
 use crate::qemu::{self, FilesystemDevice, QemuArgs, QemuError, QemuProcess};
 use crate::qmp::{Qmp, QmpError};
@@ -198,6 +198,25 @@ pub enum Shutdown {
 fn watch<'a>(fds: &mut Vec<PollFd<'a>>, fd: BorrowedFd<'a>) -> usize {
     fds.push(PollFd::new(fd, PollFlags::POLLIN));
     fds.len() - 1
+}
+
+/// What [`Vm::next_event`] saw.
+#[derive(Debug)]
+pub enum Event {
+    /// A piece of a process's output.
+    Output {
+        process: ProcessId,
+        stream: OutputStream,
+        bytes: Vec<u8>,
+    },
+    /// A process runs (its pid in the guest).
+    Started { process: ProcessId, pid: i32 },
+    /// A process ended, or could not start (`exit.error` says why).
+    Exited { process: ProcessId, exit: Exit },
+    /// The answer to [`Vm::list_processes`].
+    Processes(ProcessTable),
+    /// One of the caller's descriptors is ready: its index among them.
+    Ready(usize),
 }
 
 /// The host side of a relayed run (`Vm::run_relayed`).
@@ -404,7 +423,7 @@ impl Vm {
     }
 
     /// Runs a process in the guest with its stdin and signals coming from
-    /// `relay` while it runs (a container's, through its VM shim).
+    /// `relay` while it runs (tests, and callers with one process only).
     pub fn run_relayed(&mut self, request: &RunRequest, relay: Relay<'_>) -> Result<Exit, VmError> {
         let Relay {
             mut stdin,
@@ -413,55 +432,134 @@ impl Vm {
             mut dns,
             output,
         } = relay;
-        let mut request = self.checked(request)?;
+        let mut request = request.clone();
         request.stdin = stdin.is_some();
+        self.start(&request)?;
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let mut watched = Vec::new();
+            let stdin_index = stdin.map(|fd| {
+                watched.push(fd);
+                watched.len() - 1
+            });
+            let signals_index = signals.as_ref().map(|signals| {
+                watched.push(signals.as_fd());
+                watched.len() - 1
+            });
+            match self.next_event(&watched, dns.as_deref_mut())? {
+                Event::Output {
+                    process: MAIN_PROCESS,
+                    stream,
+                    bytes,
+                } => output(stream, &bytes),
+                Event::Started {
+                    process: MAIN_PROCESS,
+                    pid,
+                } => started(pid),
+                Event::Exited {
+                    process: MAIN_PROCESS,
+                    exit,
+                } => return Ok(exit),
+                Event::Ready(index) if Some(index) == stdin_index => {
+                    let fd = stdin.expect("watched only while open");
+                    let read = match nix::unistd::read(fd.as_raw_fd(), &mut buffer) {
+                        Ok(read) => read,
+                        Err(nix::Error::EINTR | nix::Error::EAGAIN) => continue,
+                        Err(_) => 0,
+                    };
+                    if read == 0 {
+                        stdin = None;
+                    }
+                    self.send_input(MAIN_PROCESS, &buffer[..read])?;
+                }
+                Event::Ready(index) if Some(index) == signals_index => {
+                    let signalfd = signals.as_deref_mut().expect("watched only when given");
+                    while let Ok(Some(info)) = signalfd.read_signal() {
+                        self.signal(MAIN_PROCESS, info.ssi_signo as i32)?;
+                    }
+                }
+                other => {
+                    return Err(VmError::Unexpected {
+                        message: format!("{other:?} during a run of one process"),
+                    })
+                }
+            }
+        }
+    }
+
+    /// Starts `request` as process 0 ([`MAIN_PROCESS`]); what it does comes
+    /// from [`Vm::next_event`].
+    pub fn start(&mut self, request: &RunRequest) -> Result<(), VmError> {
+        let request = self.checked(request)?;
         self.deliver(&encode_message(&HostMessage::Run(request)))?;
         self.agent
             .set_read_timeout(None)
-            .map_err(|source| VmError::Channel { source })?;
+            .map_err(|source| VmError::Channel { source })
+    }
+
+    /// Starts a further process in the running container as `process` (a
+    /// number no running process has): `Started` or `Exited` follows.
+    pub fn exec(&mut self, process: ProcessId, request: ExecRequest) -> Result<(), VmError> {
+        let message = HostMessage::Exec {
+            process,
+            request: Box::new(request),
+        };
+        self.deliver(&encode_message(&message))
+    }
+
+    /// Input for a running process; empty: the end of it.
+    pub fn send_input(&mut self, process: ProcessId, bytes: &[u8]) -> Result<(), VmError> {
+        let mut frame = Vec::with_capacity(bytes.len() + 9);
+        encode_stream(FrameKind::Stdin, process, bytes, &mut frame);
+        self.deliver(&frame)
+    }
+
+    pub fn signal(&mut self, process: ProcessId, signal: i32) -> Result<(), VmError> {
+        self.deliver(&encode_message(&HostMessage::Signal { process, signal }))
+    }
+
+    /// A process's terminal has a new size.
+    pub fn resize(&mut self, process: ProcessId, rows: u16, columns: u16) -> Result<(), VmError> {
+        let message = HostMessage::Resize {
+            process,
+            rows,
+            columns,
+        };
+        self.deliver(&encode_message(&message))
+    }
+
+    /// Asks for the container's processes: [`Event::Processes`] follows.
+    pub fn list_processes(&mut self) -> Result<(), VmError> {
+        self.deliver(&encode_message(&HostMessage::ListProcesses))
+    }
+
+    /// Waits for what happens next in the guest, or for one of `watched`
+    /// (the caller's descriptors) to be ready. On the way it relays the
+    /// guest's DNS queries to `dns` and their answers back; a share's daemon
+    /// ending is an error (the guest would wait on its files for ever).
+    pub fn next_event(
+        &mut self,
+        watched: &[BorrowedFd<'_>],
+        mut dns: Option<&mut crate::dns_relay::HostDns>,
+    ) -> Result<Event, VmError> {
         let mut buffer = vec![0u8; 64 * 1024];
         loop {
             while let Some(frame) = self.decoder.next_frame()? {
-                match frame.kind {
-                    FrameKind::Stdout => output(OutputStream::Stdout, &frame.payload),
-                    FrameKind::Stderr => output(OutputStream::Stderr, &frame.payload),
-                    FrameKind::DnsQuery => {
-                        if let Some(dns) = dns.as_deref_mut() {
-                            dns.query(&frame.payload);
-                        }
-                    }
-                    FrameKind::Stdin | FrameKind::DnsAnswer => {
-                        return Err(VmError::Unexpected {
-                            message: format!("a {:?} frame from the guest", frame.kind),
-                        })
-                    }
-                    FrameKind::Message => match frame.message::<GuestMessage>()? {
-                        GuestMessage::Started { pid } => started(pid),
-                        GuestMessage::Exited { code, error } => return Ok(Exit { code, error }),
-                        GuestMessage::SetupFailed { error } => {
-                            return Err(VmError::GuestSetup { message: error })
-                        }
-                        other => {
-                            return Err(VmError::Unexpected {
-                                message: format!("{other:?}"),
-                            })
-                        }
-                    },
+                if let Some(event) = self.event(frame, dns.as_deref_mut())? {
+                    return Ok(event);
                 }
             }
             let mut fds = vec![PollFd::new(self.agent.as_fd(), PollFlags::POLLIN)];
-            let stdin_index = stdin.as_ref().map(|stdin| watch(&mut fds, stdin.as_fd()));
-            let signals_index = signals
-                .as_ref()
-                .map(|signals| watch(&mut fds, signals.as_fd()));
             let dns_index = dns.as_ref().map(|dns| watch(&mut fds, dns.fd()));
-            // A share's daemon gone is the container's files gone: the
-            // guest would wait on them for ever.
             let daemons_from = fds.len();
             for daemon in &self.virtiofs {
                 if let Some(fd) = daemon.exit_fd() {
                     fds.push(PollFd::new(fd, PollFlags::POLLIN));
                 }
+            }
+            let watched_from = fds.len();
+            for fd in watched {
+                watch(&mut fds, *fd);
             }
             match poll(&mut fds, PollTimeout::NONE) {
                 Ok(_) => {}
@@ -484,7 +582,7 @@ impl Vm {
                     self.deliver(&answers)?;
                 }
             }
-            if ready[daemons_from..].iter().any(|&ended| ended) {
+            if ready[daemons_from..watched_from].iter().any(|&ended| ended) {
                 let tags = self
                     .virtiofs
                     .iter()
@@ -492,35 +590,67 @@ impl Vm {
                     .collect();
                 return Err(VmError::ShareEnded { tags });
             }
-            if let (Some(index), Some(fd)) = (stdin_index, stdin) {
-                if ready[index] {
-                    let read = match nix::unistd::read(fd.as_raw_fd(), &mut buffer) {
-                        Ok(read) => read,
-                        Err(nix::Error::EINTR | nix::Error::EAGAIN) => continue,
-                        Err(_) => 0,
-                    };
-                    let mut frame = Vec::with_capacity(read + 5);
-                    encode_frame(FrameKind::Stdin, &buffer[..read], &mut frame);
-                    if read == 0 {
-                        stdin = None;
-                    }
-                    self.deliver(&frame)?;
+            if ready[0] {
+                if !self.receive(&mut buffer)? {
+                    return Err(self.agent_gone());
                 }
+                continue;
             }
-            if let (Some(index), Some(signalfd)) = (signals_index, signals.as_deref_mut()) {
-                if ready[index] {
-                    while let Ok(Some(info)) = signalfd.read_signal() {
-                        let message = HostMessage::Signal {
-                            signal: info.ssi_signo as i32,
-                        };
-                        self.deliver(&encode_message(&message))?;
-                    }
-                }
-            }
-            if ready[0] && !self.receive(&mut buffer)? {
-                return Err(self.agent_gone());
+            if let Some(index) = ready[watched_from..].iter().position(|&ready| ready) {
+                return Ok(Event::Ready(index));
             }
         }
+    }
+
+    /// What a frame from the guest means to the caller, if anything.
+    fn event(
+        &mut self,
+        frame: crate::protocol::Frame,
+        dns: Option<&mut crate::dns_relay::HostDns>,
+    ) -> Result<Option<Event>, VmError> {
+        let stream = match frame.kind {
+            FrameKind::Stdout => OutputStream::Stdout,
+            FrameKind::Stderr => OutputStream::Stderr,
+            FrameKind::DnsQuery => {
+                if let Some(dns) = dns {
+                    dns.query(&frame.payload);
+                }
+                return Ok(None);
+            }
+            FrameKind::Stdin | FrameKind::DnsAnswer => {
+                return Err(VmError::Unexpected {
+                    message: format!("a {:?} frame from the guest", frame.kind),
+                })
+            }
+            FrameKind::Message => {
+                return match frame.message::<GuestMessage>()? {
+                    GuestMessage::Started { process, pid } => {
+                        Ok(Some(Event::Started { process, pid }))
+                    }
+                    GuestMessage::Exited {
+                        process,
+                        code,
+                        error,
+                    } => Ok(Some(Event::Exited {
+                        process,
+                        exit: Exit { code, error },
+                    })),
+                    GuestMessage::Processes(table) => Ok(Some(Event::Processes(table))),
+                    GuestMessage::SetupFailed { error } => {
+                        Err(VmError::GuestSetup { message: error })
+                    }
+                    other @ GuestMessage::Ready(_) => Err(VmError::Unexpected {
+                        message: format!("{other:?}"),
+                    }),
+                }
+            }
+        };
+        let (process, bytes) = frame.stream()?;
+        Ok(Some(Event::Output {
+            process,
+            stream,
+            bytes: bytes.to_vec(),
+        }))
     }
 
     /// Writes `frame` to the agent; QEMU's end gone is the agent gone.

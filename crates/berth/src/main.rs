@@ -18,12 +18,14 @@ fn main() {
     }
     // A VM container's shim (berth-engine `containers/vm`), started by its
     // monitor: its stdio is the container's, so nothing else may print.
-    if std::env::args_os().nth(1).as_deref()
-        == Some(std::ffi::OsStr::new(
-            berth_engine::containers::vm::shim::SHIM_COMMAND,
-        ))
-    {
+    let hidden = std::env::args_os().nth(1);
+    let hidden = hidden.as_deref().and_then(std::ffi::OsStr::to_str);
+    if hidden == Some(berth_engine::containers::vm::shim::SHIM_COMMAND) {
         std::process::exit(berth_engine::containers::vm::shim::run());
+    }
+    // A VM container's exec relay likewise: its stdio is the exec's.
+    if hidden == Some(berth_engine::containers::vm::exec::EXEC_COMMAND) {
+        std::process::exit(berth_engine::containers::vm::exec::run());
     }
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,

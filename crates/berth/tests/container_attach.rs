@@ -5,6 +5,7 @@
 
 mod support;
 
+use support::terminal::{window, TerminalRun};
 use support::Berth;
 
 fn busybox() -> Berth {
@@ -91,68 +92,6 @@ fn signals_sent_to_the_attached_cli_reach_the_container() {
     assert_eq!(line, "got TERM\n");
 }
 
-fn window(rows: u16, cols: u16) -> libc::winsize {
-    libc::winsize {
-        ws_row: rows,
-        ws_col: cols,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    }
-}
-
-/// `berth ARGS` running with its stdio on a terminal of its own.
-struct TerminalRun {
-    child: std::process::Child,
-    master: std::os::fd::OwnedFd,
-}
-
-impl TerminalRun {
-    fn start(berth: &Berth, args: &[&str], size: libc::winsize) -> Self {
-        let pty = nix::pty::openpty(Some(&size), None).unwrap();
-        let slave = || -> std::process::Stdio { pty.slave.try_clone().unwrap().into() };
-        let child = berth
-            .command()
-            .args(args)
-            .stdin(slave())
-            .stdout(slave())
-            .stderr(slave())
-            .spawn()
-            .unwrap();
-        Self {
-            child,
-            master: pty.master,
-        }
-    }
-
-    /// The user resizes the terminal: its new size, and SIGWINCH to the CLI.
-    fn resize(&self, size: libc::winsize) {
-        berth_runtime::console::set_window_size(&self.master, &size);
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGWINCH,
-        )
-        .unwrap();
-    }
-
-    /// What the run wrote on the terminal (without carriage returns), once
-    /// the CLI has exited successfully.
-    fn output(mut self) -> String {
-        use std::io::Read;
-        let mut output = Vec::new();
-        let mut master = std::fs::File::from(self.master);
-        let mut buffer = [0u8; 1024];
-        // EIO once the last slave end is closed (the CLI exited).
-        while let Ok(read) = master.read(&mut buffer) {
-            if read == 0 {
-                break;
-            }
-            output.extend_from_slice(&buffer[..read]);
-        }
-        assert!(self.child.wait().unwrap().success());
-        String::from_utf8_lossy(&output).replace('\r', "")
-    }
-}
-
 /// The container's terminal has the user's size before its program starts
 /// (OCI's consoleSize): a program reading it at once never sees 0×0.
 #[test]
@@ -195,4 +134,22 @@ fn terminal_size_follows_the_users_terminal() {
     std::thread::sleep(std::time::Duration::from_millis(600));
     run.resize(window(40, 120));
     assert_eq!(run.output(), "30 100\n40 120\n");
+    // exec -it too (Docker's exec resize).
+    let id = berth.run_detached(&["busybox", "sleep", "100"]);
+    let mut exec = TerminalRun::start(
+        &berth,
+        &[
+            "exec",
+            "-it",
+            &id,
+            "sh",
+            "-c",
+            "stty size; sleep 1; stty size",
+        ],
+        window(20, 60),
+    );
+    exec.wait_for("20 60", 30);
+    exec.resize(window(25, 70));
+    assert_eq!(exec.output(), "20 60\n25 70\n");
+    berth.run(&["rm", "-f", &id]).ok();
 }

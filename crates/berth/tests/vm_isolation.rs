@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use support::containers::{mounts_under, pid_alive, wait_until};
+use support::terminal::{window, TerminalRun};
 use support::{Berth, Run};
 
 /// What every VM run here adds: berth's microVM backend, and no network
@@ -198,17 +199,18 @@ fn vm_processes(shim: i32) -> Vec<i32> {
     let mut pids = vec![shim];
     let mut index = 0;
     while index < pids.len() {
-        let pid = pids[index];
-        let children =
-            fs_err::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-        pids.extend(
-            children
-                .split_whitespace()
-                .filter_map(|pid| pid.parse::<i32>().ok()),
-        );
+        pids.extend(children_of(pids[index]));
         index += 1;
     }
     pids
+}
+
+fn children_of(pid: i32) -> Vec<i32> {
+    fs_err::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|pid| pid.parse::<i32>().ok())
+        .collect()
 }
 
 fn command_of(pid: i32) -> String {
@@ -391,24 +393,6 @@ fn stop_kill_pause_and_logs_of_a_vm_container() {
     berth.run(&["pause", &id]).ok();
     assert_eq!(berth.inspect(&id, "{{.State.Status}}"), "paused");
     berth.run(&["unpause", &id]).ok();
-    // Not yet: a clear refusal, not a wrong answer.
-    let refused = berth.run(&["exec", &id, "true"]);
-    assert_ne!(refused.code(), 0);
-    assert!(
-        refused
-            .stderr()
-            .contains("exec is not supported for VM containers yet"),
-        "{}",
-        refused.stderr()
-    );
-    let refused = berth.run(&["top", &id]);
-    assert!(
-        refused
-            .stderr()
-            .contains("top is not supported for VM containers yet"),
-        "{}",
-        refused.stderr()
-    );
     berth.run(&["stop", &id]).ok();
     assert_eq!(berth.inspect(&id, "{{.State.ExitCode}}"), "42");
     let logs = berth.run(&["logs", &id]).ok();
@@ -440,6 +424,197 @@ fn stop_kill_pause_and_logs_of_a_vm_container() {
     assert_eq!(berth.inspect(&id, "{{.State.ExitCode}}"), "137");
     berth.run(&["rm", &id]).ok();
     berth.assert_nothing_left(&id, &restarted);
+}
+
+/// `exec` and `top` reach the guest's processes: output and exit codes as a
+/// namespace container's exec gives them, several at once, `-d`, a killed
+/// exec, and health checks (each probe an exec).
+#[test]
+fn exec_top_and_health_checks_of_a_vm_container() {
+    let Some(berth) = VmBerth::new() else { return };
+    let vm = berth.run_detached(&[
+        "--health-cmd",
+        "test -f /tmp/healthy",
+        "--health-interval",
+        "1s",
+        "busybox",
+        "sleep",
+        "600",
+    ]);
+    let namespaces = berth
+        .run(&["run", "-d", "--network", "none", "busybox", "sleep", "600"])
+        .ok()
+        .trim()
+        .to_owned();
+    // (exec options, command, stdin)
+    type Case<'a> = (&'a [&'a str], &'a [&'a str], Option<&'a [u8]>);
+    let cases: &[Case] = &[
+        (&[], &["sh", "-c", "echo out; echo err >&2; exit 3"], None),
+        (&[], &["no-such-program"], None),
+        (
+            &["-u", "1000", "-w", "/tmp", "-e", "FOO=bar baz"],
+            &["sh", "-c", "id; pwd; echo $FOO"],
+            None,
+        ),
+        (
+            &["-i"],
+            &["sh", "-c", "cat; echo done"],
+            Some(b"one\ntwo\n"),
+        ),
+        // The exec is in the container's pid namespace, with its caps.
+        (
+            &[],
+            &[
+                "sh",
+                "-c",
+                "ps -o pid,comm | grep -c sleep; grep CapEff /proc/self/status",
+            ],
+            None,
+        ),
+        (
+            &["--privileged"],
+            &["sh", "-c", "grep CapEff /proc/self/status"],
+            None,
+        ),
+    ];
+    for (options, args, stdin) in cases {
+        let exec = |id: &str| {
+            let mut all = vec!["exec"];
+            all.extend_from_slice(options);
+            all.push(id);
+            all.extend_from_slice(args);
+            berth.run_with_stdin(&all, *stdin)
+        };
+        let (in_vm, in_namespaces) = (exec(&vm), exec(&namespaces));
+        assert_eq!(
+            (in_vm.code(), in_vm.stdout(), in_vm.stderr()),
+            (
+                in_namespaces.code(),
+                in_namespaces.stdout(),
+                in_namespaces.stderr()
+            ),
+            "{options:?} {args:?}: the VM (left) differs from namespaces (right)"
+        );
+    }
+    // Several at once, each with its own output and exit code.
+    let children: Vec<_> = (0..4)
+        .map(|n| {
+            let mut command = berth.command();
+            command
+                .args(["exec", &vm, "sh", "-c"])
+                .arg(format!("sleep 1; echo exec {n}; exit {n}"))
+                .stdout(std::process::Stdio::piped());
+            command.spawn().unwrap()
+        })
+        .collect();
+    for (n, child) in children.into_iter().enumerate() {
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(n as i32));
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            format!("exec {n}\n")
+        );
+    }
+    // top: the guest's processes in ps -ef's columns.
+    let top = berth.run(&["top", &vm]).ok();
+    let mut lines = top.lines();
+    assert_eq!(
+        lines.next().unwrap().split_whitespace().collect::<Vec<_>>(),
+        ["UID", "PID", "PPID", "C", "STIME", "TTY", "TIME", "CMD"],
+        "{top}"
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 1, "only the container's processes: {top}");
+    assert!(
+        rows[0].starts_with("root") && rows[0].ends_with("sleep 600"),
+        "{top}"
+    );
+    let refused = berth.run(&["top", &vm, "aux"]);
+    assert_ne!(refused.code(), 0);
+    assert!(
+        refused.stderr().contains("other than -ef"),
+        "{}",
+        refused.stderr()
+    );
+    // The health check passes once its file is there (written by `exec -d`).
+    berth
+        .run(&["exec", "-d", &vm, "touch", "/tmp/healthy"])
+        .ok();
+    wait_until(60.0, "the VM container to be healthy", || {
+        berth.inspect(&vm, "{{.State.Health.Status}}") == "healthy"
+    });
+    // A killed exec's process goes with it (its pid, which berth waits for,
+    // is the host relay's).
+    let mut exec = berth.command();
+    exec.args(["exec", &vm, "sleep", "999"]);
+    let mut child = exec.spawn().unwrap();
+    wait_until(30.0, "the exec in top", || {
+        berth.run(&["top", &vm]).ok().contains("sleep 999")
+    });
+    let relay = children_of(child.id() as i32);
+    assert_eq!(relay.len(), 1, "{relay:?}");
+    assert!(
+        command_of(relay[0]).contains("__vm-exec"),
+        "{}",
+        command_of(relay[0])
+    );
+    kill9(relay[0]);
+    assert_eq!(child.wait().unwrap().code(), Some(137));
+    wait_until(30.0, "the killed exec's process to end", || {
+        !berth.run(&["top", &vm]).ok().contains("sleep 999")
+    });
+    let processes = vm_processes(berth.inspect(&vm, "{{.State.Pid}}").parse().unwrap());
+    berth.run(&["rm", "-f", &vm, &namespaces]).ok();
+    berth.assert_nothing_left(&vm, &processes);
+}
+
+/// `-t`: the guest process's terminal has the user's size from the start
+/// and follows a resize, for `run` and for `exec`; the exit code comes
+/// through.
+#[test]
+fn a_vm_containers_terminal_has_the_users_size() {
+    let Some(berth) = VmBerth::new() else { return };
+    let mut args = vec!["run", "--rm", "-t"];
+    args.extend_from_slice(VM);
+    args.extend_from_slice(&["busybox", "sh", "-c", "tty; stty size; exit 5"]);
+    let mut command = berth.command();
+    command.args(&args);
+    let (output, code) = TerminalRun::start_command(command, window(33, 77)).finish();
+    assert_eq!((output.as_str(), code), ("/dev/pts/0\n33 77\n", Some(5)));
+
+    let mut args = vec!["run", "--rm", "-it"];
+    args.extend_from_slice(VM);
+    args.extend_from_slice(&["busybox", "sh", "-c", "stty size; sleep 2; stty size"]);
+    let mut command = berth.command();
+    command.args(&args);
+    let mut run = TerminalRun::start_command(command, window(30, 100));
+    run.wait_for("30 100", 120);
+    run.resize(window(40, 120));
+    assert_eq!(run.output(), "30 100\n40 120\n");
+
+    let id = berth.run_detached(&["busybox", "sleep", "600"]);
+    let mut command = berth.command();
+    command.args(["exec", "-t", &id, "stty", "size"]);
+    assert_eq!(
+        TerminalRun::start_command(command, window(41, 93)).output(),
+        "41 93\n"
+    );
+    let mut command = berth.command();
+    command.args([
+        "exec",
+        "-it",
+        &id,
+        "sh",
+        "-c",
+        "stty size; sleep 2; stty size",
+    ]);
+    let mut exec = TerminalRun::start_command(command, window(20, 60));
+    exec.wait_for("20 60", 60);
+    exec.resize(window(25, 70));
+    assert_eq!(exec.output(), "20 60\n25 70\n");
+    let processes = vm_processes(berth.inspect(&id, "{{.State.Pid}}").parse().unwrap());
+    berth.run(&["rm", "-f", &id]).ok();
+    berth.assert_nothing_left(&id, &processes);
 }
 
 #[test]
@@ -498,26 +673,12 @@ fn what_a_vm_container_cannot_do_yet_is_refused() {
             "--network container:x is not supported with --isolation=vm",
         ),
         (
-            &["--isolation=vm", "--network", "none", "-t"][..],
-            "--tty is not supported with --isolation=vm",
-        ),
-        (
             &["--isolation=vm", "--network", "none", "--privileged"][..],
             "--privileged is not supported",
         ),
         (
             &["--isolation=vm", "--network", "none", "--pids-limit", "10"][..],
             "--pids-limit is not supported",
-        ),
-        (
-            &[
-                "--isolation=vm",
-                "--network",
-                "none",
-                "--health-cmd",
-                "true",
-            ][..],
-            "health checks are not supported with --isolation=vm yet",
         ),
         (
             &["--isolation=vm", "--mac-address", "02:42:ac:11:00:09"][..],
@@ -540,8 +701,7 @@ fn what_a_vm_container_cannot_do_yet_is_refused() {
     );
     let empty = tempfile::tempdir().unwrap();
     berth.fails_leaving_nothing("PATH", empty.path(), "qemu-system-x86_64");
-    // --no-healthcheck is the way past an image's HEALTHCHECK; and a plain
-    // run works after all those failures.
+    // A plain run works after all those failures.
     let out = berth
         .run(&[
             "run",
@@ -549,7 +709,6 @@ fn what_a_vm_container_cannot_do_yet_is_refused() {
             "--isolation=vm",
             "--network",
             "none",
-            "--no-healthcheck",
             "busybox",
             "echo",
             "ok",

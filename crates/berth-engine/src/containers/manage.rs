@@ -138,6 +138,19 @@ pub fn container_processes(engine: &Engine, text: &str) -> Result<Vec<i32>, Engi
         .map_err(runtime_failure)
 }
 
+/// `top`'s table where the container's backend makes it (see
+/// `Runtime::process_table`).
+pub(super) fn container_process_table(
+    engine: &Engine,
+    container: &Container,
+    ps_args: &[String],
+) -> Result<Option<berth_runtime::ProcessTable>, EngineError> {
+    let container = running(engine, &container.record.id)?;
+    runtime_of(engine, &container)
+        .process_table(runtime_ref(&container), ps_args)
+        .map_err(runtime_failure)
+}
+
 /// `stats --no-stream` data.
 pub fn container_stats(engine: &Engine, container: &Container) -> Result<CgroupStats, EngineError> {
     runtime_of(engine, container)

@@ -4,13 +4,7 @@
 use super::manage::container_processes;
 use crate::{Engine, EngineError};
 
-/// `ps` output for the container: its header's columns and one row per
-/// process, the last column (the command) whole.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ProcessTable {
-    pub titles: Vec<String>,
-    pub processes: Vec<Vec<String>>,
-}
+pub use berth_runtime::ProcessTable;
 
 /// Runs `ps ARGS` (`-ef` when empty) and keeps the container's processes.
 pub fn container_top(
@@ -19,6 +13,10 @@ pub fn container_top(
     ps_args: &[String],
 ) -> Result<ProcessTable, EngineError> {
     let container = super::find_container(engine.store(), engine.config(), text)?;
+    if let Some(table) = super::manage::container_process_table(engine, &container, ps_args)? {
+        crate::events::emit_container(engine.store(), "top", &container.record);
+        return Ok(table);
+    }
     let pids = container_processes(engine, &container.record.id)?;
     let options = if ps_args.is_empty() {
         vec!["-ef".to_owned()]

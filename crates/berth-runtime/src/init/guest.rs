@@ -12,6 +12,7 @@
 //!   then limits, identity, capabilities, no_new_privs and seccomp, and
 //!   `execve`.
 
+use std::os::fd::OwnedFd;
 use std::path::Path;
 
 use super::{exec, mounts, InitFailure, InitResult};
@@ -32,14 +33,20 @@ pub fn arrange_shared_root(spec: &ContainerSpec) -> Result<(), InitFailure> {
 
 /// In the guest: enters the container whose root the agent mounted at
 /// `root` and execs its process; returns only why it could not.
-pub fn enter_guest_container(spec: &ContainerSpec, root: &Path) -> InitFailure {
-    match enter(spec, root) {
+/// With `console` (`-t`), the process gets a terminal made in the
+/// container's devpts, whose master goes to the agent over that socket.
+pub fn enter_guest_container(
+    spec: &ContainerSpec,
+    root: &Path,
+    console: Option<&OwnedFd>,
+) -> InitFailure {
+    match enter(spec, root, console) {
         Ok(never) => match never {},
         Err(failure) => failure,
     }
 }
 
-fn enter(spec: &ContainerSpec, root: &Path) -> InitResult<super::Never> {
+fn enter(spec: &ContainerSpec, root: &Path, console: Option<&OwnedFd>) -> InitResult<super::Never> {
     super::set_container_umask();
     super::reset_signals();
     mounts::private_propagation()?;
@@ -60,5 +67,9 @@ fn enter(spec: &ContainerSpec, root: &Path) -> InitResult<super::Never> {
         ..spec.clone()
     };
     mounts::after_pivot(&in_guest)?;
+    if let Some(console) = console {
+        let slave = super::terminal(console, true, spec.process.console_size)?;
+        super::set_stdio(&slave, &slave, &slave, true)?;
+    }
     exec::finish_and_exec(&spec.process)
 }

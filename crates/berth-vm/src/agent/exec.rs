@@ -15,8 +15,11 @@ use nix::sys::signalfd::SignalFd;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
+use std::collections::BTreeMap;
+
 use crate::protocol::{
-    encode_frame, encode_message, FrameDecoder, FrameKind, GuestMessage, HostMessage, RunRequest,
+    encode_message, encode_stream, ExecRequest, FrameDecoder, FrameKind, GuestMessage, HostMessage,
+    ProcessId, RunRequest, MAIN_PROCESS,
 };
 
 /// Docker's default `PATH` (the one runc and Docker put in a container with
@@ -48,11 +51,35 @@ pub(super) enum Outcome {
     Shutdown,
 }
 
+/// One running process of the session: the `Run`'s or an `Exec`'s.
+struct Process {
+    pid: Pid,
+    /// Where its stdin frames go (a pipe, or the terminal's master).
+    stdin: Option<fs_err::File>,
+    /// What its output is read from: stdout and stderr pipes, or the
+    /// terminal's master alone (as stdout).
+    outputs: Pipes,
+    /// The terminal's master, for `Resize`.
+    terminal: Option<OwnedFd>,
+    /// Its exit code once reaped.
+    code: Option<i32>,
+}
+
+/// A process that has started.
+struct Spawned {
+    pid: Pid,
+    stdin: Option<fs_err::File>,
+    outputs: Pipes,
+    terminal: Option<OwnedFd>,
+}
+
 /// Runs `request`, sending its output to the host as it comes and taking
 /// its stdin and signals from the host, and returns when the process has
 /// exited (reaping any orphan on the way: the agent is PID 1). `Started` is
-/// sent once the process runs. An `Err` is a failure of the channel, not of
-/// the process.
+/// sent once the process runs. While it runs, the host may start further
+/// processes in the container (`Exec`), list them (`ListProcesses`) and
+/// resize their terminals. An `Err` is a failure of the channel, not of the
+/// process.
 pub(super) fn run(
     request: &RunRequest,
     root: Option<&Path>,
@@ -61,65 +88,33 @@ pub(super) fn run(
     decoder: &mut FrameDecoder,
     mut dns: Option<&mut crate::dns_relay::GuestDns>,
 ) -> io::Result<Outcome> {
-    let (stdin_read, mut stdin_write) = if request.stdin {
-        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        (
-            Some(read),
-            Some(fs_err::File::from_parts(
-                std::fs::File::from(write),
-                "stdin",
-            )),
-        )
-    } else {
-        (None, None)
-    };
     let spawned = match (&request.container, root) {
-        (Some(spec), Some(root)) => spawn_container(spec, root, stdin_read),
+        (Some(spec), Some(root)) => spawn_container(spec, root, request.stdin),
         (Some(_), None) => Err(Finished::failed(
             125,
             "a container needs a root share".to_string(),
         )),
-        (None, _) => spawn(request, root, stdin_read),
+        (None, _) => spawn(request, root),
     };
-    let (pid, mut pipes) = match spawned {
+    let main = match spawned {
         Ok(spawned) => spawned,
         Err(finished) => return Ok(Outcome::Finished(finished)),
     };
-    send_message(port, &GuestMessage::Started { pid: pid.as_raw() })?;
-    for (_, pipe) in pipes.iter().flatten() {
-        fcntl(
-            pipe.as_fd().as_raw_fd(),
-            FcntlArg::F_SETFL(OFlag::O_NONBLOCK),
-        )?;
-    }
+    let main_pid = main.pid;
+    send_message(
+        port,
+        &GuestMessage::Started {
+            process: MAIN_PROCESS,
+            pid: main_pid.as_raw(),
+        },
+    )?;
+    let mut processes = BTreeMap::new();
+    processes.insert(MAIN_PROCESS, Process::running(main)?);
     let mut buffer = vec![0u8; 64 * 1024];
-    let mut frame = Vec::new();
-    let mut output = |port: &mut fs_err::File, kind: FrameKind, data: &[u8]| {
-        frame.clear();
-        encode_frame(kind, data, &mut frame);
-        port.write_all(&frame)
-    };
-    let mut code = None;
     let mut shutdown = false;
     loop {
-        if let Some(code) = code {
-            // The process is gone: send what it left in the pipes and stop,
-            // even if an orphan still holds them open.
-            for slot in &mut pipes {
-                while let Some((kind, pipe)) = slot {
-                    match pipe.read(&mut buffer) {
-                        Ok(0) => *slot = None,
-                        Ok(read) => output(port, *kind, &buffer[..read])?,
-                        Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
-                        Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                        Err(_) => *slot = None,
-                    }
-                }
-            }
-            if shutdown {
-                return Ok(Outcome::Shutdown);
-            }
-            return Ok(Outcome::Finished(Finished { code, error: None }));
+        if let Some(outcome) = send_exits(&mut processes, port, &mut buffer, shutdown)? {
+            return Ok(outcome);
         }
         let mut fds = vec![
             PollFd::new(children.as_fd(), PollFlags::POLLIN),
@@ -130,12 +125,14 @@ pub(super) fn run(
             fds.len() - 1
         });
         let pipes_from = fds.len();
-        let open: Vec<usize> = (0..pipes.len())
-            .filter(|&index| pipes[index].is_some())
-            .collect();
-        for &index in &open {
-            let (_, pipe) = pipes[index].as_ref().expect("only open pipes are listed");
-            fds.push(PollFd::new(pipe.as_fd(), PollFlags::POLLIN));
+        let mut open = Vec::new();
+        for (&id, process) in &processes {
+            for (slot, output) in process.outputs.iter().enumerate() {
+                if let Some((_, pipe)) = output {
+                    fds.push(PollFd::new(pipe.as_fd(), PollFlags::POLLIN));
+                    open.push((id, slot));
+                }
+            }
         }
         match poll(&mut fds, PollTimeout::NONE) {
             Ok(_) => {}
@@ -146,61 +143,44 @@ pub(super) fn run(
         let children_ready = ready(&fds[0]);
         let port_ready = ready(&fds[1]);
         let dns_ready = dns_index.is_some_and(|index| ready(&fds[index]));
-        let pipes_ready: Vec<usize> = open
+        let pipes_ready: Vec<(ProcessId, usize)> = open
             .iter()
             .zip(&fds[pipes_from..])
             .filter(|(_, fd)| ready(fd))
-            .map(|(&i, _)| i)
+            .map(|(&slot, _)| slot)
             .collect();
         drop(fds);
-        for index in pipes_ready {
-            let slot = &mut pipes[index];
-            if let Some((kind, pipe)) = slot {
-                match pipe.read(&mut buffer) {
-                    Ok(0) => *slot = None,
-                    Ok(read) => output(port, *kind, &buffer[..read])?,
-                    Err(error)
-                        if matches!(
-                            error.kind(),
-                            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                        ) => {}
-                    Err(_) => *slot = None,
-                }
+        for (id, slot) in pipes_ready {
+            if let Some(process) = processes.get_mut(&id) {
+                process.read_output(port, id, slot, &mut buffer)?;
             }
         }
         if port_ready {
             let read = port.read(&mut buffer)?;
             if read == 0 {
                 // The host is gone: so is the container.
-                let _ = kill(pid, Signal::SIGKILL);
+                let _ = kill(main_pid, Signal::SIGKILL);
                 return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
             }
             decoder.push(&buffer[..read]);
             while let Some(frame) = decoder.next_frame().map_err(io::Error::other)? {
                 match frame.kind {
-                    FrameKind::Stdin if frame.payload.is_empty() => stdin_write = None,
                     FrameKind::Stdin => {
-                        if let Some(stdin) = &mut stdin_write {
-                            // A process that closed its stdin loses the rest.
-                            if stdin.write_all(&frame.payload).is_err() {
-                                stdin_write = None;
-                            }
+                        let (id, bytes) = frame.stream().map_err(io::Error::other)?;
+                        if let Some(process) = processes.get_mut(&id) {
+                            process.input(bytes);
                         }
                     }
-                    FrameKind::Message => match frame.message::<HostMessage>() {
-                        Ok(HostMessage::Signal { signal }) => {
-                            if let Ok(signal) = Signal::try_from(signal) {
-                                let _ = kill(pid, signal);
-                            }
-                        }
-                        Ok(HostMessage::Shutdown) => {
+                    FrameKind::Message => {
+                        let message = frame.message::<HostMessage>().map_err(io::Error::other)?;
+                        let session = Session {
+                            main: main_pid,
+                            root,
+                        };
+                        if session.handle(message, &mut processes, port)? {
                             shutdown = true;
-                            let _ = kill(pid, Signal::SIGKILL);
                         }
-                        Ok(HostMessage::Run(_)) | Err(_) => {
-                            return Err(io::Error::other("unexpected message during a run"))
-                        }
-                    },
+                    }
                     FrameKind::DnsAnswer => {
                         if let Some(dns) = dns.as_deref_mut() {
                             dns.answer(&frame.payload);
@@ -221,8 +201,215 @@ pub(super) fn run(
         }
         if children_ready {
             while children.read_signal().ok().flatten().is_some() {}
-            code = reap(pid).or(code);
+            for (pid, code) in reap() {
+                if let Some(process) = processes.values_mut().find(|p| p.pid == pid) {
+                    process.code = Some(code);
+                }
+            }
         }
+    }
+}
+
+/// Sends `Exited` for each exec that has ended (after its output), and when
+/// the run's process has ended, for it (last: when it ends, the other
+/// processes of its pid namespace were ended, and reaped, before it): the
+/// session's outcome then.
+fn send_exits(
+    processes: &mut BTreeMap<ProcessId, Process>,
+    port: &mut fs_err::File,
+    buffer: &mut [u8],
+    shutdown: bool,
+) -> io::Result<Option<Outcome>> {
+    let main_ended = processes[&MAIN_PROCESS].code.is_some();
+    let ended: Vec<ProcessId> = processes
+        .iter()
+        .filter(|(&id, process)| id != MAIN_PROCESS && (main_ended || process.code.is_some()))
+        .map(|(&id, _)| id)
+        .collect();
+    for id in ended {
+        let mut process = processes.remove(&id).expect("listed above");
+        process.drain(port, id, buffer)?;
+        // Not reaped yet (only possible once the run's process ended): gone
+        // with its pid namespace.
+        let code = process.code.unwrap_or(137);
+        let exited = GuestMessage::Exited {
+            process: id,
+            code,
+            error: None,
+        };
+        send_message(port, &exited)?;
+    }
+    let main = processes
+        .get_mut(&MAIN_PROCESS)
+        .expect("the run's process stays until the end");
+    let Some(code) = main.code else {
+        return Ok(None);
+    };
+    main.drain(port, MAIN_PROCESS, buffer)?;
+    Ok(Some(if shutdown {
+        Outcome::Shutdown
+    } else {
+        Outcome::Finished(Finished { code, error: None })
+    }))
+}
+
+/// What a control message during a run needs to know.
+struct Session<'a> {
+    /// The run's process (the container's pid 1).
+    main: Pid,
+    root: Option<&'a Path>,
+}
+
+impl Session<'_> {
+    /// Acts on one message from the host; true for `Shutdown`.
+    fn handle(
+        &self,
+        message: HostMessage,
+        processes: &mut BTreeMap<ProcessId, Process>,
+        port: &mut fs_err::File,
+    ) -> io::Result<bool> {
+        match message {
+            HostMessage::Signal { process, signal } => {
+                if let (Some(process), Ok(signal)) =
+                    (processes.get(&process), Signal::try_from(signal))
+                {
+                    let _ = kill(process.pid, signal);
+                }
+            }
+            HostMessage::Resize {
+                process,
+                rows,
+                columns,
+            } => {
+                if let Some(terminal) = processes.get(&process).and_then(|p| p.terminal.as_ref()) {
+                    berth_runtime::console::set_window_size(terminal, &window(rows, columns));
+                }
+            }
+            HostMessage::Exec { process, request } => {
+                if processes.contains_key(&process) {
+                    return Err(io::Error::other(format!(
+                        "process {process} is already running"
+                    )));
+                }
+                let root = self.root.unwrap_or(Path::new("/"));
+                match spawn_exec(self.main, &request, root) {
+                    Ok(spawned) => {
+                        let pid = spawned.pid.as_raw();
+                        processes.insert(process, Process::running(spawned)?);
+                        send_message(port, &GuestMessage::Started { process, pid })?;
+                    }
+                    Err(finished) => {
+                        let exited = GuestMessage::Exited {
+                            process,
+                            code: finished.code,
+                            error: finished.error,
+                        };
+                        send_message(port, &exited)?;
+                    }
+                }
+            }
+            HostMessage::ListProcesses => {
+                let table = super::processes::table(self.main, self.root);
+                send_message(port, &GuestMessage::Processes(table))?;
+            }
+            HostMessage::Shutdown => {
+                let _ = kill(self.main, Signal::SIGKILL);
+                return Ok(true);
+            }
+            HostMessage::Run(_) => return Err(io::Error::other("a second run during a run")),
+        }
+        Ok(false)
+    }
+}
+
+impl Process {
+    fn running(spawned: Spawned) -> io::Result<Process> {
+        for (_, pipe) in spawned.outputs.iter().flatten() {
+            fcntl(
+                pipe.as_fd().as_raw_fd(),
+                FcntlArg::F_SETFL(OFlag::O_NONBLOCK),
+            )?;
+        }
+        Ok(Process {
+            pid: spawned.pid,
+            stdin: spawned.stdin,
+            outputs: spawned.outputs,
+            terminal: spawned.terminal,
+            code: None,
+        })
+    }
+
+    /// Input from the host; empty: the end of it. A process that closed its
+    /// stdin loses the rest.
+    fn input(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            // A terminal stays open to the end (as Docker's does: the
+            // master is the process's output too).
+            if self.terminal.is_none() {
+                self.stdin = None;
+            }
+        } else if let Some(stdin) = &mut self.stdin {
+            if stdin.write_all(bytes).is_err() {
+                self.stdin = None;
+            }
+        }
+    }
+
+    /// One read of output `slot`; sent to the host as that process's.
+    fn read_output(
+        &mut self,
+        port: &mut fs_err::File,
+        id: ProcessId,
+        slot: usize,
+        buffer: &mut [u8],
+    ) -> io::Result<()> {
+        let output = &mut self.outputs[slot];
+        if let Some((kind, pipe)) = output {
+            match pipe.read(buffer) {
+                Ok(0) => *output = None,
+                Ok(read) => send_stream(port, *kind, id, &buffer[..read])?,
+                Err(error)
+                    if matches!(
+                        error.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) => {}
+                // A terminal's master reads EIO once the last slave closed.
+                Err(_) => *output = None,
+            }
+        }
+        Ok(())
+    }
+
+    /// The process is gone: sends what it left in its outputs, without
+    /// waiting for an orphan that still holds them open.
+    fn drain(
+        &mut self,
+        port: &mut fs_err::File,
+        id: ProcessId,
+        buffer: &mut [u8],
+    ) -> io::Result<()> {
+        for slot in 0..self.outputs.len() {
+            while self.outputs[slot].is_some() {
+                let (kind, pipe) = self.outputs[slot].as_mut().expect("checked");
+                match pipe.read(buffer) {
+                    Ok(0) => self.outputs[slot] = None,
+                    Ok(read) => send_stream(port, *kind, id, &buffer[..read])?,
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => self.outputs[slot] = None,
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn window(rows: u16, columns: u16) -> libc::winsize {
+    libc::winsize {
+        ws_row: rows,
+        ws_col: columns,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
     }
 }
 
@@ -230,8 +417,123 @@ fn send_message(port: &mut fs_err::File, message: &GuestMessage) -> io::Result<(
     port.write_all(&encode_message(message))
 }
 
+fn send_stream(
+    port: &mut fs_err::File,
+    kind: FrameKind,
+    process: ProcessId,
+    bytes: &[u8],
+) -> io::Result<()> {
+    let mut frame = Vec::with_capacity(bytes.len() + 9);
+    encode_stream(kind, process, bytes, &mut frame);
+    port.write_all(&frame)
+}
+
 /// The process's output pipes, as the run loop reads them.
 type Pipes = [Option<(FrameKind, Box<dyn Pipe>)>; 2];
+
+/// A process's standard streams before it starts: the child's ends, and
+/// the agent's (pipes, or the console socket the process sends its
+/// terminal's master over).
+struct Streams {
+    child: berth_runtime::Stdio,
+    stdin: Option<fs_err::File>,
+    outputs: Pipes,
+    console: Option<OwnedFd>,
+}
+
+impl Streams {
+    fn new(stdin: bool, tty: bool) -> Result<Streams, Finished> {
+        let failed = |error: nix::Error| Finished::failed(125, format!("make the stdio: {error}"));
+        if tty {
+            let (agent_end, process_end) =
+                berth_runtime::console::console_socket_pair().map_err(failed)?;
+            return Ok(Streams {
+                child: berth_runtime::Stdio {
+                    stdin: null_fd()?,
+                    stdout: null_fd()?,
+                    stderr: null_fd()?,
+                    console: Some(process_end),
+                },
+                stdin: None,
+                outputs: [None, None],
+                console: Some(agent_end),
+            });
+        }
+        let (child_stdin, stdin) = if stdin {
+            let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(failed)?;
+            let write = fs_err::File::from_parts(std::fs::File::from(write), "stdin");
+            (read, Some(write))
+        } else {
+            (null_fd()?, None)
+        };
+        let (out_read, out_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(failed)?;
+        let (err_read, err_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(failed)?;
+        Ok(Streams {
+            child: berth_runtime::Stdio {
+                stdin: child_stdin,
+                stdout: out_write,
+                stderr: err_write,
+                console: None,
+            },
+            stdin,
+            outputs: [
+                Some((FrameKind::Stdout, pipe(out_read))),
+                Some((FrameKind::Stderr, pipe(err_read))),
+            ],
+            console: None,
+        })
+    }
+
+    /// Hands the child's ends over (to a process that is about to start).
+    fn take_child(&mut self) -> Result<berth_runtime::Stdio, Finished> {
+        let closed = berth_runtime::Stdio {
+            stdin: null_fd()?,
+            stdout: null_fd()?,
+            stderr: null_fd()?,
+            console: None,
+        };
+        Ok(std::mem::replace(&mut self.child, closed))
+    }
+
+    /// The process runs: with a terminal, its master (which it sent before
+    /// its `execve`) is both its input and its output.
+    fn started(self, pid: Pid) -> Result<Spawned, Finished> {
+        let Some(console) = self.console else {
+            return Ok(Spawned {
+                pid,
+                stdin: self.stdin,
+                outputs: self.outputs,
+                terminal: None,
+            });
+        };
+        let master = berth_runtime::console::receive_fd(console.as_raw_fd()).map_err(|error| {
+            let _ = kill(pid, Signal::SIGKILL);
+            Finished::failed(125, format!("receive the terminal: {error}"))
+        })?;
+        let copy = |fd: &OwnedFd| {
+            fd.try_clone()
+                .map_err(|error| Finished::failed(125, format!("copy the terminal: {error}")))
+        };
+        let input = fs_err::File::from_parts(std::fs::File::from(copy(&master)?), "terminal");
+        let output = pipe(copy(&master)?);
+        Ok(Spawned {
+            pid,
+            stdin: Some(input),
+            outputs: [Some((FrameKind::Stdout, output)), None],
+            terminal: Some(master),
+        })
+    }
+}
+
+fn pipe(fd: OwnedFd) -> Box<dyn Pipe> {
+    Box::new(std::fs::File::from(fd))
+}
+
+fn null_fd() -> Result<OwnedFd, Finished> {
+    fs_err::File::open("/dev/null")
+        .map(|file| OwnedFd::from(file.into_parts().0))
+        .map_err(|error| Finished::failed(125, error.to_string()))
+}
 
 /// Starts a container's process (see `RunRequest::container`): cloned into
 /// new pid and mount namespaces, where berth-runtime's guest half enters the
@@ -240,30 +542,22 @@ type Pipes = [Option<(FrameKind, Box<dyn Pipe>)>; 2];
 fn spawn_container(
     spec: &berth_runtime::ContainerSpec,
     root: &Path,
-    stdin: Option<OwnedFd>,
-) -> Result<(Pid, Pipes), Finished> {
+    stdin: bool,
+) -> Result<Spawned, Finished> {
     let failed = |error: nix::Error| Finished::failed(125, format!("start the process: {error}"));
-    let stdin = match stdin {
-        Some(stdin) => stdin,
-        None => OwnedFd::from(
-            fs_err::File::open("/dev/null")
-                .map_err(|error| Finished::failed(125, error.to_string()))?
-                .into_parts()
-                .0,
-        ),
-    };
-    let (out_read, out_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(failed)?;
-    let (err_read, err_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(failed)?;
+    let mut streams = Streams::new(stdin, spec.process.tty)?;
+    let child = streams.take_child()?;
     let (report_read, report_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(failed)?;
     let forked = berth_runtime::clone::clone3(libc::CLONE_NEWPID | libc::CLONE_NEWNS, None)
         .map_err(failed)?;
     let pid = match forked {
         berth_runtime::clone::Forked::Child => {
-            for (fd, target) in [(&stdin, 0), (&out_write, 1), (&err_write, 2)] {
+            for (fd, target) in [(&child.stdin, 0), (&child.stdout, 1), (&child.stderr, 2)] {
                 // SAFETY: dup2 onto 0..2 in the child, which owns `fd`.
                 unsafe { libc::dup2(fd.as_raw_fd(), target) };
             }
-            let failure = berth_runtime::init::enter_guest_container(spec, root);
+            let failure =
+                berth_runtime::init::enter_guest_container(spec, root, child.console.as_ref());
             let bytes = serde_json::to_vec(&failure).unwrap_or_default();
             let mut report = std::fs::File::from(report_write);
             let _ = report.write_all(&bytes);
@@ -272,7 +566,7 @@ fn spawn_container(
         }
         berth_runtime::clone::Forked::Parent { child, .. } => child,
     };
-    drop((stdin, out_write, err_write, report_write));
+    drop((child, report_write));
     let mut report = Vec::new();
     let _ = std::fs::File::from(report_read).read_to_end(&mut report);
     if !report.is_empty() {
@@ -284,30 +578,33 @@ fn spawn_container(
             },
         );
     }
-    let out = std::fs::File::from(out_read);
-    let err = std::fs::File::from(err_read);
-    Ok((
-        pid,
-        [
-            Some((FrameKind::Stdout, Box::new(out) as Box<dyn Pipe>)),
-            Some((FrameKind::Stderr, Box::new(err) as Box<dyn Pipe>)),
-        ],
-    ))
+    streams.started(pid)
+}
+
+/// Starts an `Exec`'s process in the container whose first process is
+/// `main` (berth-runtime's exec, the guest's variant: its pid and mount
+/// namespaces, `chroot` into `root`); Docker's exec answers any start
+/// failure with 126.
+fn spawn_exec(main: Pid, request: &ExecRequest, root: &Path) -> Result<Spawned, Finished> {
+    let mut streams = Streams::new(request.stdin, request.process.tty)?;
+    let child = streams.take_child()?;
+    match berth_runtime::exec::exec_in_guest(main.as_raw(), &request.process, child, root) {
+        Ok(pid) => streams.started(pid),
+        Err(error) => Err(Finished::failed(126, super::error_chain(&error))),
+    }
 }
 
 trait Pipe: Read + AsFd {}
 impl<T: Read + AsFd> Pipe for T {}
 
-/// Reaps every child that has exited; the exit code of `pid` if it is one.
-fn reap(pid: Pid) -> Option<i32> {
-    let mut code = None;
+/// Reaps every child that has exited: each one's pid and exit code.
+fn reap() -> Vec<(Pid, i32)> {
+    let mut reaped = Vec::new();
     loop {
         match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(exited, status)) if exited == pid => code = Some(status),
-            Ok(WaitStatus::Signaled(exited, signal, _)) if exited == pid => {
-                code = Some(128 + signal as i32)
-            }
-            Ok(WaitStatus::StillAlive) | Err(_) => return code,
+            Ok(WaitStatus::Exited(pid, status)) => reaped.push((pid, status)),
+            Ok(WaitStatus::Signaled(pid, signal, _)) => reaped.push((pid, 128 + signal as i32)),
+            Ok(WaitStatus::StillAlive) | Err(_) => return reaped,
             Ok(_) => {}
         }
     }
@@ -316,11 +613,7 @@ fn reap(pid: Pid) -> Option<i32> {
 /// Starts the process, `chroot`ed into `root` when there is one, or says why
 /// it cannot be: 127 when the program is not there, 126 when it cannot be
 /// run, with Docker's (runc's) words.
-fn spawn(
-    request: &RunRequest,
-    root: Option<&Path>,
-    stdin: Option<OwnedFd>,
-) -> Result<(Pid, Pipes), Finished> {
+fn spawn(request: &RunRequest, root: Option<&Path>) -> Result<Spawned, Finished> {
     let Some(program) = request.args.first() else {
         return Err(Finished::failed(126, "no command specified".to_string()));
     };
@@ -352,7 +645,11 @@ fn spawn(
         .arg0(program)
         .args(&request.args[1..])
         .env_clear()
-        .stdin(stdin.map_or_else(Stdio::null, Stdio::from))
+        .stdin(if request.stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let cwd_c = CString::new(cwd).map_err(|_| Finished::failed(126, "cwd holds NUL".into()))?;
@@ -401,7 +698,7 @@ fn spawn(
         Finished::failed(code, format!("exec: {program:?}: {reason}"))
     })?;
     let pid = Pid::from_raw(child.id() as i32);
-    let pipes = [
+    let outputs = [
         child
             .stdout
             .take()
@@ -411,7 +708,16 @@ fn spawn(
             .take()
             .map(|pipe| (FrameKind::Stderr, Box::new(pipe) as Box<dyn Pipe>)),
     ];
-    Ok((pid, pipes))
+    let stdin = child
+        .stdin
+        .take()
+        .map(|pipe| fs_err::File::from_parts(std::fs::File::from(OwnedFd::from(pipe)), "stdin"));
+    Ok(Spawned {
+        pid,
+        stdin,
+        outputs,
+        terminal: None,
+    })
 }
 
 /// `PATH` lookup as Go's `exec.LookPath`, whose errors runc (and so Docker)

@@ -12,6 +12,7 @@
 mod boot;
 mod exec;
 mod network;
+mod processes;
 mod root;
 
 use std::io::{Read, Write};
@@ -210,14 +211,32 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                         exec::Outcome::Shutdown => return Ok(()),
                     };
                     let exited = GuestMessage::Exited {
+                        process: crate::protocol::MAIN_PROCESS,
                         code: finished.code,
                         error: finished.error,
                     };
                     port.write_all(&encode_message(&exited))
                         .map_err(channel_error)?;
                 }
-                // Nothing runs: nothing to signal, no input to take.
-                HostMessage::Signal { .. } => {}
+                // Nothing runs: nothing to signal, resize or list.
+                HostMessage::Signal { .. } | HostMessage::Resize { .. } => {}
+                HostMessage::ListProcesses => {
+                    let none = GuestMessage::Processes(processes::table(
+                        nix::unistd::Pid::from_raw(0),
+                        None,
+                    ));
+                    port.write_all(&encode_message(&none))
+                        .map_err(channel_error)?;
+                }
+                HostMessage::Exec { process, .. } => {
+                    let exited = GuestMessage::Exited {
+                        process,
+                        code: 126,
+                        error: Some("the container is not running".to_owned()),
+                    };
+                    port.write_all(&encode_message(&exited))
+                        .map_err(channel_error)?;
+                }
                 HostMessage::Shutdown => return Ok(()),
             }
         }

@@ -5,6 +5,7 @@
 #![allow(dead_code, clippy::unwrap_used)] // test support: a failed step is a failed test
 
 pub mod containers;
+pub mod terminal;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

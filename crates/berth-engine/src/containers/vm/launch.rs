@@ -12,7 +12,9 @@ use std::process::Command;
 use berth_runtime::cgroups::{CgroupManager, Resources};
 use berth_runtime::{Launched, Stdio};
 
-use super::shim::{ShimNetwork, ShimRequest, ShimStatus, REQUEST_FD, SHIM_COMMAND, STATUS_FD};
+use super::shim::{
+    ShimNetwork, ShimRequest, ShimStatus, CONSOLE_FD, REQUEST_FD, SHIM_COMMAND, STATUS_FD,
+};
 
 /// The cgroup a VM container's processes (shim, QEMU, virtiofsd) share:
 /// CPU and I/O limits apply to the VM as a whole; memory is the guest's
@@ -39,9 +41,6 @@ pub(crate) fn launch(
     let failed = |what: &str, error: &dyn std::fmt::Display| {
         (format!("failed to {what} the container's VM: {error}"), 125)
     };
-    if stdio.console.is_some() {
-        return Err(("--tty is not supported with --isolation=vm yet".into(), 125));
-    }
     let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC);
     let (request_read, request_write) = pipe().map_err(|error| failed("start", &error))?;
     let (status_read, status_write) = pipe().map_err(|error| failed("start", &error))?;
@@ -51,11 +50,18 @@ pub(crate) fn launch(
     };
     let request_source = high(&request_read)?;
     let status_source = high(&status_write)?;
+    let console_source = stdio.console.as_ref().map(high).transpose()?;
     drop((request_read, status_write));
     let join = cgroup
         .open_self_join()
         .map_err(|error| failed("place", &error))?;
-    let (request_raw, status_raw) = (request_source.as_raw_fd(), status_source.as_raw_fd());
+    let mut fixed = vec![
+        (request_source.as_raw_fd(), REQUEST_FD),
+        (status_source.as_raw_fd(), STATUS_FD),
+    ];
+    if let Some(console) = &console_source {
+        fixed.push((console.as_raw_fd(), CONSOLE_FD));
+    }
     let join_raw: Vec<i32> = join.iter().map(AsRawFd::as_raw_fd).collect();
 
     let mut command = Command::new(berth_runtime::sealed_exe::SELF_EXE);
@@ -81,7 +87,7 @@ pub(crate) fn launch(
                     return Err(std::io::Error::last_os_error());
                 }
             }
-            for (source, target) in [(request_raw, REQUEST_FD), (status_raw, STATUS_FD)] {
+            for &(source, target) in &fixed {
                 if libc::dup2(source, target) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
@@ -92,7 +98,7 @@ pub(crate) fn launch(
     let child = command.spawn().map_err(|error| failed("start", &error))?;
     // The container's stdio is the shim's alone now (the Command held it).
     drop(command);
-    drop((request_source, status_source, join));
+    drop((request_source, status_source, console_source, join));
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     // The monitor reaps the shim itself (`wait_exit_code`), as it reaps a
     // namespace container's first process: `Child` never waits.

@@ -20,10 +20,13 @@
 //! with it, PR_SET_PDEATHSIG), and its exit code is the process's. The
 //! engine's other services reach it through [`runtime::VmRuntime`].
 
+pub mod exec;
 pub(crate) mod launch;
 pub(crate) mod network;
+mod relay;
 pub mod runtime;
 pub mod shim;
+mod terminal;
 
 use berth_types::container::CreateRequest;
 
@@ -87,9 +90,6 @@ pub(crate) fn refuse_unsupported(request: &CreateRequest) -> Result<(), String> 
             "{what} is not supported with --isolation=vm yet (the microVM backend, issue 16)"
         ))
     };
-    if request.config.tty {
-        return refuse("--tty");
-    }
     let network = host.network_mode.as_str();
     if network == "host" || network.starts_with("container:") {
         // A VM has a kernel and a network stack of its own.
@@ -165,26 +165,6 @@ pub(crate) fn refuse_unsupported(request: &CreateRequest) -> Result<(), String> 
     Ok(())
 }
 
-/// What the merged settings (the image's included) ask of a VM container
-/// that it cannot do yet.
-pub(crate) fn refuse_unsupported_record(
-    record: &super::record::ContainerRecord,
-) -> Result<(), String> {
-    if record.run.isolation != super::record::Isolation::Vm {
-        return Ok(());
-    }
-    // A probe is an exec in the container, which a VM container does not
-    // have yet: its health would only ever fail.
-    if super::health::HealthSettings::of_record(record).is_some() {
-        return Err(
-            "health checks are not supported with --isolation=vm yet (the image's \
-             HEALTHCHECK included: use --no-healthcheck)"
-                .to_owned(),
-        );
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,7 +186,6 @@ mod tests {
         assert_eq!(refuse_unsupported(&request), Ok(()));
         type Change = fn(&mut CreateRequest);
         let cases: Vec<(&str, Change)> = vec![
-            ("--tty", |r| r.config.tty = true),
             ("--network host", |r| {
                 r.host_config.network_mode = "host".into()
             }),

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use berth_runtime::cgroups::{CgroupStats, Resources};
 use berth_runtime::{
-    ContainerRef, NamespaceRuntime, NetworkIo, ProcessSpec, Runtime, RuntimeError,
+    ContainerRef, LaunchError, NamespaceRuntime, NetworkIo, ProcessSpec, ProcessTable, Runtime,
+    RuntimeError,
 };
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
@@ -33,6 +34,12 @@ impl VmRuntime {
             root,
             run_root,
         }
+    }
+
+    fn exec_socket(&self, container: ContainerRef<'_>) -> PathBuf {
+        let paths =
+            crate::containers::paths::ContainerPaths::new(&self.root, &self.run_root, container.id);
+        super::exec::socket_path(&paths.vm)
     }
 
     fn unsupported(operation: &'static str) -> RuntimeError {
@@ -64,10 +71,26 @@ impl Runtime for VmRuntime {
         self.cgroups.resume(container)
     }
 
-    /// The guest's processes are not host processes: `top` needs the agent
-    /// to list them, which it does not do yet.
+    /// The guest's processes are not host processes: `top` asks the agent
+    /// ([`Runtime::process_table`]).
     fn processes(&self, _container: ContainerRef<'_>) -> Result<Vec<i32>, RuntimeError> {
-        Err(Self::unsupported("top"))
+        Err(Self::unsupported("listing host processes"))
+    }
+
+    /// The guest's processes in the container's pid namespace, as `ps -ef`
+    /// shows them (the agent reads the guest's /proc); other `ps` options
+    /// would need a `ps` in the guest, and are refused.
+    fn process_table(
+        &self,
+        container: ContainerRef<'_>,
+        ps_args: &[String],
+    ) -> Result<Option<ProcessTable>, RuntimeError> {
+        if !ps_args.is_empty() && ps_args != ["-ef"] {
+            return Err(Self::unsupported("top with ps options other than -ef"));
+        }
+        super::exec::list_processes(&self.exec_socket(container))
+            .map(Some)
+            .map_err(|message| RuntimeError::Exec(LaunchError::Prepare(message)))
     }
 
     /// The VM's cost on the host: QEMU's memory (the guest's RAM as far as
@@ -98,13 +121,16 @@ impl Runtime for VmRuntime {
         self.cgroups.update(container, resources)
     }
 
+    /// Through the shim, which starts the process in the guest (see
+    /// `exec.rs`): the pid is the host relay's, which exits with the
+    /// process's exit code.
     fn exec(
         &self,
-        _container: ContainerRef<'_>,
-        _process: &ProcessSpec,
-        _stdio: berth_runtime::Stdio,
+        container: ContainerRef<'_>,
+        process: &ProcessSpec,
+        stdio: berth_runtime::Stdio,
     ) -> Result<Pid, RuntimeError> {
-        Err(Self::unsupported("exec"))
+        super::exec::start(&self.exec_socket(container), process, stdio).map_err(RuntimeError::Exec)
     }
 
     /// The root as the shim built it, in the shim's mount namespace

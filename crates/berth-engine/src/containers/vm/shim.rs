@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use berth_runtime::ContainerSpec;
 use berth_vm::initramfs::AgentBinary;
-use berth_vm::{GuestRoot, OutputStream, Relay, RunRequest, Share, Vm, VmConfig};
+use berth_vm::{GuestRoot, RunRequest, Share, Vm, VmConfig};
 
 /// The name of the hidden subcommand.
 pub const SHIM_COMMAND: &str = "__vm-shim";
@@ -32,6 +32,8 @@ pub const SHIM_COMMAND: &str = "__vm-shim";
 pub const REQUEST_FD: i32 = 3;
 /// Where the shim writes one [`ShimStatus`] (JSON) and closes.
 pub const STATUS_FD: i32 = 4;
+/// With `-t`: the console socket the terminal's master goes to.
+pub const CONSOLE_FD: i32 = 5;
 
 /// The virtio-fs tag of the container's root.
 const ROOT_TAG: &str = "root";
@@ -105,18 +107,20 @@ pub fn run() -> i32 {
     // descriptors of the start are this process's alone.
     // SAFETY: close_range and fcntl act on descriptor numbers only; no
     // object of this process owns any of them yet.
-    unsafe {
-        libc::syscall(libc::SYS_close_range, STATUS_FD + 1, u32::MAX, 0);
-        for fd in [REQUEST_FD, STATUS_FD] {
+    let console_open = unsafe {
+        libc::syscall(libc::SYS_close_range, CONSOLE_FD + 1, u32::MAX, 0);
+        for fd in [REQUEST_FD, STATUS_FD, CONSOLE_FD] {
             libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
         }
-    }
+        libc::fcntl(CONSOLE_FD, libc::F_GETFD) >= 0
+    };
     // SAFETY: the starter placed these descriptors at these numbers for
     // this process alone.
-    let (request, status) = unsafe {
+    let (request, status, console) = unsafe {
         (
             std::fs::File::from_raw_fd(REQUEST_FD),
             std::fs::File::from(OwnedFd::from_raw_fd(STATUS_FD)),
+            console_open.then(|| OwnedFd::from_raw_fd(CONSOLE_FD)),
         )
     };
     let mut reporter = Reporter {
@@ -126,10 +130,15 @@ pub fn run() -> i32 {
         Ok(request) => request,
         Err(message) => return reporter.failed(message, 125),
     };
-    match serve(&request, signals, &mut reporter) {
+    match serve(&request, signals, console, &mut reporter) {
         Ok(code) => code,
         Err(message) => reporter.failed(message, 125),
     }
+}
+
+fn clone_fd(fd: &OwnedFd) -> Result<OwnedFd, String> {
+    fd.try_clone()
+        .map_err(|error| format!("failed to copy the container's terminal: {error}"))
 }
 
 fn read_request(mut file: std::fs::File) -> Result<ShimRequest, String> {
@@ -159,7 +168,19 @@ impl Reporter {
     }
 }
 
-fn serve(request: &ShimRequest, signals: SigSet, reporter: &mut Reporter) -> Result<i32, String> {
+fn serve(
+    request: &ShimRequest,
+    signals: SigSet,
+    console: Option<OwnedFd>,
+    reporter: &mut Reporter,
+) -> Result<i32, String> {
+    // With `-t`, the terminal comes first: berth waits for its master
+    // before anything else of the start.
+    let terminal = console
+        .map(|console| {
+            super::terminal::HostTerminal::open(&console, request.spec.process.console_size)
+        })
+        .transpose()?;
     // The network namespace came with the shim's birth (`launch`).
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
         .map_err(|error| format!("failed to create the VM's mount namespace: {error}"))?;
@@ -230,30 +251,47 @@ fn serve(request: &ShimRequest, signals: SigSet, reporter: &mut Reporter) -> Res
         ),
         _ => None,
     };
+    let listener = super::relay::ExecListener::bind(&super::exec::socket_path(&request.run_dir))?;
     // SAFETY: 0, 1 and 2 are this process's standard streams, open for its
     // whole life; the borrow ends with the run.
     let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
-    let mut stdout = std::io::stdout().lock();
-    let mut stderr = std::io::stderr().lock();
+    let (mut stdout, mut stderr) = (std::io::stdout().lock(), std::io::stderr().lock());
+    let (mut terminal_out, mut terminal_err);
+    let main = match &terminal {
+        Some(terminal) => {
+            terminal_out = fs_err::File::from_parts(
+                std::fs::File::from(clone_fd(&terminal.slave)?),
+                "terminal",
+            );
+            terminal_err = fs_err::File::from_parts(
+                std::fs::File::from(clone_fd(&terminal.slave)?),
+                "terminal",
+            );
+            super::relay::MainStreams {
+                stdin: terminal.slave.as_fd(),
+                stdout: &mut terminal_out,
+                stderr: &mut terminal_err,
+                terminal: Some(terminal),
+            }
+        }
+        None => super::relay::MainStreams {
+            stdin,
+            stdout: &mut stdout,
+            stderr: &mut stderr,
+            terminal: None,
+        },
+    };
     let mut started = false;
-    let exit = vm.run_relayed(
+    let exit = super::relay::run_container(
+        &mut vm,
         &run,
-        Relay {
-            stdin: Some(stdin.as_fd()),
-            signals: Some(&mut signalfd),
-            dns: dns.as_mut(),
-            started: &mut |_pid| {
-                started = true;
-                reporter.send(&ShimStatus::Started);
-            },
-            output: &mut |stream, bytes| {
-                // A reader that went away (the monitor) loses the output,
-                // as a namespace container's would.
-                let _ = match stream {
-                    OutputStream::Stdout => stdout.write_all(bytes),
-                    OutputStream::Stderr => stderr.write_all(bytes),
-                };
-            },
+        main,
+        &mut signalfd,
+        dns.as_mut(),
+        &listener,
+        &mut || {
+            started = true;
+            reporter.send(&ShimStatus::Started);
         },
     );
     let code = match exit {

@@ -2,6 +2,7 @@
 //! process, in raw mode, with the window size copied over.
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use berth_engine::containers::{exec_in_container, exec_with_terminal, ExecRequest};
 use berth_engine::Engine;
@@ -43,7 +44,9 @@ pub fn exec_with_pty(
     } else {
         None
     };
+    let resizes = WindowChanges::follow(&master);
     copy(&master, interactive, None);
+    drop(resizes);
     if let Some(saved) = raw {
         let _ = termios::tcsetattr(std::io::stdin().as_fd(), SetArg::TCSANOW, &saved);
     }
@@ -66,13 +69,58 @@ pub fn exec_with_pty_detachable(
         berth_runtime::console::set_window_size(&exec.master, &size);
     }
     let raw = super::attach::RawMode::enter();
+    let resizes = WindowChanges::follow(&exec.master);
     let detached = copy(&exec.master, true, Some(DetachMatcher::new(keys)));
-    drop(raw);
+    drop((resizes, raw));
     if detached {
         exec.detach();
         return Err(super::detach::detached_error());
     }
     Ok(exec.wait())
+}
+
+/// The pty master whose size follows the user's terminal, or -1.
+static RESIZED_MASTER: AtomicI32 = AtomicI32::new(-1);
+
+/// While it lives, SIGWINCH (the user's terminal was resized) copies the
+/// terminal's new size to the process's (Docker's exec resize).
+struct WindowChanges;
+
+impl WindowChanges {
+    fn follow(master: &OwnedFd) -> WindowChanges {
+        RESIZED_MASTER.store(master.as_raw_fd(), Ordering::SeqCst);
+        // SAFETY: an all-zero sigaction is a valid value to fill in (empty
+        // mask, no flags) before the fields are set below.
+        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+        action.sa_sigaction = copy_window_size as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        // SAFETY: the handler only reads an atomic and makes two ioctls; the
+        // action outlives the call.
+        unsafe { libc::sigaction(libc::SIGWINCH, &action, std::ptr::null_mut()) };
+        WindowChanges
+    }
+}
+
+impl Drop for WindowChanges {
+    fn drop(&mut self) {
+        RESIZED_MASTER.store(-1, Ordering::SeqCst);
+    }
+}
+
+/// The SIGWINCH handler: ioctl(2) is async-signal-safe.
+extern "C" fn copy_window_size(_signal: libc::c_int) {
+    let master = RESIZED_MASTER.load(Ordering::SeqCst);
+    if master < 0 {
+        return;
+    }
+    let mut size = std::mem::MaybeUninit::<libc::winsize>::zeroed();
+    // SAFETY: TIOCGWINSZ fills one winsize struct, TIOCSWINSZ reads it; the
+    // master stays open while the handler can see it (`WindowChanges`).
+    unsafe {
+        if libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, size.as_mut_ptr()) == 0 {
+            libc::ioctl(master, libc::TIOCSWINSZ, size.as_ptr());
+        }
+    }
 }
 
 /// Copies between the terminal and `master` until the process's side
