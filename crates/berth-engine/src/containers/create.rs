@@ -209,6 +209,12 @@ pub(crate) fn build_record(
     let config = &request.config;
     let host = &request.host_config;
     super::unsupported::refuse_unsupported(engine.store(), engine.config(), request)?;
+    if super::record::Isolation::of_request(&host.isolation, &host.runtime)
+        == super::record::Isolation::Vm
+    {
+        super::vm::refuse_foreign_image(&config.image, &image_config)
+            .map_err(EngineError::InvalidArgument)?;
+    }
     let (log_config, log) = super::logging::resolve_log_config(
         &host.log_config,
         &super::logging::default_log_config()?,

@@ -165,6 +165,30 @@ pub(crate) fn refuse_unsupported(request: &CreateRequest) -> Result<(), String> 
     Ok(())
 }
 
+/// The guest is x86-64 (`qemu-system-x86_64`): a VM container's image must
+/// be for linux/amd64 (an image that names no platform is taken as that).
+pub(crate) fn refuse_foreign_image(
+    reference: &str,
+    config: &berth_types::image::ImageConfig,
+) -> Result<(), String> {
+    let os = if config.os.is_empty() {
+        "linux"
+    } else {
+        &config.os
+    };
+    if os == "linux" && matches!(config.architecture.as_str(), "" | "amd64") {
+        return Ok(());
+    }
+    let platform = match &config.variant {
+        Some(variant) => format!("{os}/{}/{variant}", config.architecture),
+        None => format!("{os}/{}", config.architecture),
+    };
+    Err(format!(
+        "image {reference} is for {platform}: a VM container's guest is linux/amd64 \
+         (qemu-system-x86_64) and cannot run it"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +200,26 @@ mod tests {
         assert_eq!(guest_memory_mib((300 << 20) + 1), 301);
         // Below what the guest needs to boot: the floor.
         assert_eq!(guest_memory_mib(16 << 20), 96);
+    }
+
+    #[test]
+    fn only_amd64_images_run_in_the_guest() {
+        let config = |architecture: &str, variant: Option<&str>| berth_types::image::ImageConfig {
+            architecture: architecture.into(),
+            os: "linux".into(),
+            variant: variant.map(Into::into),
+            ..Default::default()
+        };
+        assert_eq!(
+            refuse_foreign_image("busybox", &config("amd64", None)),
+            Ok(())
+        );
+        assert_eq!(refuse_foreign_image("busybox", &config("", None)), Ok(()));
+        let error = refuse_foreign_image("arm", &config("arm64", Some("v8"))).unwrap_err();
+        assert!(
+            error.starts_with("image arm is for linux/arm64/v8:"),
+            "{error}"
+        );
     }
 
     #[test]
