@@ -274,12 +274,21 @@ impl Runtime for NamespaceRuntime {
 /// `(received, sent)` bytes summed over /proc/net/dev's interfaces other
 /// than `lo`.
 pub fn network_io_from_table(table: &str) -> NetworkIo {
+    table_io(table, |name| name != "lo")
+}
+
+/// One interface's counters in a `/proc/PID/net/dev` table.
+pub fn interface_io(table: &str, interface: &str) -> NetworkIo {
+    table_io(table, |name| name == interface)
+}
+
+fn table_io(table: &str, counted: impl Fn(&str) -> bool) -> NetworkIo {
     let mut total = NetworkIo::default();
     for line in table.lines().skip(2) {
         let Some((name, counters)) = line.split_once(':') else {
             continue;
         };
-        if name.trim() == "lo" {
+        if !counted(name.trim()) {
             continue;
         }
         let fields: Vec<u64> = counters
@@ -309,6 +318,13 @@ eth1:     500       2    0    0    0     0          0         0      300       3
             NetworkIo {
                 received: 2000,
                 sent: 1000
+            }
+        );
+        assert_eq!(
+            interface_io(table, "eth1"),
+            NetworkIo {
+                received: 500,
+                sent: 300
             }
         );
     }

@@ -28,6 +28,7 @@ pub mod modules;
 pub mod protocol;
 pub mod qemu;
 pub mod qmp;
+pub mod tsc;
 pub mod virtiofs;
 pub mod vm;
 

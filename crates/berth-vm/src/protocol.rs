@@ -155,6 +155,8 @@ pub enum HostMessage {
     },
     /// `top`: the container's processes, as `ps -ef` shows them.
     ListProcesses,
+    /// `stats`: the guest's counters ([`GuestStats`]).
+    ReadStats,
     /// Power the guest off now.
     Shutdown,
 }
@@ -195,6 +197,8 @@ pub enum GuestMessage {
     },
     /// The answer to `ListProcesses`.
     Processes(ProcessTable),
+    /// The answer to `ReadStats`.
+    Stats(GuestStats),
     /// The root or a mount of the last `Run` could not be set up; nothing
     /// was started. An engine failure (Docker's 125), not the process's.
     SetupFailed {
@@ -204,6 +208,24 @@ pub enum GuestMessage {
 
 /// `ps -ef`'s columns for the processes of the guest's container.
 pub use berth_runtime::ProcessTable;
+
+/// The guest's own counters, for `stats`: the whole guest is the container
+/// (its kernel included), so its memory is the container's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestStats {
+    /// `/proc/meminfo` `MemTotal`, bytes: the guest's RAM as its kernel sees it.
+    pub memory_total: u64,
+    /// `MemTotal - MemFree`, bytes (page cache included, as a cgroup's usage).
+    pub memory_used: u64,
+    /// `Inactive(file)`, bytes, which `docker stats` leaves out of the usage.
+    pub memory_inactive_file: u64,
+    /// CPU time the guest spent not idle, nanoseconds (`/proc/stat`).
+    pub cpu_ns: u64,
+    /// Tasks (threads) in the container's pid namespace.
+    pub tasks: u64,
+    /// `/proc/vmstat` `oom_kill`.
+    pub oom_kills: u64,
+}
 
 /// What a frame carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,8 +20,9 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signalfd::SignalFd;
 
 use crate::protocol::{
-    encode_message, encode_stream, ExecRequest, FrameDecoder, FrameKind, GuestMessage, HostMessage,
-    ProcessId, ProcessTable, ProtocolError, Ready, RunRequest, MAIN_PROCESS, PROTOCOL_VERSION,
+    encode_message, encode_stream, ExecRequest, FrameDecoder, FrameKind, GuestMessage, GuestStats,
+    HostMessage, ProcessId, ProcessTable, ProtocolError, Ready, RunRequest, MAIN_PROCESS,
+    PROTOCOL_VERSION,
 };
 use crate::qemu::{self, FilesystemDevice, QemuArgs, QemuError, QemuProcess};
 use crate::qmp::{Qmp, QmpError};
@@ -215,6 +216,8 @@ pub enum Event {
     Exited { process: ProcessId, exit: Exit },
     /// The answer to [`Vm::list_processes`].
     Processes(ProcessTable),
+    /// The answer to [`Vm::read_stats`].
+    Stats(GuestStats),
     /// One of the caller's descriptors is ready: its index among them.
     Ready(usize),
 }
@@ -533,6 +536,11 @@ impl Vm {
         self.deliver(&encode_message(&HostMessage::ListProcesses))
     }
 
+    /// Asks for the guest's counters: [`Event::Stats`] follows.
+    pub fn read_stats(&mut self) -> Result<(), VmError> {
+        self.deliver(&encode_message(&HostMessage::ReadStats))
+    }
+
     /// Waits for what happens next in the guest, or for one of `watched`
     /// (the caller's descriptors) to be ready. On the way it relays the
     /// guest's DNS queries to `dns` and their answers back; a share's daemon
@@ -636,6 +644,7 @@ impl Vm {
                         exit: Exit { code, error },
                     })),
                     GuestMessage::Processes(table) => Ok(Some(Event::Processes(table))),
+                    GuestMessage::Stats(stats) => Ok(Some(Event::Stats(stats))),
                     GuestMessage::SetupFailed { error } => {
                         Err(VmError::GuestSetup { message: error })
                     }

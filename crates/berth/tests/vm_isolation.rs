@@ -496,6 +496,28 @@ fn exec_top_and_health_checks_of_a_vm_container() {
             "{options:?} {args:?}: the VM (left) differs from namespaces (right)"
         );
     }
+    // The guest's clock keeps the host's time (its TSC rate is the host's):
+    // its uptime grows by no more than the host saw pass around it.
+    let started = std::time::Instant::now();
+    let uptimes = berth
+        .run(&[
+            "exec",
+            &vm,
+            "sh",
+            "-c",
+            "cat /proc/uptime; sleep 3; cat /proc/uptime",
+        ])
+        .ok();
+    let host = started.elapsed().as_secs_f64();
+    let guest: Vec<f64> = uptimes
+        .lines()
+        .map(|line| line.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    let passed = guest[1] - guest[0];
+    assert!(
+        (3.0..host + 0.05).contains(&passed),
+        "the guest saw {passed:.2} s pass while the host saw {host:.2} s"
+    );
     // Several at once, each with its own output and exit code.
     let children: Vec<_> = (0..4)
         .map(|n| {
@@ -563,6 +585,18 @@ fn exec_top_and_health_checks_of_a_vm_container() {
     wait_until(30.0, "the killed exec's process to end", || {
         !berth.run(&["top", &vm]).ok().contains("sleep 999")
     });
+    // stats: the guest's own counters (its RAM the limit), NET I/O from the
+    // container's end of its network.
+    let stats = berth
+        .run(&[
+            "stats",
+            "--no-stream",
+            "--format",
+            "{{.MemUsage}} {{.PIDs}}",
+            &vm,
+        ])
+        .ok();
+    assert!(stats.contains(" / 2") && stats.contains("MiB"), "{stats}");
     let processes = vm_processes(berth.inspect(&vm, "{{.State.Pid}}").parse().unwrap());
     berth.run(&["rm", "-f", &vm, &namespaces]).ok();
     berth.assert_nothing_left(&vm, &processes);
@@ -762,6 +796,14 @@ fn a_vm_container_is_on_the_bridge_network_with_its_published_ports() {
         .run(&["run", "--rm", "busybox", "wget", "-qO-", &url])
         .ok();
     assert_eq!(out, format!("{hostname}\n"));
+    // stats' NET I/O counts what crossed the VM's card.
+    let net = berth
+        .run(&["stats", "--no-stream", "--format", "{{.NetIO}}", &id])
+        .ok();
+    assert!(
+        !net.starts_with("0B / ") && !net.trim().ends_with("/ 0B"),
+        "{net}"
+    );
     let processes = vm_processes(berth.inspect(&id, "{{.State.Pid}}").parse().unwrap());
     berth.run(&["rm", "-f", &id]).ok();
     berth.assert_nothing_left(&id, &processes);

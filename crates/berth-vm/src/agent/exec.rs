@@ -312,6 +312,10 @@ impl Session<'_> {
                 let table = super::processes::table(self.main, self.root);
                 send_message(port, &GuestMessage::Processes(table))?;
             }
+            HostMessage::ReadStats => {
+                let stats = super::processes::stats(self.main);
+                send_message(port, &GuestMessage::Stats(stats))?;
+            }
             HostMessage::Shutdown => {
                 let _ = kill(self.main, Signal::SIGKILL);
                 return Ok(true);

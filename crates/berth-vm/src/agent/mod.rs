@@ -220,6 +220,12 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                 }
                 // Nothing runs: nothing to signal, resize or list.
                 HostMessage::Signal { .. } | HostMessage::Resize { .. } => {}
+                HostMessage::ReadStats => {
+                    let stats =
+                        GuestMessage::Stats(processes::stats(nix::unistd::Pid::from_raw(0)));
+                    port.write_all(&encode_message(&stats))
+                        .map_err(channel_error)?;
+                }
                 HostMessage::ListProcesses => {
                     let none = GuestMessage::Processes(processes::table(
                         nix::unistd::Pid::from_raw(0),

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use nix::unistd::Pid;
 
-use crate::protocol::ProcessTable;
+use crate::protocol::{GuestStats, ProcessTable};
 
 /// `ps -ef`'s header.
 const TITLES: [&str; 8] = ["UID", "PID", "PPID", "C", "STIME", "TTY", "TIME", "CMD"];
@@ -14,12 +14,26 @@ const TITLES: [&str; 8] = ["UID", "PID", "PPID", "C", "STIME", "TTY", "TIME", "C
 /// The processes whose pid namespace is `main`'s (the container's), by pid.
 /// User names come from the container's own `/etc/passwd` under `root`.
 pub(super) fn table(main: Pid, root: Option<&Path>) -> ProcessTable {
-    let namespace = |pid: &str| fs_err::read_link(format!("/proc/{pid}/ns/pid")).ok();
-    let container = namespace(&main.as_raw().to_string());
     let users = root
         .and_then(|root| fs_err::read_to_string(root.join("etc/passwd")).ok())
         .unwrap_or_default();
     let clock = Clock::read();
+    let processes = container_pids(main)
+        .into_iter()
+        .filter_map(|pid| row(pid, &users, &clock))
+        .collect();
+    ProcessTable {
+        titles: TITLES.iter().map(|title| (*title).to_owned()).collect(),
+        processes,
+    }
+}
+
+/// The pids in `main`'s pid namespace, in order; none without `main`.
+fn container_pids(main: Pid) -> Vec<i32> {
+    let namespace = |pid: &str| fs_err::read_link(format!("/proc/{pid}/ns/pid")).ok();
+    let Some(container) = namespace(&main.as_raw().to_string()) else {
+        return Vec::new();
+    };
     let mut pids: Vec<i32> = fs_err::read_dir("/proc")
         .map(|entries| {
             entries
@@ -28,15 +42,64 @@ pub(super) fn table(main: Pid, root: Option<&Path>) -> ProcessTable {
         })
         .unwrap_or_default();
     pids.sort_unstable();
-    let processes = pids
+    pids.retain(|pid| namespace(&pid.to_string()).as_ref() == Some(&container));
+    pids
+}
+
+/// The guest's counters for `stats` (see [`GuestStats`]).
+pub(super) fn stats(main: Pid) -> GuestStats {
+    let meminfo = fs_err::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kib = |key: &str| {
+        meminfo
+            .lines()
+            .find_map(|line| line.strip_prefix(key)?.strip_prefix(':'))
+            .and_then(|value| value.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+            * 1024
+    };
+    let clock = Clock::read();
+    let busy_ticks = fs_err::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|text| text.lines().next().map(busy_cpu_ticks))
+        .unwrap_or(0);
+    let tasks = container_pids(main)
         .into_iter()
-        .filter(|pid| container.is_some() && namespace(&pid.to_string()) == container)
-        .filter_map(|pid| row(pid, &users, &clock))
-        .collect();
-    ProcessTable {
-        titles: TITLES.iter().map(|title| (*title).to_owned()).collect(),
-        processes,
+        .filter_map(|pid| {
+            fs_err::read_to_string(format!("/proc/{pid}/status"))
+                .ok()?
+                .lines()
+                .find_map(|line| line.strip_prefix("Threads:")?.trim().parse::<u64>().ok())
+        })
+        .sum();
+    let oom_kills = fs_err::read_to_string("/proc/vmstat")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("oom_kill ")?.trim().parse().ok())
+        })
+        .unwrap_or(0);
+    GuestStats {
+        memory_total: kib("MemTotal"),
+        memory_used: kib("MemTotal").saturating_sub(kib("MemFree")),
+        memory_inactive_file: kib("Inactive(file)"),
+        cpu_ns: busy_ticks * (1_000_000_000 / clock.ticks_per_second.max(1)),
+        tasks,
+        oom_kills,
     }
+}
+
+/// `/proc/stat`'s `cpu` line: the ticks not spent idle or waiting (user,
+/// nice, system, irq, softirq, steal; guest time is already in user).
+fn busy_cpu_ticks(line: &str) -> u64 {
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|field| field.parse().unwrap_or(0))
+        .collect();
+    [0, 1, 2, 5, 6, 7]
+        .iter()
+        .filter_map(|&index| fields.get(index))
+        .sum()
 }
 
 /// What turns `/proc/PID/stat`'s clock ticks into times.
@@ -239,6 +302,13 @@ mod tests {
             }
         );
         assert_eq!(StatFields::parse("42 (cut"), None);
+    }
+
+    #[test]
+    fn busy_cpu_time_leaves_out_idle_and_iowait() {
+        // user nice system idle iowait irq softirq steal guest guest_nice
+        assert_eq!(busy_cpu_ticks("cpu  10 1 5 1000 50 2 3 4 0 0"), 25);
+        assert_eq!(busy_cpu_ticks("cpu"), 0);
     }
 
     #[test]

@@ -17,8 +17,10 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use berth_runtime::{LaunchError, ProcessSpec, ProcessTable, Stdio};
+use berth_vm::protocol::GuestStats;
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::socket::{
@@ -65,6 +67,8 @@ pub(super) enum ToShim {
     },
     /// A connection's only message: `top`'s table.
     ListProcesses,
+    /// A connection's only message: the guest's counters.
+    ReadStats,
 }
 
 /// A message from the shim.
@@ -80,6 +84,7 @@ pub(super) enum FromShim {
         error: Option<String>,
     },
     Processes(ProcessTable),
+    Stats(GuestStats),
 }
 
 /// What [`start`] asks of the relay.
@@ -157,7 +162,7 @@ pub(crate) fn start(
                 format!("the process exited with {code} before it started")
             })))
         }
-        Ok(FromShim::Processes(_)) | Err(_) => {
+        Ok(FromShim::Processes(_) | FromShim::Stats(_)) | Err(_) => {
             let code = berth_runtime::wait_exit_code(pid);
             Err(LaunchError::Prepare(format!(
                 "the VM exec relay exited ({code}) before the process started"
@@ -168,12 +173,41 @@ pub(crate) fn start(
 
 /// `top` of the VM container whose shim listens on `socket`.
 pub(crate) fn list_processes(socket: &Path) -> Result<ProcessTable, String> {
+    match ask(socket, &ToShim::ListProcesses, None)? {
+        FromShim::Processes(table) => Ok(table),
+        _ => Err("the container's VM did not list its processes".to_owned()),
+    }
+}
+
+/// The guest's counters of the VM container whose shim listens on
+/// `socket`; an error when it does not answer within `timeout` (a paused
+/// VM cannot).
+pub(crate) fn read_stats(socket: &Path, timeout: Duration) -> Result<GuestStats, String> {
+    match ask(socket, &ToShim::ReadStats, Some(timeout))? {
+        FromShim::Stats(stats) => Ok(stats),
+        _ => Err("the container's VM did not send its counters".to_owned()),
+    }
+}
+
+/// One question on a connection of its own, and its answer.
+fn ask(socket: &Path, question: &ToShim, timeout: Option<Duration>) -> Result<FromShim, String> {
     let connection = connect(socket)?;
-    send(&connection, &ToShim::ListProcesses, &[])?;
-    match receive(&connection) {
-        Ok(Some((FromShim::Processes(table), _))) => Ok(table),
-        Ok(_) => Err("the container's VM did not list its processes".to_owned()),
-        Err(error) => Err(error),
+    if let Some(timeout) = timeout {
+        let timeout = nix::sys::time::TimeVal::new(
+            timeout.as_secs() as i64,
+            i64::from(timeout.subsec_micros()),
+        );
+        nix::sys::socket::setsockopt(
+            &connection,
+            nix::sys::socket::sockopt::ReceiveTimeout,
+            &timeout,
+        )
+        .map_err(|error| error.to_string())?;
+    }
+    send(&connection, question, &[])?;
+    match receive(&connection)? {
+        Some((answer, _)) => Ok(answer),
+        None => Err("the container's VM closed the connection".to_owned()),
     }
 }
 
@@ -302,7 +336,7 @@ pub fn run() -> i32 {
                     }
                     return code;
                 }
-                Ok(Some((FromShim::Processes(_), _))) => {}
+                Ok(Some((FromShim::Processes(_) | FromShim::Stats(_), _))) => {}
                 // The shim is gone (the container ended): so is the process.
                 Ok(None) | Err(_) => {
                     if !started {

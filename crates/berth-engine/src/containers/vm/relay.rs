@@ -102,7 +102,10 @@ pub(super) fn run_container(
     vm.start(run)?;
     let mut main_stdin_open = true;
     let mut execs: BTreeMap<ProcessId, ExecClient> = BTreeMap::new();
+    // Who asked for a table or counters, in order: the agent answers each
+    // kind of question in the order asked.
     let mut waiting_tops: Vec<OwnedFd> = Vec::new();
+    let mut waiting_stats: Vec<OwnedFd> = Vec::new();
     let mut next_process: ProcessId = MAIN_PROCESS + 1;
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
@@ -175,6 +178,12 @@ pub(super) fn run_container(
                     let _ = send(&connection, &FromShim::Processes(table), &[]);
                 }
             }
+            Event::Stats(stats) => {
+                if !waiting_stats.is_empty() {
+                    let connection = waiting_stats.remove(0);
+                    let _ = send(&connection, &FromShim::Stats(stats), &[]);
+                }
+            }
             Event::Ready(index) => match sources[index] {
                 Source::MainStdin => {
                     let read = read_some(main.stdin, &mut buffer);
@@ -230,6 +239,10 @@ pub(super) fn run_container(
                         ToShim::ListProcesses => {
                             waiting_tops.push(connection);
                             vm.list_processes()?;
+                        }
+                        ToShim::ReadStats => {
+                            waiting_stats.push(connection);
+                            vm.read_stats()?;
                         }
                         ToShim::Resize { .. } | ToShim::Signal { .. } => {}
                     }

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use berth_runtime::cgroups::{CgroupStats, Resources};
+use berth_runtime::cgroups::{BlockIo, CgroupStats, Limit, Resources};
 use berth_runtime::{
     ContainerRef, LaunchError, NamespaceRuntime, NetworkIo, ProcessSpec, ProcessTable, Runtime,
     RuntimeError,
@@ -15,6 +15,9 @@ use nix::unistd::Pid;
 
 /// The backend's name in errors.
 const BACKEND: &str = "VM";
+
+/// How long `stats` waits for the guest's counters.
+const GUEST_STATS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The microVM backend. Cgroup work (freeze, stats, update, the final
 /// kill) is the namespace backend's: the cgroup holds the whole VM.
@@ -93,15 +96,39 @@ impl Runtime for VmRuntime {
             .map_err(|message| RuntimeError::Exec(LaunchError::Prepare(message)))
     }
 
-    /// The VM's cost on the host: QEMU's memory (the guest's RAM as far as
-    /// it was touched), CPU time of its vCPUs and devices.
+    /// The guest's own counters (its memory is the container's, its kernel
+    /// included; the limit is the guest's RAM), read by the agent. A VM that
+    /// does not answer in time (paused: its vCPUs and the shim are frozen)
+    /// gets its cost on the host instead: QEMU's memory and CPU time.
     fn stats(&self, container: ContainerRef<'_>) -> Result<CgroupStats, RuntimeError> {
-        self.cgroups.stats(container)
+        match super::exec::read_stats(&self.exec_socket(container), GUEST_STATS_TIMEOUT) {
+            Ok(guest) => Ok(CgroupStats {
+                memory_usage: Some(guest.memory_used),
+                memory_limit: Some(Limit::Value(guest.memory_total)),
+                memory_inactive_file: Some(guest.memory_inactive_file),
+                oom_kills: Some(guest.oom_kills),
+                cpu_usage_ns: Some(guest.cpu_ns),
+                pids_current: Some(guest.tasks),
+                // The container's files are on virtio-fs: no block device.
+                block_io: Some(BlockIo::default()),
+            }),
+            Err(message) => {
+                tracing::debug!(%message, "no counters from the guest; the VM's host cost instead");
+                self.cgroups.stats(container)
+            }
+        }
     }
 
-    /// No network yet: a VM container is `--network none`.
-    fn network_io(&self, _container: ContainerRef<'_>) -> NetworkIo {
-        NetworkIo::default()
+    /// The container's `eth0` in the shim's network namespace: every packet
+    /// of the guest's card crosses it (the bridge and the tap behind it
+    /// would count them again).
+    fn network_io(&self, container: ContainerRef<'_>) -> NetworkIo {
+        if container.pid <= 0 {
+            return NetworkIo::default();
+        }
+        fs_err::read_to_string(format!("/proc/{}/net/dev", container.pid))
+            .map(|table| berth_runtime::backend::interface_io(&table, "eth0"))
+            .unwrap_or_default()
     }
 
     /// CPU and I/O limits apply to the VM's processes; memory and pids
