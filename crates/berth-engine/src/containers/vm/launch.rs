@@ -10,6 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use berth_runtime::cgroups::{CgroupManager, Resources};
+use berth_runtime::devices::{Access, DeviceKind, DeviceRule};
 use berth_runtime::{Launched, Stdio};
 
 use super::shim::{
@@ -19,14 +20,22 @@ use super::shim::{
 /// The cgroup a VM container's processes (shim, QEMU, virtiofsd) share:
 /// CPU and I/O limits apply to the VM as a whole; memory is the guest's
 /// size instead (a host limit would kill QEMU, whose own use comes on top
-/// of the guest's RAM), and a pids limit would count QEMU's threads.
+/// of the guest's RAM), and a pids limit would count QEMU's threads. The
+/// devices are a container's defaults (`/dev/net/tun` for the tap, the pty
+/// of a terminal among them) and `/dev/kvm`, which QEMU opens on a KVM host:
+/// nothing else of the host's, should QEMU be broken into.
 pub(crate) fn cgroup_resources(mut resources: Resources) -> Resources {
     resources.memory = None;
     resources.memory_swap = None;
     resources.memory_reservation = None;
     resources.pids_limit = None;
+    resources.devices = Some(berth_runtime::devices::container_rules(false, &[KVM]));
     resources
 }
+
+/// `/dev/kvm`.
+const KVM: DeviceRule = DeviceRule::allow(DeviceKind::Char, 10, 232, Access::ALL);
+
 
 /// Starts the shim for `request` in a network namespace of its own, lets
 /// `connect` put the container's network into it (given the shim's pid;
@@ -162,5 +171,36 @@ pub(crate) fn reap_leftovers(cgroup: &dyn CgroupManager) {
             return;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_runtime::devices::{allows, DeviceRequest};
+
+    #[test]
+    fn the_vm_may_open_kvm_and_tun_but_no_other_host_device() {
+        let resources = cgroup_resources(Resources {
+            devices: Some(berth_runtime::devices::container_rules(true, &[])),
+            ..Resources::default()
+        });
+        let rules = resources.devices.unwrap();
+        let open = |major, minor| {
+            allows(
+                &rules,
+                &DeviceRequest {
+                    kind: DeviceKind::Char,
+                    major,
+                    minor,
+                    access: Access::READ,
+                },
+            )
+        };
+        assert!(open(10, 232), "/dev/kvm");
+        assert!(open(10, 200), "/dev/net/tun");
+        assert!(open(1, 3), "/dev/null");
+        assert!(!open(10, 229), "/dev/fuse");
+        assert!(!open(4, 1), "a host tty");
     }
 }
