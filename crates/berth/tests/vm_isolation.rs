@@ -314,6 +314,39 @@ fn binds_volumes_and_the_writable_layer_reach_the_vm() {
         fs_err::read_to_string(host.path().join("new")).unwrap(),
         "from-guest\n"
     );
+    // Docker Desktop's `--mount type=virtiofs` is a bind for a VM container
+    // (read-only where asked), and refused for a namespace one.
+    let mount = format!(
+        "type=virtiofs,source={},target=/shared",
+        host.path().display()
+    );
+    let out = berth
+        .run_in(
+            true,
+            &["--mount", &mount, "--mount", &format!("{mount}2,readonly")],
+            &[
+                "sh",
+                "-c",
+                "cat /shared/new; echo again > /shared/again; \
+                 touch /shared2/x 2>/dev/null || echo read-only",
+            ],
+            None,
+        )
+        .ok();
+    assert_eq!(out, "from-guest\nread-only\n");
+    assert_eq!(
+        fs_err::read_to_string(host.path().join("again")).unwrap(),
+        "again\n"
+    );
+    let stderr = berth
+        .run_in(false, &["--mount", &mount], &["true"], None)
+        .fails(125);
+    assert!(
+        stderr.contains(
+            "mount type \"virtiofs\" is for VM containers (--isolation=vm): use type=bind"
+        ),
+        "{stderr}"
+    );
     // The named volume outlives the container, for a namespace one too.
     let out = berth
         .run_in(false, &["-v", "named:/vol"], &["cat", "/vol/file"], None)

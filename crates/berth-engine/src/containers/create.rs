@@ -194,6 +194,12 @@ pub(crate) fn build_record(
     request: &CreateRequest,
     id: String,
 ) -> Result<ContainerRecord, EngineError> {
+    let isolation = super::record::Isolation::of_request(
+        &request.host_config.isolation,
+        &request.host_config.runtime,
+    );
+    let request = &*super::vm::resolve_virtiofs_mounts(request, isolation)
+        .map_err(EngineError::InvalidArgument)?;
     let image = resolve_image(engine.store(), &request.config.image)?;
     let image_config = read_config(engine.store(), &image)?;
     if let Some(wanted) = &request.platform {
@@ -209,9 +215,7 @@ pub(crate) fn build_record(
     let config = &request.config;
     let host = &request.host_config;
     super::unsupported::refuse_unsupported(engine.store(), engine.config(), request)?;
-    if super::record::Isolation::of_request(&host.isolation, &host.runtime)
-        == super::record::Isolation::Vm
-    {
+    if isolation == super::record::Isolation::Vm {
         super::vm::refuse_foreign_image(&config.image, &image_config)
             .map_err(EngineError::InvalidArgument)?;
     }

@@ -10,6 +10,10 @@ use super::serde_util::{is_false, is_zero, nullable};
 pub const TYPE_BIND: &str = "bind";
 pub const TYPE_VOLUME: &str = "volume";
 pub const TYPE_TMPFS: &str = "tmpfs";
+/// Docker Desktop's form of a host directory shared into its VM; berth
+/// takes it for VM containers (`--isolation=vm`), where it is a bind over
+/// virtio-fs, and refuses it for namespace containers.
+pub const TYPE_VIRTIOFS: &str = "virtiofs";
 
 /// Mount propagation modes Linux knows (`bind-propagation=`, `-v …:rshared`).
 pub const PROPAGATIONS: &[&str] = &[

@@ -36,7 +36,6 @@ pub(crate) fn cgroup_resources(mut resources: Resources) -> Resources {
 /// `/dev/kvm`.
 const KVM: DeviceRule = DeviceRule::allow(DeviceKind::Char, 10, 232, Access::ALL);
 
-
 /// Starts the shim for `request` in a network namespace of its own, lets
 /// `connect` put the container's network into it (given the shim's pid;
 /// what it returns is the guest's address), and waits for the shim's

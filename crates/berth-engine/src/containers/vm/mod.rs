@@ -165,6 +165,34 @@ pub(crate) fn refuse_unsupported(request: &CreateRequest) -> Result<(), String> 
     Ok(())
 }
 
+/// `--mount type=virtiofs` (Docker Desktop's form): for a VM container a
+/// bind, which is how every bind reaches its guest (over virtio-fs, from the
+/// shim's tree); a namespace container has no VM to share into, so it is
+/// refused there rather than taken as something it is not.
+pub(crate) fn resolve_virtiofs_mounts(
+    request: &CreateRequest,
+    isolation: super::record::Isolation,
+) -> Result<std::borrow::Cow<'_, CreateRequest>, String> {
+    use berth_types::container::mount::{TYPE_BIND, TYPE_VIRTIOFS};
+    let mounts = request.host_config.mounts.iter().flatten();
+    if !mounts.clone().any(|mount| mount.r#type == TYPE_VIRTIOFS) {
+        return Ok(std::borrow::Cow::Borrowed(request));
+    }
+    if isolation != super::record::Isolation::Vm {
+        return Err(
+            "mount type \"virtiofs\" is for VM containers (--isolation=vm): use type=bind"
+                .to_owned(),
+        );
+    }
+    let mut resolved = request.clone();
+    for mount in resolved.host_config.mounts.iter_mut().flatten() {
+        if mount.r#type == TYPE_VIRTIOFS {
+            mount.r#type = TYPE_BIND.to_owned();
+        }
+    }
+    Ok(std::borrow::Cow::Owned(resolved))
+}
+
 /// The guest is x86-64 (`qemu-system-x86_64`): a VM container's image must
 /// be for linux/amd64 (an image that names no platform is taken as that).
 pub(crate) fn refuse_foreign_image(

@@ -4,7 +4,9 @@
 
 use super::{MountProblem, ValidationError};
 use crate::container::host_config::HostConfig;
-use crate::container::mount::{Mount, PROPAGATIONS, TYPE_BIND, TYPE_TMPFS, TYPE_VOLUME};
+use crate::container::mount::{
+    Mount, PROPAGATIONS, TYPE_BIND, TYPE_TMPFS, TYPE_VIRTIOFS, TYPE_VOLUME,
+};
 use crate::container::names::is_restricted_name;
 
 /// One `Binds` entry, read.
@@ -124,7 +126,9 @@ pub(super) fn validate_mount(mount: &Mount) -> Result<(), ValidationError> {
         return Err(problem(MountProblem::NotAbsolute(mount.target.clone())));
     }
     match mount.r#type.as_str() {
-        TYPE_BIND => {
+        // A virtiofs mount is a bind that a VM container's guest gets over
+        // virtio-fs (the engine refuses it for namespace containers).
+        TYPE_BIND | TYPE_VIRTIOFS => {
             if mount.source.is_empty() {
                 return Err(problem(MountProblem::MissingField("Source")));
             }
