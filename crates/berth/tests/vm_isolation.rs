@@ -829,6 +829,22 @@ fn a_vm_container_is_on_the_bridge_network_with_its_published_ports() {
         .run(&["run", "--rm", "busybox", "wget", "-qO-", &url])
         .ok();
     assert_eq!(out, format!("{hostname}\n"));
+    // Its card is made at boot: no second network, no disconnect while it
+    // runs (refused, not accepted and ignored).
+    berth.run(&["network", "create", "second"]).ok();
+    let stderr = berth.run(&["network", "connect", "second", &id]).fails(1);
+    assert!(
+        stderr.contains("not supported with --isolation=vm yet"),
+        "{stderr}"
+    );
+    let stderr = berth
+        .run(&["network", "disconnect", "bridge", &id])
+        .fails(1);
+    assert!(
+        stderr.contains("disconnecting a running VM container"),
+        "{stderr}"
+    );
+    berth.run(&["network", "rm", "second"]).ok();
     // stats' NET I/O counts what crossed the VM's card.
     let net = berth
         .run(&["stats", "--no-stream", "--format", "{{.NetIO}}", &id])

@@ -30,6 +30,14 @@ pub fn connect_network(
         return Err(NetworkError::HostNetwork.into());
     }
     network.check_endpoint_request(&ipv4_address, &aliases)?;
+    if in_vm(&record) && !record.run.networks.is_empty() {
+        // Its VM's network card is made at boot, for its one network.
+        return Err(EngineError::InvalidArgument(format!(
+            "connecting container {} to a second network is not supported with \
+             --isolation=vm yet (a VM container joins one network)",
+            record.name
+        )));
+    }
     if record
         .run
         .networks
@@ -92,6 +100,14 @@ pub fn disconnect_network(
     let (container, network) = find_both(engine, network_text, container_text)?;
     let (store, kernel) = engine.network_parts();
     let mut record = container.record.clone();
+    if in_vm(&record) && container.state.is_running() {
+        // The guest has the address: taking the veth away would leave it
+        // configured on a card that leads nowhere.
+        return Err(EngineError::InvalidArgument(format!(
+            "disconnecting a running VM container ({}) is not supported: stop it first",
+            record.name
+        )));
+    }
     let before = record.run.networks.len();
     record
         .run
@@ -109,6 +125,10 @@ pub fn disconnect_network(
     let (id, name) = (&network.id, &network.name);
     crate::events::emit_network(store, "disconnect", id, name, Some(&record.id));
     Ok(())
+}
+
+fn in_vm(record: &crate::containers::record::ContainerRecord) -> bool {
+    record.run.isolation == crate::containers::record::Isolation::Vm
 }
 
 /// The container and the network a connect or disconnect names.
