@@ -88,6 +88,16 @@ pub fn receive_fd(socket: RawFd) -> nix::Result<OwnedFd> {
     Err(nix::Error::ENOMSG)
 }
 
+/// A window of `rows` by `columns` characters.
+pub fn window(rows: u16, columns: u16) -> libc::winsize {
+    libc::winsize {
+        ws_row: rows,
+        ws_col: columns,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    }
+}
+
 /// The window size of a terminal, if `fd` is one.
 pub fn window_size(fd: impl AsFd) -> Option<libc::winsize> {
     let mut size = std::mem::MaybeUninit::<libc::winsize>::uninit();

@@ -5,7 +5,8 @@
 
 mod support;
 
-use support::terminal::{window, TerminalRun};
+use berth_runtime::console::window;
+use support::terminal::TerminalRun;
 use support::Berth;
 
 fn busybox() -> Berth {

@@ -15,8 +15,9 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use berth_runtime::console::window;
 use support::containers::{mounts_under, pid_alive, wait_until};
-use support::terminal::{window, TerminalRun};
+use support::terminal::TerminalRun;
 use support::{Berth, Run};
 
 /// What every VM run here adds: berth's microVM backend, and no network

@@ -407,13 +407,7 @@ pub(crate) fn terminal(
     let (master, slave) =
         crate::console::open_pty().map_err(|error| InitFailure::io("open a terminal", error))?;
     if let Some((rows, columns)) = size {
-        let size = libc::winsize {
-            ws_row: rows,
-            ws_col: columns,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        crate::console::set_window_size(&slave, &size);
+        crate::console::set_window_size(&slave, &crate::console::window(rows, columns));
     }
     if console_device {
         #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io

@@ -282,7 +282,10 @@ impl Session<'_> {
                 columns,
             } => {
                 if let Some(terminal) = processes.get(&process).and_then(|p| p.terminal.as_ref()) {
-                    berth_runtime::console::set_window_size(terminal, &window(rows, columns));
+                    berth_runtime::console::set_window_size(
+                        terminal,
+                        &berth_runtime::console::window(rows, columns),
+                    );
                 }
             }
             HostMessage::Exec { process, request } => {
@@ -405,15 +408,6 @@ impl Process {
             }
         }
         Ok(())
-    }
-}
-
-fn window(rows: u16, columns: u16) -> libc::winsize {
-    libc::winsize {
-        ws_row: rows,
-        ws_col: columns,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
     }
 }
 

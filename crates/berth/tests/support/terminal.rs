@@ -5,15 +5,6 @@ use std::process::Command;
 
 use super::Berth;
 
-pub fn window(rows: u16, cols: u16) -> libc::winsize {
-    libc::winsize {
-        ws_row: rows,
-        ws_col: cols,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    }
-}
-
 /// `berth ARGS` running with its stdio on a terminal of its own.
 pub struct TerminalRun {
     child: std::process::Child,

@@ -34,7 +34,10 @@ impl HostTerminal {
         cfmakeraw(&mut attributes);
         tcsetattr(&slave, SetArg::TCSANOW, &attributes).map_err(|error| failed("set", &error))?;
         if let Some((rows, columns)) = size {
-            berth_runtime::console::set_window_size(&slave, &window(rows, columns));
+            berth_runtime::console::set_window_size(
+                &slave,
+                &berth_runtime::console::window(rows, columns),
+            );
         }
         nix::unistd::setsid().map_err(|error| failed("own", &error))?;
         // SAFETY: TIOCSCTTY with argument 0 makes the open pty slave the
@@ -51,14 +54,5 @@ impl HostTerminal {
     pub(crate) fn size(&self) -> Option<(u16, u16)> {
         berth_runtime::console::window_size(self.slave.as_fd())
             .map(|size| (size.ws_row, size.ws_col))
-    }
-}
-
-fn window(rows: u16, columns: u16) -> libc::winsize {
-    libc::winsize {
-        ws_row: rows,
-        ws_col: columns,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
     }
 }
