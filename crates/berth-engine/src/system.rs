@@ -37,6 +37,7 @@ pub fn system_info(engine: &Engine) -> Result<Value, EngineError> {
             .count()
     };
     let uname = nix::sys::utsname::uname().map_err(SystemError::Uname)?;
+    let accelerator = berth_vm::accel::detect();
     Ok(json!({
         "Containers": containers.len(),
         "ContainersRunning": count(&[Status::Running, Status::Restarting]),
@@ -56,6 +57,20 @@ pub fn system_info(engine: &Engine) -> Result<Value, EngineError> {
         "RunRoot": engine.config().run_root.display().to_string(),
         "ServerVersion": env!("CARGO_PKG_VERSION"),
         "Name": uname.nodename().to_string_lossy(),
+        // berth is its own runc; `vm` is its microVM backend.
+        "Runtimes": {
+            "runc": { "path": "berth" },
+            crate::containers::vm::RUNTIME_NAME: { "path": "berth" },
+        },
+        "DefaultRuntime": crate::containers::vm::default_runtime()
+            .ok()
+            .flatten()
+            .filter(|runtime| !runtime.is_empty())
+            .unwrap_or_else(|| "runc".to_owned()),
+        "BerthVmAccelerator": {
+            "Name": accelerator.accelerator.qemu_name(),
+            "Reason": accelerator.reason,
+        },
     }))
 }
 

@@ -11,7 +11,6 @@
 //! `BERTH_VM_ACCEL=kvm|tcg` overrides the choice.
 
 use std::os::fd::AsRawFd;
-use std::sync::Once;
 
 use fs_err as fs;
 
@@ -38,6 +37,8 @@ pub struct AcceleratorChoice {
     pub accelerator: Accelerator,
     /// Why, in words for a log or `berth info`.
     pub reason: String,
+    /// Whether the user chose it (`BERTH_VM_ACCEL`): no warning is due then.
+    pub requested: bool,
 }
 
 /// What the host says about KVM.
@@ -97,26 +98,34 @@ pub fn decide(facts: &KvmFacts, requested: Option<&str>) -> AcceleratorChoice {
     let choice = |accelerator, reason: String| AcceleratorChoice {
         accelerator,
         reason,
+        requested: false,
+    };
+    let asked = |accelerator: Accelerator| AcceleratorChoice {
+        accelerator,
+        reason: format!("{ACCEL_ENV}={}", accelerator.qemu_name()),
+        requested: true,
     };
     match requested.map(str::trim) {
-        Some("kvm") => return choice(Accelerator::Kvm, format!("{ACCEL_ENV}=kvm")),
-        Some("tcg") => return choice(Accelerator::Tcg, format!("{ACCEL_ENV}=tcg")),
+        Some("kvm") => return asked(Accelerator::Kvm),
+        Some("tcg") => return asked(Accelerator::Tcg),
         _ => {}
     }
     match (&facts.api_version, facts.vendor_module) {
         (Ok(12), Some(module)) if facts.hardware_virtualization => {
             choice(Accelerator::Kvm, format!("/dev/kvm with {module}"))
         }
-        (Err(error), _) => choice(Accelerator::Tcg, format!("/dev/kvm is not usable: {error}")),
-        (Ok(version), _) if *version != 12 => choice(
-            Accelerator::Tcg,
-            format!("/dev/kvm has API version {version}, not 12"),
-        ),
-        _ if facts.pvm => choice(
+        // PVM explains the rest (its /dev/kvm may not even answer the API
+        // version: EINVAL on this machine kind).
+        (_, None) if facts.pvm => choice(
             Accelerator::Tcg,
             "/dev/kvm is PVM (kvm_pvm: KVM without VMX/SVM, for a host that is itself a \
              guest), which boots only kernels built as PVM guests, not Debian's"
                 .to_string(),
+        ),
+        (Err(error), _) => choice(Accelerator::Tcg, format!("/dev/kvm is not usable: {error}")),
+        (Ok(version), _) if *version != 12 => choice(
+            Accelerator::Tcg,
+            format!("/dev/kvm has API version {version}, not 12"),
         ),
         _ => choice(
             Accelerator::Tcg,
@@ -127,20 +136,12 @@ pub fn decide(facts: &KvmFacts, requested: Option<&str>) -> AcceleratorChoice {
     }
 }
 
-/// Probes the host once per call and warns once per process when the
-/// answer is TCG.
+/// Probes the host (once per call). The user's warning about TCG is the
+/// engine's (a VM container's create warnings), which says why.
 pub fn detect() -> AcceleratorChoice {
-    static WARNED: Once = Once::new();
     let requested = std::env::var(ACCEL_ENV).ok();
     let choice = decide(&KvmFacts::probe(), requested.as_deref());
-    if choice.accelerator == Accelerator::Tcg && requested.as_deref() != Some("tcg") {
-        WARNED.call_once(|| {
-            tracing::warn!(
-                reason = %choice.reason,
-                "no usable KVM: microVMs run under TCG emulation (seconds, not milliseconds, to boot)"
-            );
-        });
-    }
+    tracing::debug!(accelerator = ?choice.accelerator, reason = %choice.reason, "accelerator");
     choice
 }
 
@@ -169,6 +170,13 @@ mod tests {
         let choice = decide(&pvm, None);
         assert_eq!(choice.accelerator, Accelerator::Tcg);
         assert!(choice.reason.contains("PVM"), "{}", choice.reason);
+        // This machine kind's PVM device does not even answer the version:
+        // PVM is still the reason given.
+        let silent_pvm = KvmFacts {
+            api_version: Err("EINVAL: Invalid argument".into()),
+            ..pvm.clone()
+        };
+        assert!(decide(&silent_pvm, None).reason.contains("PVM"));
         let missing = KvmFacts {
             api_version: Err("No such file or directory".into()),
             ..facts()

@@ -83,7 +83,10 @@ impl VmBerth {
         let mut command = self.berth.command();
         command
             .env("BERTH_VM_KERNEL_DIR", &self.kernel)
-            .env("BERTH_VM_CACHE", &self.cache);
+            .env("BERTH_VM_CACHE", &self.cache)
+            // TCG asked for: the runs' stderr is the container's alone
+            // (`tcg_is_warned_about_once_per_create` sees the warning).
+            .env("BERTH_VM_ACCEL", "tcg");
         command
     }
 
@@ -799,6 +802,97 @@ fn what_a_vm_container_cannot_do_yet_is_refused() {
         ])
         .ok();
     assert_eq!(out, "ok\n");
+}
+
+/// berth's config file's `default-runtime: vm` (daemon.json's key) makes
+/// a container without `--runtime`/`--isolation` a VM container;
+/// `--runtime runc` still picks namespaces; an unknown default is refused.
+#[test]
+fn the_config_file_can_make_vm_the_default() {
+    let Some(berth) = VmBerth::new() else { return };
+    let config = tempfile::NamedTempFile::new().unwrap();
+    fs_err::write(config.path(), r#"{"default-runtime": "vm"}"#).unwrap();
+    let run = |args: &[&str]| {
+        let mut command = berth.command();
+        command.env("BERTH_CONFIG", config.path()).args(args);
+        support::output_with_stdin(command, None)
+    };
+    let host = String::from_utf8(Command::new("uname").arg("-r").output().unwrap().stdout).unwrap();
+    let output = run(&[
+        "run",
+        "--network",
+        "none",
+        "--name",
+        "by-default",
+        "busybox",
+        "uname",
+        "-r",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let guest = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_ne!(guest, host, "the default ran it in a VM");
+    assert_eq!(berth.inspect("by-default", "{{.HostConfig.Runtime}}"), "vm");
+    let output = run(&[
+        "run",
+        "--rm",
+        "--runtime",
+        "runc",
+        "--network",
+        "none",
+        "busybox",
+        "uname",
+        "-r",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), host);
+    let info = String::from_utf8_lossy(&run(&["info"]).stdout).into_owned();
+    assert!(
+        info.contains("Runtimes: runc vm\nDefault Runtime: vm\n"),
+        "{info}"
+    );
+    fs_err::write(config.path(), r#"{"default-runtime": "kata"}"#).unwrap();
+    let output = run(&["run", "--rm", "busybox", "true"]);
+    assert_eq!(output.status.code(), Some(125));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("Unknown runtime specified kata"),
+        "{output:?}"
+    );
+    berth.run(&["rm", "by-default"]).ok();
+}
+
+/// Without KVM (this machine: /dev/kvm is PVM) a VM container's create
+/// warns that it runs under TCG and why, once, before the container's
+/// output, as Docker prints a create's warnings.
+#[test]
+fn tcg_is_warned_about_once_per_create() {
+    let Some(berth) = VmBerth::new() else { return };
+    let choice = berth_vm::accel::decide(&berth_vm::accel::KvmFacts::probe(), None);
+    if choice.accelerator != berth_vm::Accelerator::Tcg {
+        eprintln!("skipped: this host has KVM ({})", choice.reason);
+        return;
+    }
+    let mut command = berth.command();
+    command.env_remove("BERTH_VM_ACCEL").args([
+        "run",
+        "--rm",
+        "--isolation=vm",
+        "--network",
+        "none",
+        "busybox",
+        "sh",
+        "-c",
+        "echo out; echo err >&2",
+    ]);
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "out\n");
+    assert_eq!(
+        stderr,
+        format!(
+            "WARNING: VM containers run under TCG emulation here ({}): each VM boots in \
+             seconds, not milliseconds\nerr\n",
+            choice.reason
+        )
+    );
 }
 
 #[test]

@@ -60,7 +60,11 @@ pub fn create(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     if prepared.is_warm() {
         server.claims.hold(prepared);
     }
-    reply(Response::json(201, &json!({ "Id": id, "Warnings": [] })))
+    let warnings = berth_engine::containers::create_warnings(&request);
+    reply(Response::json(
+        201,
+        &json!({ "Id": id, "Warnings": warnings }),
+    ))
 }
 
 /// The API's part in a run: none. Its create never pulls (clients pull on

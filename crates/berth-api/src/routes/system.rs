@@ -76,8 +76,6 @@ pub fn info(server: &Server) -> Handled {
         "NoProxy": "",
         "Labels": [],
         "ExperimentalBuild": false,
-        "Runtimes": { "berth": { "path": "berth" } },
-        "DefaultRuntime": "berth",
         "Swarm": {
             "NodeID": "",
             "NodeAddr": "",

@@ -194,6 +194,8 @@ pub(crate) fn build_record(
     request: &CreateRequest,
     id: String,
 ) -> Result<ContainerRecord, EngineError> {
+    let request =
+        &*super::vm::with_default_runtime(request).map_err(EngineError::InvalidArgument)?;
     let isolation = super::record::Isolation::of_request(
         &request.host_config.isolation,
         &request.host_config.runtime,

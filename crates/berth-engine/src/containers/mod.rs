@@ -68,3 +68,4 @@ pub use stop::{
     kill_container, parse_signal, stop_container, stop_container_with, wait_container, StopOptions,
 };
 pub use top::{container_top, ProcessTable};
+pub use vm::create_warnings;

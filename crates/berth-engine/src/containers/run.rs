@@ -211,6 +211,10 @@ pub fn create_for_run<F: RunFrontEnd>(
     request: &CreateRequest,
     front_end: &mut F,
 ) -> Result<PreparedRun, F::Error> {
+    // The configured default runtime first: a VM run never claims a
+    // namespace member.
+    let request =
+        &*super::vm::with_default_runtime(request).map_err(EngineError::InvalidArgument)?;
     let offered = crate::warm::offered(engine, request)?;
     if offered.is_empty() {
         front_end.before_cold_start()?;

@@ -165,6 +165,71 @@ pub(crate) fn refuse_unsupported(request: &CreateRequest) -> Result<(), String> 
     Ok(())
 }
 
+/// daemon.json's `default-runtime` in berth's config file (`vm` makes every
+/// container without `--runtime`/`--isolation` a VM container); `None`
+/// when the file or the key is absent.
+pub fn default_runtime() -> Result<Option<String>, String> {
+    let path = crate::networks::config_file();
+    let text = match fs_err::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error.to_string()),
+    };
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|error| format!("malformed config file {}: {error}", path.display()))?;
+    match value.get("default-runtime") {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(runtime)) => Ok(Some(runtime.clone())),
+        Some(other) => Err(format!(
+            "default-runtime in {} must be a string, not {other}",
+            path.display()
+        )),
+    }
+}
+
+/// `request` with the configured default runtime where it names neither a
+/// runtime nor an isolation (Docker's `default-runtime`).
+pub(crate) fn with_default_runtime(
+    request: &CreateRequest,
+) -> Result<std::borrow::Cow<'_, CreateRequest>, String> {
+    let host = &request.host_config;
+    let chosen = !host.runtime.is_empty()
+        || !(host.isolation.is_empty() || host.isolation.eq_ignore_ascii_case("default"));
+    match default_runtime()? {
+        Some(runtime) if !chosen && !runtime.is_empty() => {
+            let mut resolved = request.clone();
+            resolved.host_config.runtime = runtime;
+            Ok(std::borrow::Cow::Owned(resolved))
+        }
+        _ => Ok(std::borrow::Cow::Borrowed(request)),
+    }
+}
+
+/// The warnings of creating a container with these settings, as Docker's
+/// create answers them (`Warnings`; the CLI prints each as `WARNING: …`):
+/// for a VM container on a host without a usable KVM, that its VM runs
+/// under TCG emulation and why (unless `BERTH_VM_ACCEL=tcg` asked for it).
+pub fn create_warnings(request: &CreateRequest) -> Vec<String> {
+    let Ok(request) = with_default_runtime(request) else {
+        return Vec::new();
+    };
+    let host = &request.host_config;
+    if super::record::Isolation::of_request(&host.isolation, &host.runtime)
+        != super::record::Isolation::Vm
+    {
+        return Vec::new();
+    }
+    let choice = berth_vm::accel::detect();
+    if choice.accelerator != berth_vm::Accelerator::Tcg || choice.requested {
+        return Vec::new();
+    }
+    vec![format!(
+        "VM containers run under TCG emulation here ({}): each VM boots in seconds, not \
+         milliseconds",
+        choice.reason
+    )]
+}
+
 /// `--mount type=virtiofs` (Docker Desktop's form): for a VM container a
 /// bind, which is how every bind reaches its guest (over virtio-fs, from the
 /// shim's tree); a namespace container has no VM to share into, so it is

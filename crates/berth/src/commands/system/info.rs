@@ -29,6 +29,18 @@ pub fn run(global: &GlobalOptions, args: &InfoArgs) -> anyhow::Result<i32> {
     println!("Storage Driver: {}", field("Driver"));
     println!("Cgroup Driver: {}", field("CgroupDriver"));
     println!("Cgroup Version: {}", field("CgroupVersion"));
+    let runtimes = info["Runtimes"]
+        .as_object()
+        .map(|runtimes| runtimes.keys().cloned().collect::<Vec<_>>().join(" "))
+        .unwrap_or_default();
+    println!("Runtimes: {runtimes}");
+    println!("Default Runtime: {}", field("DefaultRuntime"));
+    let accelerator = &info["BerthVmAccelerator"];
+    println!(
+        "VM Accelerator: {} ({})",
+        output::plain(&accelerator["Name"]),
+        output::plain(&accelerator["Reason"])
+    );
     println!("Kernel Version: {}", field("KernelVersion"));
     println!("Operating System: {}", field("OperatingSystem"));
     println!("OSType: {}", field("OSType"));
