@@ -774,7 +774,7 @@ fn what_a_vm_container_cannot_do_yet_is_refused() {
     berth.fails_leaving_nothing("PATH", empty.path(), "qemu-system-x86_64");
     // An image of another architecture: the guest is x86-64.
     let archive = tempfile::NamedTempFile::new().unwrap();
-    write_arm64_busybox(archive.path());
+    support::write_arm64_busybox(archive.path());
     berth
         .run(&["load", "-i", archive.path().to_str().unwrap()])
         .ok();
@@ -1014,38 +1014,6 @@ fn vm_and_namespace_containers_find_each_other_by_name() {
 }
 
 /// A TCP port nothing listens on now.
-/// The busybox fixture as an image that says it is for linux/arm64/v8
-/// (`busybox-arm64`): its config's platform changed, nothing else.
-fn write_arm64_busybox(path: &Path) {
-    let mut source =
-        tar::Archive::new(fs_err::File::open(support::fixture("busybox-docker.tar")).unwrap());
-    let mut out = tar::Builder::new(fs_err::File::create(path).unwrap());
-    for entry in source.entries().unwrap() {
-        let mut entry = entry.unwrap();
-        let name = entry.path().unwrap().to_string_lossy().into_owned();
-        let mut header = entry.header().clone();
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
-        if name == "repositories" {
-            continue;
-        }
-        if name == "manifest.json" {
-            let mut manifest: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-            manifest[0]["RepoTags"] = serde_json::json!(["busybox-arm64:latest"]);
-            bytes = serde_json::to_vec(&manifest).unwrap();
-        } else if name.ends_with(".json") && !name.contains('/') {
-            let mut config: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-            config["architecture"] = "arm64".into();
-            config["variant"] = "v8".into();
-            bytes = serde_json::to_vec(&config).unwrap();
-        }
-        header.set_size(bytes.len() as u64);
-        header.set_cksum();
-        out.append(&header, bytes.as_slice()).unwrap();
-    }
-    out.finish().unwrap();
-}
-
 fn free_port() -> u16 {
     std::net::TcpListener::bind(("127.0.0.1", 0))
         .unwrap()

@@ -60,7 +60,7 @@ pub fn create(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     if prepared.is_warm() {
         server.claims.hold(prepared);
     }
-    let warnings = berth_engine::containers::create_warnings(&request);
+    let warnings = berth_engine::containers::create_warnings(&engine, &request);
     reply(Response::json(
         201,
         &json!({ "Id": id, "Warnings": warnings }),

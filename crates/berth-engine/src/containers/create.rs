@@ -177,6 +177,30 @@ pub fn local_platform_mismatch(
     }))
 }
 
+/// The warnings of creating a container with these settings, as Docker's
+/// create answers them (`Warnings`; the CLI prints each as `WARNING: …`):
+/// an image of another platform than the host's when none was asked for
+/// (dockerd's words; it runs, and fails to exec unless the host emulates
+/// it), and a VM container's TCG emulation.
+pub fn create_warnings(engine: &Engine, request: &CreateRequest) -> Vec<String> {
+    let Ok(request) = super::vm::with_default_runtime(request) else {
+        return Vec::new();
+    };
+    let mut warnings = Vec::new();
+    if request.platform.is_none() {
+        let host = berth_registry::client::host_platform();
+        if let Ok(Some(actual)) = local_platform_mismatch(engine, &request.config.image, &host) {
+            warnings.push(format!(
+                "The requested image's platform ({actual}) does not match the detected host \
+                 platform ({}) and no specific platform was requested",
+                berth_types::container::platform::format_platform(&host)
+            ));
+        }
+    }
+    warnings.extend(super::vm::accelerator_warning(&request));
+    warnings
+}
+
 /// Creates the container; returns its id.
 pub fn create_container(
     engine: &mut Engine,

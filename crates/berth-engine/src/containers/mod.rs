@@ -42,7 +42,9 @@ pub use changes::{
     ChangesError, CopyDirection, CopyRoot,
 };
 pub use commit::{commit_container, CommitError, CommitOptions};
-pub use create::{create_container, local_platform_mismatch, runtime_resources, CreateError};
+pub use create::{
+    create_container, create_warnings, local_platform_mismatch, runtime_resources, CreateError,
+};
 pub use error::ContainerError;
 pub use exec::{exec_create, exec_detached, exec_in_container, ExecProcess, ExecRequest};
 pub use exec_terminal::{exec_with_terminal, TerminalExec};
@@ -68,4 +70,3 @@ pub use stop::{
     kill_container, parse_signal, stop_container, stop_container_with, wait_container, StopOptions,
 };
 pub use top::{container_top, ProcessTable};
-pub use vm::create_warnings;

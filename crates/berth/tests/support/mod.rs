@@ -52,6 +52,37 @@ pub fn fixture(name: &str) -> PathBuf {
     path
 }
 
+/// The busybox fixture as an image that says it is for linux/arm64/v8
+/// (`busybox-arm64`): its config's platform changed, nothing else.
+pub fn write_arm64_busybox(path: &Path) {
+    let mut source = tar::Archive::new(fs_err::File::open(fixture("busybox-docker.tar")).unwrap());
+    let mut out = tar::Builder::new(fs_err::File::create(path).unwrap());
+    for entry in source.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let name = entry.path().unwrap().to_string_lossy().into_owned();
+        let mut header = entry.header().clone();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
+        if name == "repositories" {
+            continue;
+        }
+        if name == "manifest.json" {
+            let mut manifest: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            manifest[0]["RepoTags"] = serde_json::json!(["busybox-arm64:latest"]);
+            bytes = serde_json::to_vec(&manifest).unwrap();
+        } else if name.ends_with(".json") && !name.contains('/') {
+            let mut config: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            config["architecture"] = "arm64".into();
+            config["variant"] = "v8".into();
+            bytes = serde_json::to_vec(&config).unwrap();
+        }
+        header.set_size(bytes.len() as u64);
+        header.set_cksum();
+        out.append(&header, bytes.as_slice()).unwrap();
+    }
+    out.finish().unwrap();
+}
+
 /// The image id make-fixtures.sh recorded for `reference` in `archive`.
 pub fn fixture_id(archive: &str, reference: &str) -> String {
     let ids = fs_err::read_to_string(fixtures().join("image-ids.txt")).unwrap();

@@ -205,29 +205,25 @@ pub(crate) fn with_default_runtime(
     }
 }
 
-/// The warnings of creating a container with these settings, as Docker's
-/// create answers them (`Warnings`; the CLI prints each as `WARNING: …`):
-/// for a VM container on a host without a usable KVM, that its VM runs
-/// under TCG emulation and why (unless `BERTH_VM_ACCEL=tcg` asked for it).
-pub fn create_warnings(request: &CreateRequest) -> Vec<String> {
-    let Ok(request) = with_default_runtime(request) else {
-        return Vec::new();
-    };
+/// For a VM container (`request` resolved with the default runtime) on a
+/// host without a usable KVM: the create's warning that its VM runs under
+/// TCG emulation and why (unless `BERTH_VM_ACCEL=tcg` asked for it).
+pub(crate) fn accelerator_warning(request: &CreateRequest) -> Option<String> {
     let host = &request.host_config;
     if super::record::Isolation::of_request(&host.isolation, &host.runtime)
         != super::record::Isolation::Vm
     {
-        return Vec::new();
+        return None;
     }
     let choice = berth_vm::accel::detect();
     if choice.accelerator != berth_vm::Accelerator::Tcg || choice.requested {
-        return Vec::new();
+        return None;
     }
-    vec![format!(
+    Some(format!(
         "VM containers run under TCG emulation here ({}): each VM boots in seconds, not \
          milliseconds",
         choice.reason
-    )]
+    ))
 }
 
 /// `--mount type=virtiofs` (Docker Desktop's form): for a VM container a

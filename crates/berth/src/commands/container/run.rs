@@ -121,8 +121,8 @@ fn refuse_unknown_flag(options: &CreateOptions, command: &str) -> anyhow::Result
 
 /// The create's warnings, as docker/cli prints them (stderr, before the id
 /// or the container's output).
-fn print_warnings(request: &berth_types::container::CreateRequest) {
-    for warning in berth_engine::containers::create_warnings(request) {
+fn print_warnings(engine: &Engine, request: &berth_types::container::CreateRequest) {
+    for warning in berth_engine::containers::create_warnings(engine, request) {
         eprintln!("WARNING: {warning}");
     }
 }
@@ -142,7 +142,7 @@ pub fn create(engine: &mut Engine, options: &CreateOptions) -> anyhow::Result<i3
     )
     .map_err(|failure| failure.0)?;
     let id = create_container(engine, &request).map_err(engine_failure)?;
-    print_warnings(&request);
+    print_warnings(engine, &request);
     write_cidfile(extras.container_id_file.as_deref(), &id)?;
     println!("{id}");
     Ok(0)
@@ -182,7 +182,7 @@ pub fn run(engine: &mut Engine, options: &RunOptions) -> anyhow::Result<i32> {
     // the CPU, or after a moment for a longer run (see `Refill`).
     let refill = prepared.take_refill();
     let id = prepared.id.clone();
-    print_warnings(&request);
+    print_warnings(engine, &request);
     write_cidfile(extras.create.container_id_file.as_deref(), &id)?;
     if extras.detach {
         prepared
