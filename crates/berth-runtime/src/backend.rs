@@ -132,6 +132,13 @@ pub trait Runtime: Debug + Send + Sync {
     /// (`cp` and `diff` of a running container).
     fn root(&self, container: ContainerRef<'_>) -> PathBuf;
 
+    /// Files under [`Runtime::root`] were changed from the host (`cp` into
+    /// the running container): a backend that caches them elsewhere (a
+    /// VM's guest) forgets what it cached. Nothing to do for namespaces.
+    fn root_changed(&self, _container: ContainerRef<'_>) -> Result<(), RuntimeError> {
+        Ok(())
+    }
+
     /// Kills whatever is left of the container and removes what the
     /// backend made for it (after its exit, or for a container whose
     /// monitor died). Idempotent: a container with nothing left is fine.

@@ -157,6 +157,10 @@ pub enum HostMessage {
     ListProcesses,
     /// `stats`: the guest's counters ([`GuestStats`]).
     ReadStats,
+    /// Files of the root changed behind the guest's back (`cp` into the
+    /// running container): drop the guest's clean caches, so that it reads
+    /// them anew; `CachesDropped` follows.
+    DropCaches,
     /// Power the guest off now.
     Shutdown,
 }
@@ -199,6 +203,8 @@ pub enum GuestMessage {
     Processes(ProcessTable),
     /// The answer to `ReadStats`.
     Stats(GuestStats),
+    /// The answer to `DropCaches`.
+    CachesDropped,
     /// The root or a mount of the last `Run` could not be set up; nothing
     /// was started. An engine failure (Docker's 125), not the process's.
     SetupFailed {

@@ -218,6 +218,8 @@ pub enum Event {
     Processes(ProcessTable),
     /// The answer to [`Vm::read_stats`].
     Stats(GuestStats),
+    /// The answer to [`Vm::drop_caches`].
+    CachesDropped,
     /// One of the caller's descriptors is ready: its index among them.
     Ready(usize),
 }
@@ -541,6 +543,12 @@ impl Vm {
         self.deliver(&encode_message(&HostMessage::ReadStats))
     }
 
+    /// Asks the guest to drop its clean caches: [`Event::CachesDropped`]
+    /// follows.
+    pub fn drop_caches(&mut self) -> Result<(), VmError> {
+        self.deliver(&encode_message(&HostMessage::DropCaches))
+    }
+
     /// Waits for what happens next in the guest, or for one of `watched`
     /// (the caller's descriptors) to be ready. On the way it relays the
     /// guest's DNS queries to `dns` and their answers back; a share's daemon
@@ -645,6 +653,7 @@ impl Vm {
                     })),
                     GuestMessage::Processes(table) => Ok(Some(Event::Processes(table))),
                     GuestMessage::Stats(stats) => Ok(Some(Event::Stats(stats))),
+                    GuestMessage::CachesDropped => Ok(Some(Event::CachesDropped)),
                     GuestMessage::SetupFailed { error } => {
                         Err(VmError::GuestSetup { message: error })
                     }

@@ -127,6 +127,13 @@ pub fn container_copied(engine: &Engine, container: &Container, direction: CopyD
         CopyDirection::FromContainer => "archive-path",
         CopyDirection::IntoContainer => "extract-to-dir",
     };
+    if direction == CopyDirection::IntoContainer && container.state.is_running() {
+        let runtime = engine.config().runtime_of(&container.record);
+        if let Err(error) = runtime.root_changed(super::manage::runtime_ref(container)) {
+            // The copy is done; the guest may still show what it cached.
+            tracing::warn!(%error, "the container may not see the copied files at once");
+        }
+    }
     crate::events::emit_container(engine.store(), action, &container.record);
 }
 

@@ -136,3 +136,12 @@ pub(super) fn power_off(mode: PowerOff) -> ! {
         std::thread::sleep(Duration::from_secs(3600));
     }
 }
+
+/// Drops the guest's clean page cache, dentries and inodes (`drop_caches`
+/// 3): the next read of a file the host changed asks virtiofsd again. What
+/// an open file keeps (its inode's attributes) stays until it is closed.
+pub(super) fn drop_caches() {
+    if let Err(error) = fs_err::write("/proc/sys/vm/drop_caches", "3") {
+        eprintln!("berth-agent: {error}");
+    }
+}

@@ -319,6 +319,10 @@ impl Session<'_> {
                 let stats = super::processes::stats(self.main);
                 send_message(port, &GuestMessage::Stats(stats))?;
             }
+            HostMessage::DropCaches => {
+                super::boot::drop_caches();
+                send_message(port, &GuestMessage::CachesDropped)?;
+            }
             HostMessage::Shutdown => {
                 let _ = kill(self.main, Signal::SIGKILL);
                 return Ok(true);

@@ -220,6 +220,11 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                 }
                 // Nothing runs: nothing to signal, resize or list.
                 HostMessage::Signal { .. } | HostMessage::Resize { .. } => {}
+                HostMessage::DropCaches => {
+                    boot::drop_caches();
+                    port.write_all(&encode_message(&GuestMessage::CachesDropped))
+                        .map_err(channel_error)?;
+                }
                 HostMessage::ReadStats => {
                     let stats =
                         GuestMessage::Stats(processes::stats(nix::unistd::Pid::from_raw(0)));

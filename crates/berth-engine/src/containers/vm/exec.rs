@@ -69,6 +69,8 @@ pub(super) enum ToShim {
     ListProcesses,
     /// A connection's only message: the guest's counters.
     ReadStats,
+    /// A connection's only message: files changed behind the guest's back.
+    DropCaches,
 }
 
 /// A message from the shim.
@@ -85,6 +87,7 @@ pub(super) enum FromShim {
     },
     Processes(ProcessTable),
     Stats(GuestStats),
+    CachesDropped,
 }
 
 /// What [`start`] asks of the relay.
@@ -162,7 +165,7 @@ pub(crate) fn start(
                 format!("the process exited with {code} before it started")
             })))
         }
-        Ok(FromShim::Processes(_) | FromShim::Stats(_)) | Err(_) => {
+        Ok(FromShim::Processes(_) | FromShim::Stats(_) | FromShim::CachesDropped) | Err(_) => {
             let code = berth_runtime::wait_exit_code(pid);
             Err(LaunchError::Prepare(format!(
                 "the VM exec relay exited ({code}) before the process started"
@@ -186,6 +189,16 @@ pub(crate) fn read_stats(socket: &Path, timeout: Duration) -> Result<GuestStats,
     match ask(socket, &ToShim::ReadStats, Some(timeout))? {
         FromShim::Stats(stats) => Ok(stats),
         _ => Err("the container's VM did not send its counters".to_owned()),
+    }
+}
+
+/// After `cp` into the running VM container whose shim listens on
+/// `socket`: its guest forgets what it cached of the root, so it sees the
+/// copied files (its root is cached `always`).
+pub(crate) fn drop_caches(socket: &Path, timeout: Duration) -> Result<(), String> {
+    match ask(socket, &ToShim::DropCaches, Some(timeout))? {
+        FromShim::CachesDropped => Ok(()),
+        _ => Err("the container's VM did not drop its caches".to_owned()),
     }
 }
 
@@ -336,7 +349,10 @@ pub fn run() -> i32 {
                     }
                     return code;
                 }
-                Ok(Some((FromShim::Processes(_) | FromShim::Stats(_), _))) => {}
+                Ok(Some((
+                    FromShim::Processes(_) | FromShim::Stats(_) | FromShim::CachesDropped,
+                    _,
+                ))) => {}
                 // The shim is gone (the container ended): so is the process.
                 Ok(None) | Err(_) => {
                     if !started {

@@ -106,6 +106,7 @@ pub(super) fn run_container(
     // kind of question in the order asked.
     let mut waiting_tops: Vec<OwnedFd> = Vec::new();
     let mut waiting_stats: Vec<OwnedFd> = Vec::new();
+    let mut waiting_drops: Vec<OwnedFd> = Vec::new();
     let mut next_process: ProcessId = MAIN_PROCESS + 1;
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
@@ -178,6 +179,12 @@ pub(super) fn run_container(
                     let _ = send(&connection, &FromShim::Processes(table), &[]);
                 }
             }
+            Event::CachesDropped => {
+                if !waiting_drops.is_empty() {
+                    let connection = waiting_drops.remove(0);
+                    let _ = send(&connection, &FromShim::CachesDropped, &[]);
+                }
+            }
             Event::Stats(stats) => {
                 if !waiting_stats.is_empty() {
                     let connection = waiting_stats.remove(0);
@@ -243,6 +250,10 @@ pub(super) fn run_container(
                         ToShim::ReadStats => {
                             waiting_stats.push(connection);
                             vm.read_stats()?;
+                        }
+                        ToShim::DropCaches => {
+                            waiting_drops.push(connection);
+                            vm.drop_caches()?;
                         }
                         ToShim::Resize { .. } | ToShim::Signal { .. } => {}
                     }

@@ -172,6 +172,13 @@ impl Runtime for VmRuntime {
             .join(merged.strip_prefix("/").unwrap_or(&merged))
     }
 
+    /// The guest caches its root (`always`): it drops its clean caches so
+    /// that it reads the copied files anew.
+    fn root_changed(&self, container: ContainerRef<'_>) -> Result<(), RuntimeError> {
+        super::exec::drop_caches(&self.exec_socket(container), GUEST_STATS_TIMEOUT)
+            .map_err(|message| RuntimeError::Exec(LaunchError::Prepare(message)))
+    }
+
     fn delete(&self, container: ContainerRef<'_>) -> Result<(), RuntimeError> {
         self.cgroups.delete(container)
     }
