@@ -10,6 +10,7 @@ use crate::engine::Engine;
 use crate::image::Images;
 use crate::options::{BenchOptions, Plan};
 use crate::process::{run, ProcessError};
+use crate::vm::VmSupport;
 
 pub struct Context {
     pub plan: Plan,
@@ -19,12 +20,20 @@ pub struct Context {
     pub scratch: PathBuf,
     /// Prefix of every container and network name of this run.
     pub tag: String,
+    /// Whether berth's VM containers can be measured here, or why not.
+    pub vm: Result<VmSupport, String>,
     started: Vec<(usize, String)>,
 }
 
 impl Context {
-    pub fn new(options: &BenchOptions, engines: Vec<Engine>, scratch: PathBuf) -> Self {
+    pub fn new(
+        options: &BenchOptions,
+        engines: Vec<Engine>,
+        vm: Result<VmSupport, String>,
+        scratch: PathBuf,
+    ) -> Self {
         Self {
+            vm,
             plan: options.plan(),
             images: Images::new(&options.work_dir),
             engines,

@@ -23,6 +23,7 @@ mod registry;
 pub mod report;
 mod resident;
 pub mod stats;
+mod vm;
 
 use std::path::{Path, PathBuf};
 
@@ -88,7 +89,15 @@ pub fn run(options: &BenchOptions) -> Result<Outcome, BenchError> {
     directory(&options.work_dir)?;
     let started = chrono::Utc::now();
     let mut machine = machine::describe(&options.work_dir);
-    let (engines, statuses) = engine::discover(options);
+    let (engines, mut statuses) = engine::discover(options);
+    let berth = engines.iter().find(|engine| engine.is_berth());
+    let vm = match berth {
+        Some(_) => vm::probe(&options.berth),
+        None => Err("berth is not among the engines measured".to_owned()),
+    };
+    if let Some(berth) = berth {
+        statuses.push(vm_status(berth, &vm));
+    }
     for status in &statuses {
         match &status.skipped {
             Some(reason) => eprintln!("bench: {}: skipped: {reason}", status.name),
@@ -107,7 +116,7 @@ pub fn run(options: &BenchOptions) -> Result<Outcome, BenchError> {
             path: options.work_dir.clone(),
             source,
         })?;
-    let mut context = Context::new(options, engines, scratch.path().to_owned());
+    let mut context = Context::new(options, engines, vm, scratch.path().to_owned());
     let mut metrics = Vec::new();
     for metric in Metric::ALL {
         if !options.metrics.contains(&metric) {
@@ -159,6 +168,28 @@ pub fn run(options: &BenchOptions) -> Result<Outcome, BenchError> {
     )?;
     write(&outcome.svg, &report::svg::render(&outcome.report))?;
     Ok(outcome)
+}
+
+/// The Engines table's row for berth's VM containers: the same binary with
+/// `--isolation=vm`, the accelerator and why, or why there are no VM rows.
+fn vm_status(berth: &engine::Engine, vm: &Result<vm::VmSupport, String>) -> report::EngineStatus {
+    let mut status = berth.status();
+    status.name = "berth-vm".to_owned();
+    status.notes.clear();
+    match vm {
+        Ok(support) => {
+            status.endpoint = Some(format!(
+                "run --isolation=vm; accelerator {}: {}",
+                support.accelerator_name(),
+                support.reason
+            ));
+        }
+        Err(why) => {
+            status.endpoint = Some("run --isolation=vm".to_owned());
+            status.skipped = Some(format!("VM rows skipped: {why}"));
+        }
+    }
+    status
 }
 
 /// A note when other work competed for the CPUs during the run (1-minute

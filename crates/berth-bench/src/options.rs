@@ -254,6 +254,10 @@ pub struct Plan {
     pub quick: bool,
     pub start_runs: usize,
     pub start_warmup: usize,
+    /// A VM container's cold run takes seconds under TCG: fewer runs.
+    pub vm_start_runs: usize,
+    pub vm_start_warmup: usize,
+    pub vm_memory_containers: usize,
     pub memory_samples: usize,
     pub memory_containers: usize,
     pub copy_runs: usize,
@@ -281,6 +285,9 @@ impl Plan {
             quick,
             start_runs: pick(20),
             start_warmup: if quick { 1 } else { 5 },
+            vm_start_runs: pick(10),
+            vm_start_warmup: if quick { 0 } else { 1 },
+            vm_memory_containers: if quick { 1 } else { runs.unwrap_or(3).max(2) },
             memory_samples: pick(5),
             memory_containers: if quick { 1 } else { runs.unwrap_or(5).max(2) },
             copy_runs: pick(3),
@@ -408,8 +415,12 @@ mod tests {
         assert_eq!(plan.start_runs, 1);
         assert_eq!(plan.copy_runs, 1);
         assert_eq!(plan.copy_sizes, vec![16 << 20]);
+        assert_eq!((plan.vm_start_runs, plan.vm_start_warmup), (1, 0));
+        assert_eq!(plan.vm_memory_containers, 1);
         let full = Plan::new(false, Some(7), Some(vec![1 << 30]));
         assert_eq!(full.start_runs, 7);
+        assert_eq!((full.vm_start_runs, full.vm_start_warmup), (7, 1));
+        assert_eq!(Plan::new(false, None, None).vm_memory_containers, 3);
         assert_eq!(full.syscall_count, 3_000_000);
         assert_eq!(full.copy_sizes, vec![1 << 30]);
     }

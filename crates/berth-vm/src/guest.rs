@@ -1,8 +1,9 @@
 //! What a container's VM boots, made once and cached: the guest kernel
 //! (the uncompressed `vmlinux` of `BERTH_VM_KERNEL_DIR`'s package) and an
-//! initramfs whose `/init` is the agent, keyed by the kernel's banner and
-//! the agent binary's identity (device, inode, size, modification time), so
-//! a rebuilt berth or a new kernel package gets a new one and concurrent
+//! initramfs whose `/init` is the agent, keyed by the kernel's banner, the
+//! modules it packs and the agent binary's identity (device, inode, size,
+//! modification time), so a rebuilt berth, a new kernel package or another
+//! module list gets a new one and concurrent
 //! starts share one file (each writes a private temporary and renames it).
 
 use std::os::unix::fs::MetadataExt;
@@ -35,7 +36,12 @@ pub fn prepare(cache: &Path, agent: &AgentBinary) -> Result<PreparedGuest, Guest
         path: agent.clone(),
         source,
     })?;
+    let config = InitramfsConfig::new(agent.clone(), kernel.clone());
     let mut key = kernel.banner.as_bytes().to_vec();
+    for module in &config.modules {
+        key.push(0);
+        key.extend_from_slice(module.as_bytes());
+    }
     for number in [
         metadata.dev(),
         metadata.ino(),
@@ -47,7 +53,7 @@ pub fn prepare(cache: &Path, agent: &AgentBinary) -> Result<PreparedGuest, Guest
     }
     let initramfs = cache.join(format!("initramfs-{:016x}.cpio", kernel::fnv1a(&key)));
     if !initramfs.is_file() {
-        initramfs::write(&InitramfsConfig::new(agent, kernel.clone()), &initramfs)?;
+        initramfs::write(&config, &initramfs)?;
     }
     Ok(PreparedGuest { kernel, initramfs })
 }

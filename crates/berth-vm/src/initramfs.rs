@@ -45,6 +45,12 @@ pub const VIRTIOFS_MODULES: &[&str] = &["virtiofs"];
 /// dependencies); loaded at boot, a VM without a card pays ≈ nothing more.
 pub const NETWORK_MODULES: &[&str] = &["virtio_net"];
 
+/// Free page reporting (see [`crate::qemu`]): the guest hands the pages it
+/// frees back to the host. `CONFIG_PAGE_REPORTING` is built into Debian's
+/// kernel; the driver is a module (`virtio` and `virtio_ring` as its
+/// dependencies, already there).
+pub const BALLOON_MODULES: &[&str] = &["virtio_balloon"];
+
 /// Chooses the guest's /init: `small` (the default), `berth`, or a path.
 pub const AGENT_ENV: &str = "BERTH_VM_AGENT";
 
@@ -153,6 +159,7 @@ impl InitramfsConfig {
                 .iter()
                 .chain(VIRTIOFS_MODULES)
                 .chain(NETWORK_MODULES)
+                .chain(BALLOON_MODULES)
                 .map(|name| name.to_string())
                 .collect(),
             busybox: None,

@@ -16,6 +16,16 @@
 //!
 //! The serial console (kernel messages, the agent's own errors) goes to a log
 //! file in the VM's directory.
+//!
+//! Idle memory goes back to the host through `virtio-balloon-device` with
+//! `free-page-reporting=on` (virtio 1.1's VIRTIO_BALLOON_F_REPORTING): the
+//! guest kernel (CONFIG_PAGE_REPORTING, Debian's `=y`, and the
+//! `virtio_balloon` module) reports runs of free pages of 2 MiB and more
+//! (`pageblock_order`) about 2 s after they are freed, and QEMU discards
+//! them (`madvise(MADV_DONTNEED)` for anonymous RAM, `fallocate(PUNCH_HOLE)`
+//! for the memfd a VM with shares has), so what a guest freed stops counting
+//! in QEMU's RSS and virtiofsd's. The balloon is never inflated: berth asks
+//! no memory back beyond what the guest has freed itself.
 
 use std::ffi::OsString;
 use std::os::fd::RawFd;
@@ -81,6 +91,9 @@ pub struct QemuArgs<'a> {
     pub filesystems: &'a [FilesystemDevice],
     /// The network card, on a tap device the caller opened.
     pub network: Option<&'a NetworkDevice>,
+    /// A balloon device whose free page reporting hands the pages the guest
+    /// frees back to the host.
+    pub free_page_reporting: bool,
 }
 
 /// One `virtio-net-device` on a tap: QEMU's descriptor of the tap and the
@@ -195,6 +208,9 @@ pub fn arguments(args: &QemuArgs) -> Vec<OsString> {
             ),
         ]);
     }
+    if args.free_page_reporting {
+        push(&["-device", "virtio-balloon-device,free-page-reporting=on"]);
+    }
     if let Some(network) = args.network {
         push(&[
             "-netdev",
@@ -283,6 +299,7 @@ mod tests {
                 tap_fd: 13,
                 mac: "06:42:0a:58:00:02".into(),
             }),
+            free_page_reporting: true,
         });
         let line = command_line(&args);
         for expected in [
@@ -297,6 +314,7 @@ mod tests {
             "-chardev socket,id=agent,fd=7 -device virtserialport,chardev=agent,name=org.berth.agent",
             "-chardev socket,id=qmp,fd=9 -mon chardev=qmp,mode=control",
             "-netdev tap,id=net0,fd=13 -device virtio-net-device,netdev=net0,mac=06:42:0a:58:00:02",
+            "-device virtio-balloon-device,free-page-reporting=on",
         ] {
             assert!(line.contains(expected), "{expected:?} missing from {line}");
         }
@@ -330,6 +348,7 @@ mod tests {
             kernel_cmdline_extra: &[],
             filesystems: &filesystems,
             network: None,
+            free_page_reporting: false,
         });
         let line = command_line(&args);
         for expected in [
@@ -341,5 +360,6 @@ mod tests {
         ] {
             assert!(line.contains(expected), "{expected:?} missing from {line}");
         }
+        assert!(!line.contains("virtio-balloon"), "{line}");
     }
 }

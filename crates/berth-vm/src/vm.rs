@@ -53,6 +53,34 @@ pub struct VmConfig {
     pub virtiofsd: Option<PathBuf>,
     /// A network card on this tap (QEMU inherits the descriptor).
     pub network: Option<std::sync::Arc<qemu::NetworkDevice>>,
+    /// The balloon device with free page reporting: what the guest frees
+    /// goes back to the host (see [`crate::qemu`]). On unless
+    /// `BERTH_VM_BALLOON=off` (to measure what it saves).
+    pub free_page_reporting: bool,
+}
+
+/// `off` leaves the balloon device out of the VMs berth boots.
+pub const BALLOON_ENV: &str = "BERTH_VM_BALLOON";
+
+/// Whether VMs get free page reporting: `BERTH_VM_BALLOON` unset, empty or
+/// `on`; `off` turns it off.
+pub fn free_page_reporting_from_env() -> Result<bool, VmError> {
+    free_page_reporting(std::env::var_os(BALLOON_ENV))
+}
+
+fn free_page_reporting(value: Option<std::ffi::OsString>) -> Result<bool, VmError> {
+    match value {
+        None => Ok(true),
+        Some(value) => match value.to_str() {
+            Some("" | "on") => Ok(true),
+            Some("off") => Ok(false),
+            _ => Err(VmError::BadSetting {
+                name: BALLOON_ENV,
+                value: value.to_string_lossy().into_owned(),
+                expected: "on or off",
+            }),
+        },
+    }
 }
 
 impl VmConfig {
@@ -73,6 +101,7 @@ impl VmConfig {
             shares: Vec::new(),
             virtiofsd: None,
             network: None,
+            free_page_reporting: free_page_reporting_from_env()?,
         })
     }
 }
@@ -85,6 +114,12 @@ pub enum VmError {
     Qmp(#[from] QmpError),
     #[error(transparent)]
     Virtiofs(#[from] VirtiofsError),
+    #[error("{name}={value:?} is not valid (expected {expected})")]
+    BadSetting {
+        name: &'static str,
+        value: String,
+        expected: &'static str,
+    },
     #[error("the VM has no share tagged {tag:?}")]
     UnknownShare { tag: String },
     #[error("failed to set up the container's files in the guest: {message}")]
@@ -301,6 +336,7 @@ impl Vm {
             kernel_cmdline_extra: &config.kernel_cmdline_extra,
             filesystems: &filesystems,
             network: config.network.as_deref(),
+            free_page_reporting: config.free_page_reporting,
         });
         let mut inherit = vec![guest_agent.as_raw_fd(), guest_qmp.as_raw_fd()];
         inherit.extend(config.network.iter().map(|network| network.tap_fd));
@@ -966,6 +1002,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_balloon_is_on_unless_turned_off() {
+        for (value, expected) in [
+            (None, true),
+            (Some(""), true),
+            (Some("on"), true),
+            (Some("off"), false),
+        ] {
+            let result = free_page_reporting(value.map(Into::into)).unwrap();
+            assert_eq!(result, expected, "{value:?}");
+        }
+        let error = free_page_reporting(Some("no".into())).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "BERTH_VM_BALLOON=\"no\" is not valid (expected on or off)"
+        );
+    }
+
+    #[test]
     fn missing_inputs_are_named_before_qemu_starts() {
         let dir = tempfile::tempdir().unwrap();
         let config = VmConfig {
@@ -981,6 +1035,7 @@ mod tests {
             shares: Vec::new(),
             virtiofsd: None,
             network: None,
+            free_page_reporting: true,
         };
         let error = Vm::boot(&config).err().unwrap();
         assert!(
@@ -1015,6 +1070,7 @@ mod tests {
             shares: Vec::new(),
             virtiofsd: None,
             network: None,
+            free_page_reporting: true,
         };
         let error = Vm::boot(&config).err().unwrap();
         assert!(

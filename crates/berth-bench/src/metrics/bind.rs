@@ -2,6 +2,8 @@
 //!    conv=fsync) into a host directory and reads it back (page cache warm),
 //!    in a container with the directory bind-mounted and on the host with
 //!    the same busybox binary. Timed inside, between microsecond stamps.
+//!    berth's VM containers (`--isolation=vm`) reach the directory over
+//!    virtio-fs (virtiofsd, `--cache=auto`): their rows measure that.
 
 use std::time::Duration;
 
@@ -9,6 +11,7 @@ use crate::context::{host_script, run_timed, timed_script, Context};
 use crate::image::Images;
 use crate::options::Metric;
 use crate::report::{Measurement, MetricReport, Unit};
+use crate::vm::skip_reason;
 
 const TIMEOUT: Duration = Duration::from_secs(900);
 
@@ -33,7 +36,8 @@ pub fn run(context: &mut Context) -> MetricReport {
             "busybox `dd bs=1M count={megabytes} conv=fsync` into a file in a host directory, \
              then `dd` of that file to /dev/null; inside `ENGINE run --rm -v DIR:/mnt` and on \
              the host (same busybox binary). Bytes ÷ the time between microsecond stamps \
-             (`busybox ts`) around each dd, {} run(s).",
+             (`busybox ts`) around each dd, {} run(s). berth-vm: the same container \
+             with `--isolation=vm`, the directory shared over virtio-fs.",
             plan.bind_runs
         ),
     );
@@ -86,22 +90,25 @@ pub fn run(context: &mut Context) -> MetricReport {
 
     for index in 0..context.engines.len() {
         let engine = context.engines[index].clone();
-        let label = engine.label();
-        context.log(format!("bind: {label}"));
-        let result = context
-            .images
-            .ready(&engine, Images::busybox)
-            .and_then(|image| {
-                let script = timed_script(
-                    "/bin/busybox",
-                    &steps(&format!("/mnt/file-{label}"), megabytes),
-                );
+        let mut variants: Vec<(String, Result<Vec<&str>, String>)> =
+            vec![(engine.label().to_owned(), Ok(Vec::new()))];
+        if engine.is_berth() {
+            variants.push(match &context.vm {
+                Ok(support) => (support.label.clone(), Ok(vec!["--isolation=vm"])),
+                Err(why) => ("berth-vm".to_owned(), Err(skip_reason(why))),
+            });
+        }
+        for (label, extra) in variants {
+            context.log(format!("bind: {label}"));
+            let file = format!("/mnt/file-{}", engine.label());
+            let result = extra.and_then(|extra| {
+                let image = context.images.ready(&engine, Images::busybox)?;
+                let script = timed_script("/bin/busybox", &steps(&file, megabytes));
                 let volume = format!("{}:/mnt", directory.display());
                 (0..plan.bind_runs)
                     .map(|_| {
-                        let mut command = engine.command([
-                            "run",
-                            "--rm",
+                        let mut command = engine.command(["run", "--rm"]);
+                        command.args(&extra).args([
                             "--network",
                             "none",
                             "-v",
@@ -115,19 +122,20 @@ pub fn run(context: &mut Context) -> MetricReport {
                     })
                     .collect()
             });
-        let (engine_write, engine_read) = to_rates(result);
-        report.measurements.push(Measurement::from_result(
-            &write,
-            label,
-            Unit::BytesPerSecond,
-            engine_write,
-        ));
-        report.measurements.push(Measurement::from_result(
-            &read,
-            label,
-            Unit::BytesPerSecond,
-            engine_read,
-        ));
+            let (engine_write, engine_read) = to_rates(result);
+            report.measurements.push(Measurement::from_result(
+                &write,
+                label.as_str(),
+                Unit::BytesPerSecond,
+                engine_write,
+            ));
+            report.measurements.push(Measurement::from_result(
+                &read,
+                label.as_str(),
+                Unit::BytesPerSecond,
+                engine_read,
+            ));
+        }
     }
     for name in [&write, &read] {
         report.compare_with(name, "host", "host");

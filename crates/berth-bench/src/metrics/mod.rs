@@ -11,6 +11,7 @@ mod network;
 mod pull;
 mod seccomp;
 mod start;
+mod vm_phases;
 
 use crate::context::Context;
 use crate::options::Metric;

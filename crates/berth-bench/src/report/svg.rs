@@ -103,6 +103,7 @@ pub fn render(report: &Report) -> String {
 fn color(engine: &str) -> &'static str {
     match engine.split_whitespace().next().unwrap_or("") {
         "berth" => "#e0701f",
+        "berth-vm" => "#9c3d0f",
         "docker" => "#2496ed",
         "podman" => "#892ca0",
         "host" => "#7f7f7f",
@@ -134,6 +135,14 @@ mod tests {
         assert!(svg.contains(r##"width="600.0" height="12" fill="#2496ed""##));
         assert!(svg.contains(r##"width="6.7" height="12" fill="#e0701f""##));
         assert!(svg.contains(">12.5 Gbit/s<"));
+    }
+
+    #[test]
+    fn vm_rows_have_a_colour_of_their_own() {
+        assert_eq!(color("berth"), "#e0701f");
+        assert_eq!(color("berth-vm (TCG)"), "#9c3d0f");
+        assert_eq!(color("berth-vm (TCG), BERTH_VM_BALLOON=off"), "#9c3d0f");
+        assert_eq!(color("host"), "#7f7f7f");
     }
 
     #[test]

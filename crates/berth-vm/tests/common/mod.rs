@@ -76,6 +76,7 @@ pub fn setup_with(agent: &Path, with_busybox: bool) -> Option<Setup> {
         shares: Vec::new(),
         virtiofsd: None,
         network: None,
+        free_page_reporting: true,
     };
     Some(Setup {
         config,

@@ -17,7 +17,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
     /// Engines to measure, comma-separated: berth, docker, podman (default:
-    /// every one that is found)
+    /// every one that is found). With berth come its VM containers
+    /// (--isolation=vm) where QEMU, a guest kernel (BERTH_VM_KERNEL_DIR) and
+    /// virtiofsd are found, or a line saying which is missing
     #[arg(long, value_name = "LIST")]
     pub engine: Vec<String>,
     /// File sizes for the cp metric, comma-separated (default 1G,10G; with
