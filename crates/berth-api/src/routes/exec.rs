@@ -146,7 +146,11 @@ pub fn start(server: &'static Server, exchange: &mut Exchange<'_>, id: &str) -> 
         }
         state.started = true;
     }
-    let tty = body.tty || instance.config.tty;
+    // dockerd: the process has a terminal when the exec was created with
+    // one; the start's `Tty` says only how the stream is framed (raw, or
+    // multiplexed into stdout and stderr frames even for a terminal's
+    // output, which docker-py reads when it starts without `tty=True`).
+    let tty = instance.config.tty;
     let request = helper_request(&instance, tty);
     if body.detach {
         let null = || [Stdio::null(), Stdio::null(), Stdio::null()];
@@ -184,7 +188,12 @@ pub fn start(server: &'static Server, exchange: &mut Exchange<'_>, id: &str) -> 
             }
         }
     } else {
-        attached(server, exchange, &instance, request)
+        let framing = if body.tty {
+            Framing::Raw
+        } else {
+            Framing::Multiplex
+        };
+        attached(server, exchange, &instance, request, framing)
     }
 }
 
@@ -193,11 +202,13 @@ fn attached(
     exchange: &mut Exchange<'_>,
     instance: &Arc<ExecInstance>,
     request: ExecHelperRequest,
+    framing: Framing,
 ) -> Handled {
     let tty = request.tty;
     let config = &instance.config;
+    let raw = matches!(framing, Framing::Raw);
     let (client, leftover) = exchange
-        .hijack(crate::routes::attach::stream_type(exchange.version, tty))
+        .hijack(crate::routes::attach::stream_type(exchange.version, raw))
         .map_err(|error| ApiError::internal(error.to_string()))?;
     let _open = server.activity.begin();
     let io_error =
@@ -240,7 +251,7 @@ fn attached(
             set_exited(instance, status);
             helper.reap();
             let text = format!("{message}\r\n");
-            let bytes = if tty {
+            let bytes = if raw {
                 text.into_bytes()
             } else {
                 berth_engine::containers::monitor::frame(Stream::Stdout, text.as_bytes())
@@ -279,7 +290,7 @@ fn attached(
             Streams {
                 outputs: output.into_iter().map(|fd| (fd, Stream::Stdout)).collect(),
                 input,
-                framing: Framing::Raw,
+                framing,
                 detach,
             }
         }
@@ -301,7 +312,7 @@ fn attached(
             Streams {
                 outputs: attached_outputs,
                 input,
-                framing: Framing::Multiplex,
+                framing,
                 detach: None,
             }
         }
@@ -381,13 +392,7 @@ fn finish(instance: &ExecInstance, mut helper: Helper) {
 }
 
 fn set_size(master: &OwnedFd, height: u16, width: u16) {
-    let size = libc::winsize {
-        ws_row: height,
-        ws_col: width,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    berth_runtime::console::set_window_size(master, &size);
+    berth_runtime::console::set_window_size(master, &berth_runtime::console::window(height, width));
 }
 
 pub fn resize(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
