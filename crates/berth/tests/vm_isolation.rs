@@ -413,6 +413,15 @@ fn stop_kill_pause_and_logs_of_a_vm_container() {
         "trap 'echo got TERM; exit 42' TERM; echo ready; while :; do sleep 0.1; done",
     ]);
     assert_eq!(berth.inspect(&id, "{{.HostConfig.Isolation}}"), "vm");
+    // The runtime inspect names, as dockerd names its default (runc).
+    assert_eq!(berth.inspect(&id, "{{.HostConfig.Runtime}}"), "vm");
+    let plain = berth
+        .run(&["create", "busybox", "true"])
+        .ok()
+        .trim()
+        .to_owned();
+    assert_eq!(berth.inspect(&plain, "{{.HostConfig.Runtime}}"), "runc");
+    berth.run(&["rm", &plain]).ok();
     berth.wait_logs(&id, "ready");
     let shim: i32 = berth.inspect(&id, "{{.State.Pid}}").parse().unwrap();
     let processes = vm_processes(shim);

@@ -79,7 +79,7 @@ pub fn inspect_container(store: &Store, config: &EngineConfig, container: &Conta
         "ProcessLabel": "",
         "AppArmorProfile": "",
         "ExecIDs": Value::Null,
-        "HostConfig": record.host_config,
+        "HostConfig": inspected_host_config(record),
         "GraphDriver": {
             "Data": {
                 "MergedDir": rootfs.merged,
@@ -92,6 +92,24 @@ pub fn inspect_container(store: &Store, config: &EngineConfig, container: &Conta
         "Config": record.config,
         "NetworkSettings": network_settings(store, container),
     })
+}
+
+/// The stored `HostConfig` with the runtime that runs it named, as dockerd
+/// names its default (`runc`) for a container created without one.
+fn inspected_host_config(record: &super::record::ContainerRecord) -> Value {
+    let mut host = record.host_config.clone();
+    let named = host
+        .get("Runtime")
+        .and_then(Value::as_str)
+        .is_some_and(|runtime| !runtime.is_empty());
+    if let (false, Some(fields)) = (named, host.as_object_mut()) {
+        let runtime = match record.run.isolation {
+            super::record::Isolation::Vm => super::vm::RUNTIME_NAME,
+            super::record::Isolation::Namespaces => "runc",
+        };
+        fields.insert("Runtime".to_owned(), Value::from(runtime));
+    }
+    host
 }
 
 /// Docker's `NetworkSettings`: one entry per network the container is on,
