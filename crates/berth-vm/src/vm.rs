@@ -415,6 +415,16 @@ impl Vm {
         self.qemu.as_ref().map(QemuProcess::pid)
     }
 
+    /// Descriptors that poll readable once QEMU or one of the VM's
+    /// virtiofsd processes has exited: a VM waiting for work (a warm pool
+    /// member) watches them to notice that it died.
+    pub fn exit_fds(&self) -> Vec<BorrowedFd<'_>> {
+        let qemu = self.qemu.as_ref().and_then(|qemu| qemu.exit_fd());
+        qemu.into_iter()
+            .chain(self.virtiofs.iter().filter_map(VirtiofsDaemon::exit_fd))
+            .collect()
+    }
+
     /// The pids of the virtiofsd processes berth started, one per share.
     pub fn virtiofsd_pids(&self) -> Vec<u32> {
         self.virtiofs.iter().map(VirtiofsDaemon::pid).collect()

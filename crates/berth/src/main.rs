@@ -21,7 +21,7 @@ fn main() {
     let hidden = std::env::args_os().nth(1);
     let hidden = hidden.as_deref().and_then(std::ffi::OsStr::to_str);
     if hidden == Some(berth_engine::containers::vm::shim::SHIM_COMMAND) {
-        std::process::exit(berth_engine::containers::vm::shim::run());
+        std::process::exit(berth_engine::containers::vm::shim::run(init_shim_tracing));
     }
     // A VM container's exec relay likewise: its stdio is the exec's.
     if hidden == Some(berth_engine::containers::vm::exec::EXEC_COMMAND) {
@@ -79,6 +79,30 @@ fn enter_state(cli: &cli::Cli) -> Result<(), i32> {
     };
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(umask));
     Ok(())
+}
+
+/// A VM shim's stderr is its container's: its diagnostics go to
+/// `BERTH_MONITOR_LOG` only, where its monitor's go (at `BERTH_LOG`'s
+/// level, `warn` by default), and nowhere without it.
+fn init_shim_tracing() {
+    let Some(path) = std::env::var_os("BERTH_MONITOR_LOG") else {
+        return;
+    };
+    let Ok(file) = fs_err::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    else {
+        return;
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BERTH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::sync::Mutex::new(file.into_parts().0))
+        .with_ansi(false)
+        .with_target(false)
+        .init();
 }
 
 fn init_tracing(global: &cli::GlobalOptions) {

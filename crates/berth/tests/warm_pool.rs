@@ -85,14 +85,22 @@ fn a_run_takes_a_ready_sandbox_and_a_replacement_is_built() {
     let (header, rows) = support::table(&listing);
     assert_eq!(
         header,
-        ["SANDBOX ID", "IMAGE", "CREATED", "EXPIRES", "MEMORY"]
+        [
+            "SANDBOX ID",
+            "IMAGE",
+            "ISOLATION",
+            "CREATED",
+            "EXPIRES",
+            "MEMORY"
+        ]
     );
     assert_eq!(rows.len(), 2);
     assert!(
-        rows.iter().all(|row| row[1] == "busybox:latest"),
+        rows.iter()
+            .all(|row| row[1] == "busybox:latest" && row[2] == "default"),
         "{listing}"
     );
-    assert!(rows.iter().all(|row| row[4].ends_with("B")), "{listing}");
+    assert!(rows.iter().all(|row| row[5].ends_with("B")), "{listing}");
 
     let output = berth
         .run(&[

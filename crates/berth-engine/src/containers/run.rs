@@ -90,6 +90,12 @@ pub trait RunFrontEnd {
 /// the pool short.
 pub const REFILL_DELAY: Duration = Duration::from_millis(200);
 
+/// [`REFILL_DELAY`] for a VM member's replacement: booting it under TCG
+/// takes both cores for seconds, which the claimed VM, still starting its
+/// process 200 ms after the claim, would share; a short run is over long
+/// before this (docs/VM.md, *Slice four*).
+pub const VM_REFILL_DELAY: Duration = Duration::from_secs(2);
+
 /// A container made for a run and not started yet: a claimed pool member
 /// (its row stored under the member's id) or a new container.
 pub struct PreparedRun {
@@ -226,7 +232,14 @@ pub fn create_for_run<F: RunFrontEnd>(
     let refill = claimed
         .as_mut()
         .and_then(Claimed::take_refill)
-        .map(|refill| refill.start_after(REFILL_DELAY));
+        .map(|refill| {
+            let delay = if refill.boots_a_vm() {
+                VM_REFILL_DELAY
+            } else {
+                REFILL_DELAY
+            };
+            refill.start_after(delay)
+        });
     let id = match &claimed {
         Some(claimed) => claimed.id.clone(),
         None => create_container(engine, request)?,

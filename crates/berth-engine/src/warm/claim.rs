@@ -61,24 +61,18 @@ pub(crate) fn sandbox_key(record: &ContainerRecord) -> Option<serde_json::Value>
     Some(serde_json::json!({ "image": record.image_id, "run": run }))
 }
 
-/// The request a member is built from: the image with every default.
-fn member_request(reference: &str) -> CreateRequest {
-    let mut request = CreateRequest::default();
-    request.config.image = reference.to_owned();
-    request
-}
-
 /// Builds one member of `reference`'s pool and returns its id once it is
 /// offered.
 pub(super) fn spawn_member(
     engine: &mut Engine,
-    reference: &str,
+    pool: &super::PoolRequest,
     image_id: &str,
     depth: u32,
     ttl: Duration,
 ) -> Result<String, EngineError> {
+    let reference = pool.request.config.image.as_str();
     let id = new_id();
-    let record = build_record(engine, &member_request(reference), id.clone())?;
+    let record = build_record(engine, &pool.request, id.clone())?;
     let key = sandbox_key(&record).ok_or_else(|| WarmError::ImageVolumes {
         reference: reference.to_owned(),
     })?;
@@ -109,14 +103,28 @@ pub(super) fn spawn_member(
         ttl_seconds: ttl.as_secs().max(1),
         depth,
         key,
+        flags: pool.flags.clone(),
     };
     // Forked, or (from a process with other threads) spawned: see
     // `monitor/launch.rs`.
-    let monitor =
-        crate::containers::monitor::launch::start_member_monitor(engine, record, dir, info)?;
+    let monitor = crate::containers::monitor::launch::start_member_monitor(
+        engine,
+        record,
+        dir.clone(),
+        info,
+    )?;
     let offered = wait_offered(&id, monitor.status);
-    if offered.is_err() && monitor.child {
-        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(monitor.pid), None);
+    if offered.is_err() {
+        if monitor.child {
+            let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(monitor.pid), None);
+        }
+        // A monitor that failed before it built anything (its ports taken,
+        // say) leaves the container's files and the member's directory; one
+        // killed while it built (a VM's boot) leaves its cgroup and what
+        // runs there too.
+        crate::containers::manage::delete_runtime_leftovers(&config, &id);
+        crate::containers::remove::remove_files_and_row(engine.store(), &paths, &id);
+        dir.remove();
     }
     Ok(offered.map(|()| id)?)
 }
@@ -139,11 +147,19 @@ pub struct Claimed {
 pub struct Refill {
     config: crate::EngineConfig,
     reference: String,
+    flags: Vec<String>,
     depth: u32,
     ttl: Duration,
+    vm: bool,
 }
 
 impl Refill {
+    /// Whether the replacement is a VM member (slower to build: see
+    /// `containers::run::VM_REFILL_DELAY`).
+    pub fn boots_a_vm(&self) -> bool {
+        self.vm
+    }
+
     /// Starts the refill after `delay`, or when the guard is dropped if
     /// that comes first: a short run finishes before its replacement is
     /// built, a long one does not keep the pool empty.
@@ -178,7 +194,13 @@ fn take(shared: &Mutex<Option<Refill>>) {
 
 impl Drop for Refill {
     fn drop(&mut self) {
-        super::spawn_refill(&self.config, &self.reference, self.depth, self.ttl);
+        super::spawn_refill(
+            &self.config,
+            &self.reference,
+            &self.flags,
+            self.depth,
+            self.ttl,
+        );
     }
 }
 
@@ -235,7 +257,14 @@ pub fn claim(
     if candidates.is_empty() {
         if settings.mode == WarmMode::On {
             if let Ok(reference) = super::pool_reference(&request.config.image) {
-                super::spawn_refill(engine.config(), &reference, settings.depth, settings.ttl);
+                let flags = auto_pool_flags(request);
+                super::spawn_refill(
+                    engine.config(),
+                    &reference,
+                    &flags,
+                    settings.depth,
+                    settings.ttl,
+                );
             }
         }
         return Ok(None);
@@ -248,8 +277,9 @@ pub fn claim(
             }
             continue;
         }
-        // Every member of an image has the same key; the record is built
-        // once and given each candidate's id.
+        // The record is built once and given each candidate's id. Members
+        // of one image differ in their keys when it has pools made with
+        // other flags (`--isolation vm`, `--network`): each is compared.
         let record = match checked.take() {
             Some(mut record) => {
                 rebase_record(&mut record, &info.id);
@@ -257,14 +287,14 @@ pub fn claim(
             }
             None => build_record(engine, request, info.id.clone())?,
         };
-        let key = sandbox_key(&record);
-        if key.as_ref() != Some(&info.key) {
-            tracing::debug!(
-                run = %key.unwrap_or_default(),
-                member = %info.key,
-                "run not eligible for the warm pool"
-            );
+        let Some(key) = sandbox_key(&record) else {
+            tracing::debug!("run not eligible for the warm pool");
             return Ok(None);
+        };
+        if key != info.key {
+            tracing::debug!(run = %key, member = %info.key, "run does not fit this member");
+            checked = Some(record);
+            continue;
         }
         if !dir.take(Taker::Claim) {
             checked = Some(record);
@@ -283,8 +313,10 @@ pub fn claim(
         let refill = Refill {
             config: engine.config().clone(),
             reference: info.reference.clone(),
+            flags: info.flags.clone(),
             depth: info.depth,
             ttl: Duration::from_secs(info.ttl_seconds),
+            vm: info.key["run"]["isolation"] == "vm",
         };
         return Ok(Some(Claimed {
             id,
@@ -294,6 +326,25 @@ pub fn claim(
         }));
     }
     Ok(None)
+}
+
+/// The `berth warm` flags of the pool `BERTH_WARM=on` starts for a run
+/// with no pool: its isolation (a VM run needs VM members: a namespace
+/// member never stands in for it) and its network, which are in the
+/// sandbox key. (Published ports are not: a fixed host port could not be
+/// held by more than one member.)
+fn auto_pool_flags(request: &CreateRequest) -> Vec<String> {
+    let host = &request.host_config;
+    let mut flags = Vec::new();
+    if crate::containers::record::Isolation::of_request(&host.isolation, &host.runtime)
+        == crate::containers::record::Isolation::Vm
+    {
+        flags.extend(["--isolation".to_owned(), "vm".to_owned()]);
+    }
+    if !host.network_mode.is_empty() && host.network_mode != "default" {
+        flags.extend(["--network".to_owned(), host.network_mode.clone()]);
+    }
+    flags
 }
 
 /// The same record for another member: only the id and the hostname
@@ -385,5 +436,55 @@ impl Claimed {
             self.info.monitor_pid,
             MonitorReceiver::new(status_read),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::containers::record::Isolation;
+
+    fn record(isolation: Isolation) -> ContainerRecord {
+        ContainerRecord {
+            id: "a".repeat(64),
+            name: "member".to_owned(),
+            image_id: "sha256:abc".to_owned(),
+            image_name: "busybox".to_owned(),
+            created: String::new(),
+            run: crate::containers::record::RunSettings {
+                isolation,
+                ..Default::default()
+            },
+            config: serde_json::json!({}),
+            host_config: serde_json::json!({}),
+        }
+    }
+
+    #[test]
+    fn vm_and_namespace_members_never_stand_in_for_each_other() {
+        let namespaces = sandbox_key(&record(Isolation::Namespaces)).unwrap();
+        let vm = sandbox_key(&record(Isolation::Vm)).unwrap();
+        assert_ne!(namespaces, vm);
+        assert_eq!(vm["run"]["isolation"], "vm");
+        // The process may differ: the key is the same.
+        let mut other = record(Isolation::Vm);
+        other.run.args = vec!["echo".to_owned(), "hi".to_owned()];
+        assert_eq!(sandbox_key(&other).unwrap(), vm);
+    }
+
+    #[test]
+    fn an_automatic_pool_has_the_runs_isolation_and_network() {
+        let mut request = CreateRequest::default();
+        assert!(auto_pool_flags(&request).is_empty());
+        request.host_config.isolation = "vm".to_owned();
+        request.host_config.network_mode = "none".to_owned();
+        assert_eq!(
+            auto_pool_flags(&request),
+            ["--isolation", "vm", "--network", "none"]
+        );
+        request.host_config.isolation.clear();
+        request.host_config.runtime = "vm".to_owned();
+        request.host_config.network_mode = "default".to_owned();
+        assert_eq!(auto_pool_flags(&request), ["--isolation", "vm"]);
     }
 }

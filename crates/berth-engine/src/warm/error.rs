@@ -45,6 +45,9 @@ pub enum WarmError {
         #[source]
         source: Box<LaunchError>,
     },
+    /// `message` is the VM shim's whole chain (another process).
+    #[error("failed to boot the VM of pool member {id}: {message}")]
+    VmSandbox { id: String, message: String },
     #[error("failed to offer pool member {id}")]
     Offer {
         id: String,
@@ -92,6 +95,7 @@ impl WarmError {
             | Self::StartedTwice { .. }
             | Self::Network { .. }
             | Self::Sandbox { .. }
+            | Self::VmSandbox { .. }
             | Self::Offer { .. }
             | Self::Record { .. }
             | Self::Member { .. }
@@ -140,6 +144,10 @@ mod tests {
             WarmError::Sandbox {
                 id: id(),
                 source: Box::new(LaunchError::Clone(nix::Error::EPERM)),
+            },
+            WarmError::VmSandbox {
+                id: id(),
+                message: "no QEMU".to_owned(),
             },
             WarmError::Offer {
                 id: id(),

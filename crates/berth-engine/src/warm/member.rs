@@ -28,6 +28,10 @@ pub struct MemberInfo {
     pub depth: u32,
     /// What a run must match to use this member (see `claim::sandbox_key`).
     pub key: serde_json::Value,
+    /// The `berth warm` flags it was made with (`--isolation vm`, …): the
+    /// pool it belongs to, and what its refill asks for.
+    #[serde(default)]
+    pub flags: Vec<String>,
 }
 
 /// Who took a member.
@@ -83,6 +87,18 @@ impl MemberDir {
         fs_err::rename(staging, self.info_path())
     }
 
+    /// While the member is built: its info with the building monitor's pid
+    /// (`member.json` comes once it is offered).
+    fn building_path(&self) -> PathBuf {
+        self.path.join("building.json")
+    }
+
+    pub fn write_building(&self, info: &MemberInfo) -> std::io::Result<()> {
+        let staging = self.path.join("building.json.tmp");
+        fs_err::write(&staging, serde_json::to_vec(info)?)?;
+        fs_err::rename(staging, self.building_path())
+    }
+
     /// Takes the member for `taker`; false when someone else took it first.
     pub fn take(&self, taker: Taker) -> bool {
         fs_err::rename(self.offer_path(), self.taken_path(taker)).is_ok()
@@ -122,6 +138,26 @@ pub fn members(run_root: &Path) -> Vec<(MemberDir, MemberInfo)> {
     found
 }
 
+/// Members still being built (no `member.json` yet), with the info their
+/// monitor wrote when it began. (A directory with neither file is one
+/// `fill` has just made, before its monitor runs.)
+pub fn building(run_root: &Path) -> Vec<(MemberDir, MemberInfo)> {
+    let Ok(entries) = fs_err::read_dir(pool_dir(run_root)) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| entry.file_type().map(|kind| kind.is_dir()).unwrap_or(false))
+        .map(|entry| MemberDir { path: entry.path() })
+        .filter(|dir| !dir.info_path().exists())
+        .filter_map(|dir| {
+            let bytes = fs_err::read(dir.building_path()).ok()?;
+            let info = serde_json::from_slice(&bytes).ok()?;
+            Some((dir, info))
+        })
+        .collect()
+}
+
 /// The member's monitor is the process that wrote its info (pid reuse is
 /// caught by the start time).
 pub fn monitor_alive(info: &MemberInfo) -> bool {
@@ -146,6 +182,7 @@ mod tests {
             ttl_seconds: 60,
             depth: 2,
             key: serde_json::json!({}),
+            flags: Vec::new(),
         }
     }
 
@@ -179,6 +216,22 @@ mod tests {
         assert!(!older.is_offered());
         assert!(newer.take(Taker::Retire));
         assert!(!newer.take(Taker::Claim));
+    }
+
+    #[test]
+    fn a_member_being_built_is_found_apart_from_the_offered_ones() {
+        let run_root = tempfile::tempdir().unwrap();
+        let dir = MemberDir::new(run_root.path(), &"d".repeat(64));
+        fs_err::create_dir_all(&dir.path).unwrap();
+        dir.write_building(&info(&"d".repeat(64), 5)).unwrap();
+        assert!(members(run_root.path()).is_empty());
+        let found = building(run_root.path());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].1.created, 5);
+        // Once offered, it is a member like the others.
+        found[0].0.write_info(&info(&"d".repeat(64), 5)).unwrap();
+        assert!(building(run_root.path()).is_empty());
+        assert_eq!(members(run_root.path()).len(), 1);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! eligible `run` skips namespace, cgroup, root and network setup.
 //!
 //! ```text
-//! fill(engine, "busybox", depth)   forks member monitors (monitor/member.rs), each builds one
+//! fill(engine, &pool, depth)       forks member monitors (monitor/member.rs), each builds one
 //!                                  sandbox (runtime Sandbox: root mounted, network connected,
 //!                                  first process waiting) and offers it on a socket
 //! offered(engine, &request)       the offered members of the run's image, looked up once
@@ -12,6 +12,13 @@
 //!                                  the member's monitor is from then on the container's monitor
 //! list / remove / retire_reference `warm ls`, `warm rm`, and pull/load/tag of an image
 //! ```
+//!
+//! A VM member (`berth warm --isolation vm`) is the same monitor whose
+//! sandbox is a VM shim with its microVM booted and an empty root share
+//! (`containers/vm/launch.rs`'s `MemberShim`); the claim builds the
+//! container's root on the share and runs its process in the guest. The
+//! sandbox key holds the isolation, so the two kinds never stand in for
+//! each other.
 //!
 //! A member is never reused: the claimed sandbox becomes the container, and
 //! a replacement is built in the background. Members end themselves after
@@ -30,6 +37,8 @@ use serde::{Deserialize, Serialize};
 pub use claim::{claim, offered, Claimed, Offered, Refill, RefillGuard};
 pub use error::WarmError;
 use member::{members, monitor_alive, MemberDir, MemberInfo, Taker};
+
+use berth_types::container::CreateRequest;
 
 use crate::containers::monitor::protocol::{MonitorMessage, MonitorReceiver};
 use crate::images::{parse_reference, resolve_image};
@@ -154,6 +163,8 @@ pub struct PoolMember {
     /// Resident memory of its monitor and waiting first process, bytes.
     pub memory: u64,
     pub ttl: Duration,
+    /// `default` (namespaces) or `vm`.
+    pub isolation: &'static str,
 }
 
 /// The pool's name for `reference` (`busybox` → `busybox:latest`).
@@ -162,11 +173,16 @@ fn pool_reference(reference: &str) -> Result<String, EngineError> {
 }
 
 /// Removes members whose monitor died (killed, or the machine rebooted
-/// under a persistent run root): their sandbox went with it, but their
-/// cgroup, files and network address may remain.
+/// under a persistent run root), offered or still being built: their
+/// sandbox went with it, but their cgroup, files and network address may
+/// remain.
 pub fn reap_leaked(engine: &mut Engine) {
     let run_root = engine.config().run_root.clone();
-    for (dir, info) in members(&run_root) {
+    // Members whose monitor was killed while it built them go too.
+    for (dir, info) in members(&run_root)
+        .into_iter()
+        .chain(member::building(&run_root))
+    {
         if !monitor_alive(&info) {
             tracing::debug!(member = %info.id, "removing a leaked pool member");
             discard_member(engine, &dir, &info);
@@ -194,14 +210,40 @@ fn discard_member(engine: &mut Engine, dir: &MemberDir, info: &MemberInfo) {
     dir.remove();
 }
 
-/// Fills the pool of `reference` up to `depth` members; returns the new
+/// What a pool's members are made from: the image and the settings that
+/// shape their sandboxes (`berth warm --isolation vm --network none -p …
+/// IMAGE`), everything else Docker's defaults.
+#[derive(Clone, Debug, Default)]
+pub struct PoolRequest {
+    /// The members' create request, its image included.
+    pub request: CreateRequest,
+    /// The `berth warm` flags that ask for this request again: the refill
+    /// after a claim runs `berth warm` with them, and a pool is the members
+    /// of one image made with the same flags.
+    pub flags: Vec<String>,
+}
+
+impl PoolRequest {
+    /// The image with every default (a namespace pool).
+    pub fn image(reference: &str) -> Self {
+        let mut request = CreateRequest::default();
+        request.config.image = reference.to_owned();
+        Self {
+            request,
+            flags: Vec::new(),
+        }
+    }
+}
+
+/// Fills the pool of `pool` up to `depth` members; returns the new
 /// members' ids. Members of an older image under that name are retired.
 pub fn fill(
     engine: &mut Engine,
-    reference: &str,
+    pool: &PoolRequest,
     depth: u32,
     ttl: Duration,
 ) -> Result<Vec<String>, EngineError> {
+    let reference = pool.request.config.image.as_str();
     let run_root = engine.config().run_root.clone();
     fs_err::create_dir_all(member::pool_dir(&run_root)).map_err(WarmError::PoolDirectory)?;
     let _lock = lock_pool(&run_root)?;
@@ -216,13 +258,15 @@ pub fn fill(
         }
         if info.image_id != image_id {
             retire(&dir);
-        } else {
+        } else if info.flags == pool.flags {
             current += 1;
         }
     }
     let mut made = Vec::new();
+    let mut named = pool.clone();
+    named.request.config.image = name.clone();
     while current + (made.len() as u32) < depth {
-        made.push(claim::spawn_member(engine, &name, &image_id, depth, ttl)?);
+        made.push(claim::spawn_member(engine, &named, &image_id, depth, ttl)?);
     }
     Ok(made)
 }
@@ -247,7 +291,12 @@ pub fn list(engine: &mut Engine) -> Result<Vec<PoolMember>, EngineError> {
         .into_iter()
         .filter(|(dir, _)| dir.is_offered())
         .map(|(_, info)| PoolMember {
-            memory: resident_bytes(info.monitor_pid) + resident_bytes(info.sandbox_pid),
+            memory: resident_bytes(info.monitor_pid) + tree_resident_bytes(info.sandbox_pid),
+            isolation: if info.key["run"]["isolation"] == "vm" {
+                "vm"
+            } else {
+                "default"
+            },
             id: info.id,
             image_id: info.image_id,
             reference: info.reference,
@@ -255,6 +304,24 @@ pub fn list(engine: &mut Engine) -> Result<Vec<PoolMember>, EngineError> {
             ttl: Duration::from_secs(info.ttl_seconds),
         })
         .collect())
+}
+
+/// [`resident_bytes`] of `pid` and its descendants: a VM member's shim
+/// holds its QEMU and virtiofsd (a namespace member's waiting process has
+/// no children).
+fn tree_resident_bytes(pid: i32) -> u64 {
+    let mut total = resident_bytes(pid);
+    if pid <= 0 {
+        return total;
+    }
+    let children =
+        fs_err::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    for child in children.split_whitespace() {
+        if let Ok(child) = child.parse::<i32>() {
+            total += tree_resident_bytes(child);
+        }
+    }
+    total
 }
 
 /// Proportional set size: pages shared with other processes (the member's
@@ -335,9 +402,15 @@ fn retire(dir: &MemberDir) -> bool {
     true
 }
 
-/// Starts `berth warm REFERENCE --depth N` in the background (its own
+/// Starts `berth warm FLAGS REFERENCE --depth N` in the background (its own
 /// session, no terminal, output discarded): the refill after a claim.
-pub fn spawn_refill(config: &crate::EngineConfig, reference: &str, depth: u32, ttl: Duration) {
+pub fn spawn_refill(
+    config: &crate::EngineConfig,
+    reference: &str,
+    flags: &[String],
+    depth: u32,
+    ttl: Duration,
+) {
     // The running binary through its magic link: a berth that enters containers runs from a
     // sealed copy of itself with no path of its own (berth_runtime::sealed_exe).
     let mut command = std::process::Command::new(berth_runtime::sealed_exe::SELF_EXE);
@@ -346,7 +419,9 @@ pub fn spawn_refill(config: &crate::EngineConfig, reference: &str, depth: u32, t
         .arg(&config.root)
         .arg("--run-root")
         .arg(&config.run_root)
-        .args(["warm", reference, "--depth", &depth.to_string()])
+        .arg("warm")
+        .args(flags)
+        .args([reference, "--depth", &depth.to_string()])
         .env("BERTH_WARM_TTL", format!("{}s", ttl.as_secs().max(1)))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())

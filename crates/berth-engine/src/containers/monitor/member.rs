@@ -20,13 +20,40 @@ use super::{
     Attachment, Prepared,
 };
 use crate::containers::paths::ContainerPaths;
-use crate::containers::record::ContainerRecord;
+use crate::containers::record::{ContainerRecord, Isolation};
 use crate::containers::spec::{build_spec, cgroup_resources};
 use crate::containers::state::process_start_time;
+use crate::containers::vm;
 use crate::containers::ContainerError;
 use crate::warm::member::{MemberDir, MemberInfo, Taker};
 use crate::warm::{ClaimMessage, WarmError};
 use crate::{EngineConfig, EngineError};
+
+/// A pool member's sandbox: a namespace container's first process waiting
+/// on its socket, or a VM container's shim with its VM booted and waiting
+/// for its claim. Dropped unclaimed, either is killed.
+pub(crate) enum WarmSandbox {
+    Namespace(berth_runtime::Sandbox),
+    Vm(vm::launch::MemberShim),
+}
+
+impl WarmSandbox {
+    /// The process that becomes the container's `State.Pid`.
+    pub(super) fn pid(&self) -> Option<nix::unistd::Pid> {
+        match self {
+            WarmSandbox::Namespace(sandbox) => sandbox.pid(),
+            WarmSandbox::Vm(shim) => shim.pid(),
+        }
+    }
+
+    /// Readable once that process has died.
+    pub(super) fn pidfd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        match self {
+            WarmSandbox::Namespace(sandbox) => sandbox.pidfd(),
+            WarmSandbox::Vm(shim) => shim.pidfd(),
+        }
+    }
+}
 
 /// Runs in the forked member monitor; never returns. `status` gets
 /// `Started` once the member is offered (or `Failed`).
@@ -48,6 +75,20 @@ pub(crate) fn run_member(
                 id: record.id.clone(),
             }
         })?;
+        // Who is building the member, for the next pool operation should
+        // this monitor be killed before the member is offered (a VM
+        // member's boot takes seconds): see `warm::reap_leaked`.
+        let mut info = info;
+        info.monitor_pid = std::process::id() as i32;
+        info.monitor_start_time = process_start_time(info.monitor_pid).unwrap_or(0);
+        if let Err(source) = dir.write_building(&info) {
+            lock.release();
+            return Err(WarmError::Record {
+                id: record.id.clone(),
+                source,
+            }
+            .into());
+        }
         let done = serve(&config, &record, &dir, info, sender);
         lock.release();
         done
@@ -104,7 +145,7 @@ fn serve(
     let listener = match UnixListener::bind(dir.offer_path()) {
         Ok(listener) => listener,
         Err(source) => {
-            drop(sandbox);
+            end_sandbox(sandbox, cgroup.as_ref());
             network.release(&mut store, record);
             discard(&store);
             return Err(WarmError::Offer {
@@ -118,7 +159,7 @@ fn serve(
     info.monitor_start_time = process_start_time(info.monitor_pid).unwrap_or(0);
     info.sandbox_pid = sandbox.pid().map_or(0, |pid| pid.as_raw());
     if let Err(source) = dir.write_info(&info) {
-        drop(sandbox);
+        end_sandbox(sandbox, cgroup.as_ref());
         network.release(&mut store, record);
         discard(&store);
         return Err(WarmError::Record {
@@ -157,7 +198,7 @@ fn build_sandbox(
     paths: &ContainerPaths,
     cgroups: &berth_runtime::cgroups::CgroupVersion,
     cgroup: &dyn berth_runtime::cgroups::CgroupManager,
-) -> Result<berth_runtime::Sandbox, EngineError> {
+) -> Result<WarmSandbox, EngineError> {
     let layers = crate::containers::start::container_layers(store, record)?;
     paths.create_rootfs_directories()?;
     let spec = build_spec(
@@ -168,17 +209,24 @@ fn build_sandbox(
         &config.root.join("volumes"),
         cgroups,
     )?;
-    let resources = cgroup_resources(record, &spec);
+    let in_vm = record.run.isolation == Isolation::Vm;
+    let mut resources = cgroup_resources(record, &spec);
+    if in_vm {
+        resources = vm::launch::cgroup_resources(resources);
+    }
     cgroup
         .create(&resources)
         .map_err(|source| ContainerError::CreateCgroup {
             id: record.id.clone(),
             source: Box::new(source),
         })?;
+    if in_vm {
+        return build_vm_sandbox(config, store, network, record, paths, &spec, cgroup);
+    }
     let sandbox = berth_runtime::Sandbox::prepare(&spec, cgroup, &mut |pid| {
         network.connect(store, record, paths, pid.as_raw())
     });
-    sandbox.map_err(|source| {
+    sandbox.map(WarmSandbox::Namespace).map_err(|source| {
         network.disconnect(store, record);
         WarmError::Sandbox {
             id: record.id.clone(),
@@ -186,6 +234,55 @@ fn build_sandbox(
         }
         .into()
     })
+}
+
+/// A VM member: its shim, in the member's cgroup, with the member's
+/// network connected into its namespace as a cold VM container's is, boots
+/// the VM with an empty root share (the member's `rootfs` directory, which
+/// the claimed container's root is built on) and waits for its claim.
+fn build_vm_sandbox(
+    config: &EngineConfig,
+    store: &mut Store,
+    network: &mut MonitorNetwork,
+    record: &ContainerRecord,
+    paths: &ContainerPaths,
+    spec: &berth_runtime::ContainerSpec,
+    cgroup: &dyn berth_runtime::cgroups::CgroupManager,
+) -> Result<WarmSandbox, EngineError> {
+    let boot = vm::shim::MemberBoot {
+        cache: vm::guest_cache(&config.root),
+        run_dir: paths.vm.clone(),
+        memory_mib: vm::guest_memory_mib(record),
+        root: spec.rootfs.clone(),
+        network: None,
+    };
+    let shim = vm::launch::launch_member(cgroup, boot, &mut |pid| {
+        vm::network::loopback_up(pid)?;
+        network.connect(store, record, paths, pid)?;
+        let embedded_dns = crate::containers::spec::uses_embedded_dns(&record.run);
+        Ok(network
+            .first_endpoint()
+            .map(|endpoint| vm::shim_network(endpoint, embedded_dns)))
+    });
+    shim.map(WarmSandbox::Vm).map_err(|(message, _)| {
+        network.disconnect(store, record);
+        vm::launch::reap_leftovers(cgroup);
+        WarmError::VmSandbox {
+            id: record.id.clone(),
+            message,
+        }
+        .into()
+    })
+}
+
+/// Kills an unclaimed sandbox; a VM's QEMU and virtiofsd, orphans then
+/// (this monitor's: it is a subreaper), are reaped before the cgroup goes.
+fn end_sandbox(sandbox: WarmSandbox, cgroup: &dyn berth_runtime::cgroups::CgroupManager) {
+    let in_vm = matches!(sandbox, WarmSandbox::Vm(_));
+    drop(sandbox);
+    if in_vm {
+        vm::launch::reap_leftovers(cgroup);
+    }
 }
 
 impl<'a> Member<'a> {
@@ -286,7 +383,7 @@ impl<'a> Member<'a> {
             sandbox,
             ..
         } = prepared;
-        drop(sandbox);
+        end_sandbox(sandbox, cgroup.as_ref());
         network.release(&mut store, record);
         cleanup(cgroup.as_ref(), &paths);
         (store, paths, record, dir)

@@ -152,7 +152,7 @@ pub(super) struct Prepared {
     network: network::MonitorNetwork,
     cgroups: CgroupVersion,
     cgroup: Box<dyn CgroupManager>,
-    sandbox: berth_runtime::Sandbox,
+    sandbox: member::WarmSandbox,
 }
 
 /// The container's cgroup on this machine's layout.
@@ -552,16 +552,7 @@ fn start_once(
         if let Err(error) = store.open_now() {
             tracing::debug!(%error, "store not opened yet");
         }
-        let request = super::vm::shim::ShimRequest {
-            spec: spec.clone(),
-            cache: super::vm::guest_cache(&config.root),
-            run_dir: paths.vm.clone(),
-            memory_mib: super::vm::guest_memory_mib(match record.run.resources.memory {
-                Some(berth_runtime::cgroups::Limit::Value(bytes)) => bytes,
-                _ => 0,
-            }),
-            network: None,
-        };
+        let request = shim_request(config, record, paths, &spec);
         // The container's network goes into the shim's namespace as for a
         // namespace container's; the guest takes over its address.
         let launched = super::vm::launch::launch(stdio, cgroup, request, &mut |pid| {
@@ -600,6 +591,23 @@ fn start_once(
     }
 }
 
+/// What a VM container's shim is asked to run (its network is filled in
+/// by the launch: the endpoint is known once the shim's namespace is).
+fn shim_request(
+    config: &EngineConfig,
+    record: &ContainerRecord,
+    paths: &ContainerPaths,
+    spec: &berth_runtime::ContainerSpec,
+) -> super::vm::shim::ShimRequest {
+    super::vm::shim::ShimRequest {
+        spec: spec.clone(),
+        cache: super::vm::guest_cache(&config.root),
+        run_dir: paths.vm.clone(),
+        memory_mib: super::vm::guest_memory_mib(record),
+        network: None,
+    }
+}
+
 /// The first run of a claimed warm pool member: its cgroup and network
 /// are in place; the sandbox gets the claiming run's spec and streams.
 fn start_in_sandbox(
@@ -608,7 +616,7 @@ fn start_in_sandbox(
     record: &ContainerRecord,
     paths: &ContainerPaths,
     cgroups: &CgroupVersion,
-    sandbox: berth_runtime::Sandbox,
+    sandbox: member::WarmSandbox,
     attachment: &mut Attachment,
 ) -> Result<Started, (String, i32)> {
     let layers = super::start::container_layers(store, record)
@@ -624,9 +632,16 @@ fn start_in_sandbox(
     .map_err(|error| (crate::ErrorChain(&error).to_string(), 125))?;
     spec.process.console_size = console_size(record, attachment);
     let (stdio, container_io) = make_stdio(record)?;
-    let launched = sandbox
-        .start(&spec, stdio)
-        .map_err(|error| (error.to_string(), error.exit_status()))?;
+    let launched = match sandbox {
+        member::WarmSandbox::Namespace(sandbox) => sandbox
+            .start(&spec, stdio)
+            .map_err(|error| (error.to_string(), error.exit_status()))?,
+        // The shim builds the root (with the run's binds) on its share and
+        // the agent runs the process: the cold shim's code from there on.
+        member::WarmSandbox::Vm(shim) => {
+            shim.start(shim_request(config, record, paths, &spec), stdio)?
+        }
+    };
     let container_io = container_io.finish(attachment)?;
     Ok((launched, container_io, spec.process))
 }

@@ -6,6 +6,7 @@
 
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
@@ -14,7 +15,8 @@ use berth_runtime::devices::{Access, DeviceKind, DeviceRule};
 use berth_runtime::{Launched, Stdio};
 
 use super::shim::{
-    ShimNetwork, ShimRequest, ShimStatus, CONSOLE_FD, REQUEST_FD, SHIM_COMMAND, STATUS_FD,
+    MemberBoot, ShimNetwork, ShimRequest, ShimStatus, CONSOLE_FD, MEMBER_FLAG, REQUEST_FD,
+    SHIM_COMMAND, STATUS_FD,
 };
 
 /// The cgroup a VM container's processes (shim, QEMU, virtiofsd) share:
@@ -46,20 +48,47 @@ pub(crate) fn launch(
     mut request: ShimRequest,
     connect: &mut dyn FnMut(i32) -> Result<Option<ShimNetwork>, String>,
 ) -> Result<Launched, (String, i32)> {
-    let failed = |what: &str, error: &dyn std::fmt::Display| {
-        (format!("failed to {what} the container's VM: {error}"), 125)
-    };
     let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC);
     let (request_read, request_write) = pipe().map_err(|error| failed("start", &error))?;
     let (status_read, status_write) = pipe().map_err(|error| failed("start", &error))?;
+    let (pid, pidfd) = spawn(stdio, cgroup, request_read, status_write, false)?;
+    match connect(pid.as_raw()) {
+        Ok(network) => request.network = network,
+        Err(message) => {
+            // The shim waits for its request: without one it ends.
+            drop(request_write);
+            berth_runtime::wait_exit_code(pid);
+            return Err((message, 125));
+        }
+    }
+    let bytes = serde_json::to_vec(&request).map_err(|error| failed("describe", &error))?;
+    // A shim that died before reading: its report (or its absence) says why.
+    let _ = std::fs::File::from(request_write).write_all(&bytes);
+    await_start(pid, pidfd, std::fs::File::from(status_read))
+}
+
+fn failed(what: &str, error: &dyn std::fmt::Display) -> (String, i32) {
+    (format!("failed to {what} the container's VM: {error}"), 125)
+}
+
+/// Spawns `berth __vm-shim` (`member`: with `--member`) with `stdio`, in
+/// `cgroup` and a new network namespace, `request` and `status` at their
+/// numbers; returns its pid and pidfd.
+fn spawn(
+    stdio: Stdio,
+    cgroup: &dyn CgroupManager,
+    request: OwnedFd,
+    status: OwnedFd,
+    member: bool,
+) -> Result<(nix::unistd::Pid, OwnedFd), (String, i32)> {
     let high = |fd: &OwnedFd| {
         crate::containers::monitor::launch::above_fixed_numbers(fd.as_fd())
             .map_err(|error| failed("start", &error))
     };
-    let request_source = high(&request_read)?;
-    let status_source = high(&status_write)?;
+    let request_source = high(&request)?;
+    let status_source = high(&status)?;
     let console_source = stdio.console.as_ref().map(high).transpose()?;
-    drop((request_read, status_write));
+    drop((request, status));
     let join = cgroup
         .open_self_join()
         .map_err(|error| failed("place", &error))?;
@@ -79,6 +108,9 @@ pub(crate) fn launch(
         .stdin(std::process::Stdio::from(stdio.stdin))
         .stdout(std::process::Stdio::from(stdio.stdout))
         .stderr(std::process::Stdio::from(stdio.stderr));
+    if member {
+        command.arg(MEMBER_FLAG);
+    }
     // SAFETY: the closure runs in the child between fork and exec and makes
     // only write(2) and dup2(2) calls (async-signal-safe) on descriptors
     // that stay open here until spawn returns; the sources are above the
@@ -112,36 +144,32 @@ pub(crate) fn launch(
     // namespace container's first process: `Child` never waits.
     drop(child);
     // The shim is this process's unreaped child: its pid cannot be reused.
-    let pidfd = match berth_runtime::clone::pidfd_open(pid.as_raw()) {
-        Ok(pidfd) => pidfd,
+    match berth_runtime::clone::pidfd_open(pid.as_raw()) {
+        Ok(pidfd) => Ok((pid, pidfd)),
         Err(error) => {
             let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
             berth_runtime::wait_exit_code(pid);
-            return Err(failed("watch", &error));
-        }
-    };
-
-    match connect(pid.as_raw()) {
-        Ok(network) => request.network = network,
-        Err(message) => {
-            // The shim waits for its request: without one it ends.
-            drop(request_write);
-            berth_runtime::wait_exit_code(pid);
-            return Err((message, 125));
+            Err(failed("watch", &error))
         }
     }
-    let bytes = serde_json::to_vec(&request).map_err(|error| failed("describe", &error))?;
-    // A shim that died before reading: its report (or its absence) says why.
-    let _ = std::fs::File::from(request_write).write_all(&bytes);
+}
+
+/// Reads the shim's start report to its end: the process runs, or why
+/// not (the shim is reaped then).
+fn await_start(
+    pid: nix::unistd::Pid,
+    pidfd: OwnedFd,
+    mut status: std::fs::File,
+) -> Result<Launched, (String, i32)> {
     let mut report = Vec::new();
-    let _ = std::fs::File::from(status_read).read_to_end(&mut report);
+    let _ = status.read_to_end(&mut report);
     match serde_json::from_slice::<ShimStatus>(&report) {
         Ok(ShimStatus::Started) => Ok(Launched { pid, pidfd }),
         Ok(ShimStatus::Failed { message, status }) => {
             berth_runtime::wait_exit_code(pid);
             Err((message, status))
         }
-        Err(_) => {
+        Ok(ShimStatus::Booted) | Err(_) => {
             let code = berth_runtime::wait_exit_code(pid);
             Err((
                 format!("the container's VM shim exited ({code}) before it started the process"),
@@ -149,6 +177,145 @@ pub(crate) fn launch(
             ))
         }
     }
+}
+
+/// A warm pool member's shim: its VM booted with an empty root share and
+/// its agent ready, waiting for the claim ([`MemberShim::start`]).
+/// Dropped unclaimed, it is killed (its QEMU and virtiofsd die with it).
+pub(crate) struct MemberShim {
+    process: Option<MemberProcess>,
+}
+
+struct MemberProcess {
+    pid: nix::unistd::Pid,
+    pidfd: OwnedFd,
+    channel: UnixStream,
+    status: std::fs::File,
+    network: Option<ShimNetwork>,
+}
+
+/// Starts a member's shim (stdio: /dev/null until its claim), lets
+/// `connect` put the member's network into its namespace as [`launch`]
+/// does, and waits until its VM has booted.
+pub(crate) fn launch_member(
+    cgroup: &dyn CgroupManager,
+    mut boot: MemberBoot,
+    connect: &mut dyn FnMut(i32) -> Result<Option<ShimNetwork>, String>,
+) -> Result<MemberShim, (String, i32)> {
+    let null = || {
+        fs_err::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+            .map(OwnedFd::from)
+            .map_err(|error| failed("start", &error))
+    };
+    let stdio = Stdio {
+        stdin: null()?,
+        stdout: null()?,
+        stderr: null()?,
+        console: None,
+    };
+    let (channel, shim_end) = UnixStream::pair().map_err(|error| failed("start", &error))?;
+    let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|error| failed("start", &error))?;
+    let (pid, pidfd) = spawn(stdio, cgroup, OwnedFd::from(shim_end), status_write, true)?;
+    let mut shim = MemberShim {
+        process: Some(MemberProcess {
+            pid,
+            pidfd,
+            channel,
+            status: std::fs::File::from(status_read),
+            network: None,
+        }),
+    };
+    let process = shim.process.as_mut().expect("just made");
+    boot.network = connect(pid.as_raw()).map_err(|message| (message, 125))?;
+    process.network = boot.network.clone();
+    let bytes = serde_json::to_vec(&boot).map_err(|error| failed("describe", &error))?;
+    berth_runtime::handoff::send_message(&process.channel, &bytes, &[])
+        .map_err(|error| failed("start", &error))?;
+    // One line: `Booted`, or the failure (then the end of the pipe).
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while matches!(process.status.read(&mut byte), Ok(1)) && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    match serde_json::from_slice::<ShimStatus>(&line) {
+        Ok(ShimStatus::Booted) => Ok(shim),
+        Ok(ShimStatus::Failed { message, status }) => Err((message, status)),
+        _ => Err((
+            "the pool member's VM shim exited before its VM booted".to_owned(),
+            125,
+        )),
+    }
+}
+
+impl MemberShim {
+    /// The shim's pid (the container's `State.Pid` once claimed).
+    pub(crate) fn pid(&self) -> Option<nix::unistd::Pid> {
+        self.process.as_ref().map(|process| process.pid)
+    }
+
+    /// Readable once the shim has exited (its VM died, say).
+    pub(crate) fn pidfd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.process.as_ref().map(|process| process.pidfd.as_fd())
+    }
+
+    /// The claim: the shim builds `request`'s root on its share and runs
+    /// its process in the booted guest with `stdio`; returns once it runs,
+    /// as [`launch`] does. The request's network is the member's own.
+    pub(crate) fn start(
+        mut self,
+        mut request: ShimRequest,
+        stdio: Stdio,
+    ) -> Result<Launched, (String, i32)> {
+        let MemberProcess {
+            pid,
+            pidfd,
+            channel,
+            status,
+            network,
+        } = self
+            .process
+            .take()
+            .expect("a member is started at most once (start takes it by value)");
+        request.network = network;
+        let bytes = serde_json::to_vec(&request).map_err(|error| {
+            kill_and_reap(pid);
+            failed("describe", &error)
+        })?;
+        // With `-t`, the console socket as a fourth.
+        let fds: Vec<i32> = [&stdio.stdin, &stdio.stdout, &stdio.stderr]
+            .into_iter()
+            .chain(stdio.console.as_ref())
+            .map(AsRawFd::as_raw_fd)
+            .collect();
+        let sent = berth_runtime::handoff::send_message(&channel, &bytes, &fds);
+        drop(stdio);
+        if let Err(error) = sent {
+            kill_and_reap(pid);
+            return Err(failed("hand over", &error));
+        }
+        // The channel's end must not end the shim now: it runs the
+        // container until its process exits.
+        let started = await_start(pid, pidfd, status);
+        drop(channel);
+        started
+    }
+}
+
+impl Drop for MemberShim {
+    fn drop(&mut self) {
+        if let Some(process) = self.process.take() {
+            kill_and_reap(process.pid);
+        }
+    }
+}
+
+fn kill_and_reap(pid: nix::unistd::Pid) {
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    berth_runtime::wait_exit_code(pid);
 }
 
 /// After the shim's exit: its QEMU and virtiofsd die with it

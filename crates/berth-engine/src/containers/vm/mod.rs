@@ -19,6 +19,11 @@
 //! process in the guest, SIGKILL ends the shim and so the VM (QEMU dies
 //! with it, PR_SET_PDEATHSIG), and its exit code is the process's. The
 //! engine's other services reach it through [`runtime::VmRuntime`].
+//!
+//! A VM warm pool member (`berth warm --isolation vm`) is such a shim
+//! started before its container is known: its VM boots with an empty root
+//! share, and the claim brings the container (`launch::MemberShim`,
+//! `shim.rs`'s member mode; docs/ARCHITECTURE.md, *VM containers*).
 
 pub mod exec;
 pub(crate) mod launch;
@@ -70,9 +75,18 @@ const DEFAULT_MEMORY_MIB: u64 = 256;
 /// about 40 MiB under TCG before the container's process.
 const MIN_MEMORY_MIB: u64 = 96;
 
+/// The guest's memory for `record`'s container: its `--memory`, else the
+/// default.
+pub(crate) fn guest_memory_mib(record: &super::record::ContainerRecord) -> u32 {
+    guest_memory_for_limit(match record.run.resources.memory {
+        Some(berth_runtime::cgroups::Limit::Value(bytes)) => bytes,
+        _ => 0,
+    })
+}
+
 /// The guest's memory for a container limited to `limit` bytes (0: none):
 /// the limit is the VM's size (its page cache included, as a cgroup's).
-pub(crate) fn guest_memory_mib(limit: u64) -> u32 {
+fn guest_memory_for_limit(limit: u64) -> u32 {
     let mib = if limit == 0 {
         DEFAULT_MEMORY_MIB
     } else {
@@ -284,11 +298,11 @@ mod tests {
 
     #[test]
     fn the_memory_limit_sizes_the_guest() {
-        assert_eq!(guest_memory_mib(0), 256);
-        assert_eq!(guest_memory_mib(512 << 20), 512);
-        assert_eq!(guest_memory_mib((300 << 20) + 1), 301);
+        assert_eq!(guest_memory_for_limit(0), 256);
+        assert_eq!(guest_memory_for_limit(512 << 20), 512);
+        assert_eq!(guest_memory_for_limit((300 << 20) + 1), 301);
         // Below what the guest needs to boot: the floor.
-        assert_eq!(guest_memory_mib(16 << 20), 96);
+        assert_eq!(guest_memory_for_limit(16 << 20), 96);
     }
 
     #[test]

@@ -13,6 +13,12 @@
 //!    (the settings are applied again in the guest), relaying stdin,
 //!    stdout, stderr and signals, reports `Started` once the process runs,
 //! 5. ends the VM and exits with the process's exit code.
+//!
+//! A warm pool member's shim (`--member`) does 1 and 3 with an empty root
+//! share, reports `Booted`, and waits; its claim brings the request and
+//! the container's stdio, and it does 2 and 4–5 then: [`serve`] and
+//! [`serve_member`] differ in their order only, the part after the boot
+//! ([`run_container`]) is one function.
 
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
@@ -32,7 +38,8 @@ pub const SHIM_COMMAND: &str = "__vm-shim";
 pub const REQUEST_FD: i32 = 3;
 /// Where the shim writes one [`ShimStatus`] (JSON) and closes.
 pub const STATUS_FD: i32 = 4;
-/// With `-t`: the console socket the terminal's master goes to.
+/// With `-t`: the console socket the terminal's master goes to (a pool
+/// member gets it with its claim instead).
 pub const CONSOLE_FD: i32 = 5;
 
 /// The virtio-fs tag of the container's root.
@@ -54,6 +61,29 @@ pub struct ShimRequest {
     pub network: Option<ShimNetwork>,
 }
 
+/// `berth __vm-shim --member`: a warm pool member's shim, whose
+/// [`REQUEST_FD`] is a socket: a [`MemberBoot`] first, the claim's
+/// [`ShimRequest`] with the container's stdio later.
+pub const MEMBER_FLAG: &str = "--member";
+
+/// What a warm pool member's shim boots with, before any container is
+/// known: everything of a [`ShimRequest`] but the container.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct MemberBoot {
+    pub cache: PathBuf,
+    pub run_dir: PathBuf,
+    pub memory_mib: u32,
+    /// The root share's directory, empty until the claim builds the
+    /// container's root on it (the member's container's `rootfs`, which
+    /// the claimed container, taking the member's id, has too).
+    pub root: PathBuf,
+    /// The member's network, connected into the shim's namespace before
+    /// the boot (as a namespace member's sandbox is connected before its
+    /// claim).
+    #[serde(default)]
+    pub network: Option<ShimNetwork>,
+}
+
 /// The address the guest takes over from the container's `eth0`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShimNetwork {
@@ -71,6 +101,9 @@ pub enum ShimStatus {
     /// Nothing runs: the message and Docker's exit status for it (125 for
     /// berth's failures, 126/127 for a program that cannot run).
     Failed { message: String, status: i32 },
+    /// A pool member's VM booted (its agent `Ready`); a line of its own,
+    /// before the start report of its claim.
+    Booted,
 }
 
 /// The signals relayed to the container's process: every one a process can
@@ -98,7 +131,10 @@ fn relayed_signals() -> SigSet {
 }
 
 /// The shim's whole life; the exit code is the container's.
-pub fn run() -> i32 {
+/// `init_diagnostics` sets up its tracing (the binary's choice), called
+/// once the descriptors it inherited are sorted out, so that the log file
+/// it opens is not among those closed.
+pub fn run(init_diagnostics: fn()) -> i32 {
     // First: a signal that comes while the VM boots waits for the process.
     let signals = relayed_signals();
     let _ = signals.thread_block();
@@ -114,11 +150,12 @@ pub fn run() -> i32 {
         }
         libc::fcntl(CONSOLE_FD, libc::F_GETFD) >= 0
     };
+    init_diagnostics();
     // SAFETY: the starter placed these descriptors at these numbers for
     // this process alone.
     let (request, status, console) = unsafe {
         (
-            std::fs::File::from_raw_fd(REQUEST_FD),
+            OwnedFd::from_raw_fd(REQUEST_FD),
             std::fs::File::from(OwnedFd::from_raw_fd(STATUS_FD)),
             console_open.then(|| OwnedFd::from_raw_fd(CONSOLE_FD)),
         )
@@ -126,7 +163,14 @@ pub fn run() -> i32 {
     let mut reporter = Reporter {
         status: Some(status),
     };
-    let request = match read_request(request) {
+    if std::env::args_os().nth(2).as_deref() == Some(std::ffi::OsStr::new(MEMBER_FLAG)) {
+        let channel = std::os::unix::net::UnixStream::from(request);
+        return match serve_member(&channel, signals, &mut reporter) {
+            Ok(code) => code,
+            Err(message) => reporter.failed(message, 125),
+        };
+    }
+    let request = match read_request(std::fs::File::from(request)) {
         Ok(request) => request,
         Err(message) => return reporter.failed(message, 125),
     };
@@ -148,7 +192,7 @@ fn read_request(mut file: std::fs::File) -> Result<ShimRequest, String> {
     serde_json::from_slice(&bytes).map_err(|error| format!("malformed VM request: {error}"))
 }
 
-/// Writes the one start report.
+/// Writes the one start report (after a member's `Booted` line).
 struct Reporter {
     status: Option<std::fs::File>,
 }
@@ -160,6 +204,18 @@ impl Reporter {
         }
     }
 
+    /// A member's first line: booted and waiting for its claim. The start
+    /// report comes after it, on the same pipe.
+    fn booted(&mut self) -> Result<(), String> {
+        let Some(file) = self.status.as_mut() else {
+            return Ok(());
+        };
+        let mut line = serde_json::to_vec(&ShimStatus::Booted).unwrap_or_default();
+        line.push(b'\n');
+        file.write_all(&line)
+            .map_err(|error| format!("failed to report the VM booted: {error}"))
+    }
+
     /// Reports a failure if nothing was reported yet; the exit code.
     fn failed(&mut self, message: String, status: i32) -> i32 {
         tracing::debug!(%message, status, "VM container failed");
@@ -168,46 +224,192 @@ impl Reporter {
     }
 }
 
+/// With `-t`, the terminal first: berth waits for its master before
+/// anything else of the start.
+fn open_terminal(
+    console: Option<OwnedFd>,
+    spec: &ContainerSpec,
+) -> Result<Option<super::terminal::HostTerminal>, String> {
+    console
+        .map(|console| super::terminal::HostTerminal::open(&console, spec.process.console_size))
+        .transpose()
+}
+
+/// A cold start: the container's root first, then the VM that shares it.
 fn serve(
     request: &ShimRequest,
     signals: SigSet,
     console: Option<OwnedFd>,
     reporter: &mut Reporter,
 ) -> Result<i32, String> {
-    // With `-t`, the terminal comes first: berth waits for its master
-    // before anything else of the start.
-    let terminal = console
-        .map(|console| {
-            super::terminal::HostTerminal::open(&console, request.spec.process.console_size)
-        })
-        .transpose()?;
-    // The network namespace came with the shim's birth (`launch`).
+    let terminal = open_terminal(console, &request.spec)?;
+    enter_mount_namespace()?;
+    arrange_root(&request.spec)?;
+    let booted = boot(&BootSettings {
+        cache: &request.cache,
+        run_dir: &request.run_dir,
+        memory_mib: request.memory_mib,
+        root: &request.spec.rootfs,
+        later_mounts: false,
+        network: request.network.as_ref(),
+    })?;
+    run_container(booted, request, signals, terminal, reporter)
+}
+
+/// A warm pool member (`--member`): the VM boots with an empty root
+/// share; the claim (a [`ShimRequest`] and the container's stdio, over the
+/// `channel`) builds the container's root there and runs its process in
+/// the booted guest, through the cold start's [`run_container`]. The
+/// channel's end (the member monitor ended it) or the VM's death ends the
+/// shim before a claim.
+fn serve_member(
+    channel: &std::os::unix::net::UnixStream,
+    signals: SigSet,
+    reporter: &mut Reporter,
+) -> Result<i32, String> {
+    let member: MemberBoot = match berth_runtime::handoff::receive_message(channel) {
+        Ok(Some((body, _))) => serde_json::from_slice(&body)
+            .map_err(|error| format!("malformed VM member request: {error}"))?,
+        Ok(None) => return Ok(0),
+        Err(error) => return Err(format!("failed to read the VM member request: {error}")),
+    };
+    enter_mount_namespace()?;
+    let booted = boot(&BootSettings {
+        cache: &member.cache,
+        run_dir: &member.run_dir,
+        memory_mib: member.memory_mib,
+        root: &member.root,
+        later_mounts: true,
+        network: member.network.as_ref(),
+    })?;
+    reporter.booted()?;
+    let Some((request, mut stdio)) = wait_for_claim(channel, &booted.vm)? else {
+        // Retired, expired or discarded before any claim: nothing ran.
+        return Ok(0);
+    };
+    if request.spec.rootfs != member.root {
+        return Err(format!(
+            "the claimed container's root {} is not this VM's share {}",
+            request.spec.rootfs.display(),
+            member.root.display()
+        ));
+    }
+    // The claimed container's streams become this process's, as a cold
+    // shim's are from its start; a fourth descriptor is its console socket.
+    let console = (stdio.len() == 4).then(|| stdio.remove(3));
+    let terminal = open_terminal(console, &request.spec)?;
+    for (fd, target) in stdio.iter().zip(0..) {
+        nix::unistd::dup2(std::os::fd::AsRawFd::as_raw_fd(fd), target)
+            .map_err(|error| format!("failed to take the container's stdio: {error}"))?;
+    }
+    drop(stdio);
+    tracing::debug!("pool member claimed");
+    arrange_root(&request.spec)?;
+    tracing::debug!("container root arranged on the share");
+    run_container(booted, &request, signals, terminal, reporter)
+}
+
+/// Waits for the claim on `channel`: the request and the container's
+/// stdin, stdout and stderr. None when the channel ends first; an error
+/// when the VM dies first (QEMU or virtiofsd killed: the member is
+/// discarded, never repaired).
+fn wait_for_claim(
+    channel: &std::os::unix::net::UnixStream,
+    vm: &Vm,
+) -> Result<Option<(ShimRequest, Vec<OwnedFd>)>, String> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    loop {
+        let exits = vm.exit_fds();
+        let mut fds: Vec<PollFd<'_>> = std::iter::once(channel.as_fd())
+            .chain(exits.iter().copied())
+            .map(|fd| PollFd::new(fd, PollFlags::POLLIN))
+            .collect();
+        match poll(&mut fds, PollTimeout::NONE) {
+            Err(nix::Error::EINTR) => continue,
+            Err(error) => return Err(format!("failed to wait for a claim: {error}")),
+            Ok(_) => {}
+        }
+        if fds[1..].iter().any(|fd| fd.any().unwrap_or(false)) {
+            return Err("the pool member's VM ended before its claim".to_owned());
+        }
+        if !fds[0].any().unwrap_or(false) {
+            continue;
+        }
+        return match berth_runtime::handoff::receive_message(channel) {
+            Ok(Some((body, fds))) if matches!(fds.len(), 3 | 4) => {
+                let request = serde_json::from_slice(&body)
+                    .map_err(|error| format!("malformed VM request: {error}"))?;
+                Ok(Some((request, fds)))
+            }
+            Ok(Some(_)) => Err("a VM claim without the container's stdio".to_owned()),
+            Ok(None) | Err(_) => Ok(None),
+        };
+    }
+}
+
+/// The mount namespace the container's root is built in: nothing outside
+/// shares it, and it goes away with the shim's processes (a killed shim
+/// leaves no mount). virtiofsd, started after, is in it too.
+fn enter_mount_namespace() -> Result<(), String> {
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
-        .map_err(|error| format!("failed to create the VM's mount namespace: {error}"))?;
-    let spec = &request.spec;
+        .map_err(|error| format!("failed to create the VM's mount namespace: {error}"))
+}
+
+/// The container's root on `spec.rootfs` (the root share's directory):
+/// the overlay, the /etc files, the `-v` mounts (the cold path's code).
+fn arrange_root(spec: &ContainerSpec) -> Result<(), String> {
     berth_runtime::init::arrange_shared_root(spec)
-        .map_err(|failure| format!("failed to build the container's root for the VM: {failure}"))?;
+        .map_err(|failure| format!("failed to build the container's root for the VM: {failure}"))
+}
+
+/// What a VM boots with, before any container process.
+struct BootSettings<'a> {
+    cache: &'a std::path::Path,
+    run_dir: &'a std::path::Path,
+    memory_mib: u32,
+    /// The root share's directory.
+    root: &'a std::path::Path,
+    /// The root is mounted there after the boot (a pool member).
+    later_mounts: bool,
+    network: Option<&'a ShimNetwork>,
+}
+
+/// A booted VM (its agent `Ready`) and the tap its card sits on.
+struct Booted {
+    vm: Vm,
+    _tap: Option<super::network::Tap>,
+}
+
+/// The VM up to its agent's `Ready`: guest kernel and initramfs, the
+/// root share, the network's tap and bridge (the container's veth is in
+/// this namespace already), QEMU.
+fn boot(settings: &BootSettings<'_>) -> Result<Booted, String> {
     // The guest agent is berth itself (one binary, the design);
     // `BERTH_VM_AGENT=small` packs the 2 MB agent instead, a smaller
     // initramfs that a TCG guest unpacks faster (docs/VM.md).
     let guest = berth_vm::guest::prepare(
-        &request.cache,
+        settings.cache,
         &AgentBinary::from_env_or(AgentBinary::Berth),
     )
     .map_err(|error| crate::ErrorChain(&error).to_string())?;
     let mut config = VmConfig::new(guest.kernel.vmlinux.clone(), guest.initramfs.clone())
         .map_err(|error| crate::ErrorChain(&error).to_string())?;
-    config.memory_mib = request.memory_mib;
-    berth_store::permissions::create_private_directory_all(&request.run_dir).map_err(|error| {
+    config.memory_mib = settings.memory_mib;
+    berth_store::permissions::create_private_directory_all(settings.run_dir).map_err(|error| {
         format!(
             "failed to create {}: {}",
-            request.run_dir.display(),
+            settings.run_dir.display(),
             crate::ErrorChain(&error)
         )
     })?;
-    config.run_dir = request.run_dir.clone();
-    config.shares = vec![Share::root(ROOT_TAG, &spec.rootfs, false)];
-    let _tap = match &request.network {
+    config.run_dir = settings.run_dir.to_path_buf();
+    let root = Share::root(ROOT_TAG, settings.root, false);
+    config.shares = vec![if settings.later_mounts {
+        root.seeing_later_mounts()
+    } else {
+        root
+    }];
+    let tap = match settings.network {
         Some(network) => {
             let tap = super::network::bridge_to_tap(&network.mac)?;
             config.network = Some(std::sync::Arc::new(berth_vm::qemu::NetworkDevice {
@@ -218,13 +420,28 @@ fn serve(
         }
         None => None,
     };
-    let mut vm = Vm::boot(&config).map_err(|error| {
+    let vm = Vm::boot(&config).map_err(|error| {
         format!(
             "failed to boot the container's VM: {}",
             crate::ErrorChain(&error)
         )
     })?;
     tracing::debug!(ready = ?vm.boot_times().ready, "VM booted");
+    Ok(Booted { vm, _tap: tap })
+}
+
+/// Runs the container's process in the booted VM and relays its stdio
+/// and signals until it exits (cold and warm starts alike); the exit code
+/// is the container's.
+fn run_container(
+    booted: Booted,
+    request: &ShimRequest,
+    signals: SigSet,
+    terminal: Option<super::terminal::HostTerminal>,
+    reporter: &mut Reporter,
+) -> Result<i32, String> {
+    let Booted { mut vm, _tap } = booted;
+    let spec = &request.spec;
     let mut signalfd =
         SignalFd::with_flags(&signals, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
             .map_err(|error| format!("failed to watch for signals: {error}"))?;
@@ -291,6 +508,7 @@ fn serve(
         &listener,
         &mut || {
             started = true;
+            tracing::debug!("process started in the guest");
             reporter.send(&ShimStatus::Started);
         },
     );
@@ -317,6 +535,8 @@ fn serve(
             }
         }
     };
+    tracing::debug!(code, "process exited, ending the VM");
     drop(vm);
+    tracing::debug!("VM ended");
     Ok(code)
 }
