@@ -5,6 +5,8 @@
 #   2. starts a private Docker engine (scripts/docker-engine.sh) and, when it can run
 #      containers, exports BERTH_TEST_DOCKER_HOST and checks the fixtures against it;
 #      without a usable Docker the conformance tests skip themselves — not an error
+#   2b. builds the VM tests' guest kernel (scripts/vm-kernel-minimal.sh) and exports
+#      BERTH_VM_KERNEL_DIR, unless it is set
 #   3. cargo fmt --check, cargo clippy -D warnings, cargo build, cargo nextest run
 #   3b. the peer suites (docker-py 7.0.0, docker-compose 1.29.2) against `berth serve`,
 #      checked against Docker's recorded results (scripts/peer-suites.sh --check berth)
@@ -12,8 +14,9 @@
 #      start is still there with the same addresses (no test engine may delete it)
 # Every step runs even when an earlier one fails; the exit status is non-zero if any failed.
 #
-# Environment: BERTH_FIXTURES (output dir, default target/fixtures), BERTH_TEST_DOCKER=0 to
-# skip Docker, NEXTEST_ARGS (extra args for `cargo nextest run`, e.g. a filter),
+# Environment: BERTH_FIXTURES (output dir, default target/fixtures), BERTH_VM_KERNEL_DIR (the VM
+# tests' kernel package; default: berth's own in target/vm-kernel/minimal), BERTH_TEST_DOCKER=0
+# to skip Docker, NEXTEST_ARGS (extra args for `cargo nextest run`, e.g. a filter),
 # BERTH_TEST_PEER=0 to skip the peer suites.
 set -euo pipefail
 
@@ -94,6 +97,15 @@ if [[ -n ${BERTH_TEST_DOCKER_HOST:-} ]]; then
 else
     echo "=== docker: not available, conformance tests will skip: $docker_why"
 fi
+
+# ---- 2b. the guest kernel of the VM tests: berth's own, built from Debian's linux-source
+# (scripts/vm-kernel-minimal.sh: ≈ 6 min of two idle cores the first time, nothing after), unless
+# BERTH_VM_KERNEL_DIR already names one (Debian's package from scripts/vm-kernel.sh works too).
+if [[ -z ${BERTH_VM_KERNEL_DIR:-} ]]; then
+    export BERTH_VM_KERNEL_DIR=${CARGO_TARGET_DIR:-$ROOT/target}/vm-kernel/minimal
+    step vm-kernel scripts/vm-kernel-minimal.sh "$BERTH_VM_KERNEL_DIR"
+fi
+echo "=== vm kernel: BERTH_VM_KERNEL_DIR=$BERTH_VM_KERNEL_DIR"
 
 # ---- 3. cargo
 step fmt cargo fmt --all -- --check

@@ -15,8 +15,8 @@ runs=${1:-3}
 target=${CARGO_TARGET_DIR:-target}
 cargo build -q --release -p berth-vm --bins --examples
 bin=$target/x86_64-unknown-linux-gnu/release
-export BERTH_VM_KERNEL_DIR=${BERTH_VM_KERNEL_DIR:-$target/vm-kernel/package}
-[[ -d $BERTH_VM_KERNEL_DIR ]] || scripts/vm-kernel.sh "$BERTH_VM_KERNEL_DIR"
+export BERTH_VM_KERNEL_DIR=${BERTH_VM_KERNEL_DIR:-$target/vm-kernel/minimal}
+[[ -d $BERTH_VM_KERNEL_DIR ]] || scripts/vm-kernel-minimal.sh "$BERTH_VM_KERNEL_DIR"
 export BERTH_VM_CACHE=${BERTH_VM_CACHE:-$target/vm-cache}
 export BERTH_VM_AGENT=$bin/berth-vm-agent
 work=$(mktemp -d /var/tmp/berth-vm-fs.XXXXXX)

@@ -1,5 +1,9 @@
-//! The guest kernel: Debian's kernel package, extracted (not installed) into
-//! a directory, made bootable quickly under QEMU.
+//! The guest kernel: a kernel package directory, made bootable quickly under
+//! QEMU. Either berth's own kernel, built from Debian's `linux-source` with
+//! the drivers built in (scripts/vm-kernel-minimal.sh: `lib/modules/<release>`
+//! holds only `modules.builtin`), or Debian's kernel package, extracted (not
+//! installed; scripts/vm-kernel.sh). Both are laid out alike:
+//! `boot/vmlinuz-<release>`, `lib/modules/<release>/kernel/`.
 //!
 //! QEMU can boot the package's bzImage, but the bzImage decompresses itself
 //! (xz) inside the guest first: ≈ 8 s under TCG on this machine kind. So the
@@ -35,16 +39,18 @@ pub struct GuestKernel {
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
     #[error(
-        "no guest kernel configured: set {KERNEL_DIR_ENV} to a directory holding an extracted \
-         Debian linux-image package (scripts/vm-kernel.sh DIR makes one)"
+        "no guest kernel configured: set {KERNEL_DIR_ENV} to a kernel package directory \
+         (scripts/vm-kernel-minimal.sh DIR builds berth's; scripts/vm-kernel.sh DIR extracts \
+         Debian's linux-image package)"
     )]
     NotConfigured,
     #[error(
-        "guest kernel directory {dir:?} does not exist (it should hold an extracted Debian \
-         linux-image package: boot/vmlinuz-* and lib/modules/*; scripts/vm-kernel.sh makes one)"
+        "guest kernel directory {dir:?} does not exist (it should hold boot/vmlinuz-* and \
+         lib/modules/*: scripts/vm-kernel-minimal.sh builds berth's kernel there, \
+         scripts/vm-kernel.sh extracts Debian's linux-image package)"
     )]
     MissingDir { dir: PathBuf },
-    #[error("no kernel in {dir:?}: expected boot/vmlinuz-<release> (an extracted Debian linux-image package)")]
+    #[error("no kernel in {dir:?}: expected boot/vmlinuz-<release> (a kernel package directory)")]
     NoKernel { dir: PathBuf },
     #[error("{dir:?} holds several kernels ({releases:?}); give a directory with one")]
     SeveralKernels { dir: PathBuf, releases: Vec<String> },

@@ -1,9 +1,11 @@
-//! Real microVMs under QEMU (TCG on this machine kind): Debian's kernel, the
-//! agent as /init, busybox from Debian's busybox-static as the root.
+//! Real microVMs under QEMU (TCG on this machine kind): berth's guest kernel
+//! (or Debian's), the agent as /init, busybox from Debian's busybox-static as
+//! the root.
 //!
 //! Needs qemu-system-x86_64 (skipped, saying so, without it), /bin/busybox,
 //! and the kernel package: BERTH_VM_KERNEL_DIR, or else
-//! scripts/vm-kernel.sh fetches it into cargo's target tmp dir once.
+//! scripts/vm-kernel-minimal.sh builds berth's into cargo's target tmp dir
+//! once (scripts/vm-kernel.sh DIR puts Debian's package in DIR instead).
 
 #![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
 
@@ -15,7 +17,7 @@ use berth_vm::{RunRequest, Vm, VmError};
 use common::{assert_nothing_left, request, setup};
 
 #[test]
-fn boots_debians_kernel_and_runs_commands() {
+fn boots_the_guest_kernel_and_runs_commands() {
     let Some(setup) = setup() else { return };
     let mut vm = Vm::boot(&setup.config).unwrap();
     let times = vm.boot_times();
