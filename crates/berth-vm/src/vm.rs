@@ -783,6 +783,18 @@ impl Vm {
         self.stop()
     }
 
+    /// Ends the VM at once: QEMU is killed, then its virtiofsd processes
+    /// stop and its directory goes. For a guest with nothing left to write:
+    /// the agent syncs the guest's file systems before it reports the
+    /// run's process `Exited`, so nothing of the container's is lost, and
+    /// the power-off (≈ 0.1 s under TCG) is not waited for.
+    pub fn end_now(mut self) {
+        if let Some(mut process) = self.qemu.take() {
+            process.kill();
+        }
+        self.stop_daemons();
+    }
+
     fn stop(&mut self) -> Shutdown {
         let Some(mut process) = self.qemu.take() else {
             return Shutdown::Killed;
@@ -803,7 +815,12 @@ impl Vm {
             }
         };
         drop(process);
-        // QEMU is gone, so each daemon's client has disconnected.
+        self.stop_daemons();
+        ended
+    }
+
+    /// After QEMU's end: each daemon's client has disconnected.
+    fn stop_daemons(&mut self) {
         for daemon in &mut self.virtiofs {
             if !daemon.stop(Duration::from_secs(2)) {
                 tracing::warn!(tag = %daemon.tag, "virtiofsd did not exit with QEMU; killed");
@@ -811,7 +828,6 @@ impl Vm {
         }
         self.virtiofs.clear();
         self.dir.remove();
-        ended
     }
 
     fn send(&mut self, message: &HostMessage) -> Result<(), VmError> {

@@ -246,6 +246,9 @@ fn send_exits(
         return Ok(None);
     };
     main.drain(port, MAIN_PROCESS, buffer)?;
+    // What the container wrote is on the host before its `Exited`: the host
+    // may end the VM at once then (`Vm::end_now`).
+    nix::unistd::sync();
     Ok(Some(if shutdown {
         Outcome::Shutdown
     } else {

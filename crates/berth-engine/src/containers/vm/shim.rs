@@ -536,7 +536,9 @@ fn run_container(
         }
     };
     tracing::debug!(code, "process exited, ending the VM");
-    drop(vm);
+    // The agent synced before it said `Exited`: no power-off to wait for.
+    // (A VM that ended under the process is gone already.)
+    vm.end_now();
     tracing::debug!("VM ended");
     Ok(code)
 }
