@@ -145,6 +145,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 root: root_dir.as_ref().map(|_| GuestRoot {
                     tag: "root".into(),
                     read_only: false,
+                    subdir: None,
                 }),
                 mounts: mounts.clone(),
                 container: None,

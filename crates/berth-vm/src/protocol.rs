@@ -96,6 +96,11 @@ pub struct GuestRoot {
     /// The share's virtiofs tag.
     pub tag: String,
     pub read_only: bool,
+    /// A directory of the share to use as the root instead of the share's
+    /// own root (a warm pool member's share, on whose `root` directory the
+    /// claimed container's root is mounted after virtiofsd started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subdir: Option<String>,
 }
 
 /// A share mounted at `target` inside the root.
@@ -487,6 +492,7 @@ mod tests {
             root: Some(GuestRoot {
                 tag: "root".into(),
                 read_only: false,
+                subdir: None,
             }),
             mounts: vec![GuestMount {
                 tag: "share0".into(),

@@ -10,9 +10,7 @@
 //! when QEMU's end closes (`Client disconnected, shutting down`), and both
 //! have `PR_SET_PDEATHSIG(SIGKILL)` from berth.
 //!
-//! virtiofsd runs as root with `--sandbox=namespace` (its default; a warm
-//! pool member's root share is the exception, see
-//! [`Share::seeing_later_mounts`]): new
+//! virtiofsd runs as root with `--sandbox=namespace` (its default): new
 //! mount, pid and network namespaces, `pivot_root` into the shared
 //! directory, seccomp (`--seccomp=kill`), so a compromised daemon sees only
 //! that directory. Its sandbox makes it fork: the process berth starts waits
@@ -50,10 +48,6 @@ pub struct Share {
     /// however it mounts it.
     pub read_only: bool,
     pub cache: CachePolicy,
-    /// virtiofsd serves the directory as it is when the guest mounts it,
-    /// mounts made on it (or under it) after the daemon started included:
-    /// `--sandbox=none` ([`Share::seeing_later_mounts`]).
-    pub later_mounts: bool,
 }
 
 impl Share {
@@ -66,7 +60,6 @@ impl Share {
             dir: dir.into(),
             read_only,
             cache: CachePolicy::Auto,
-            later_mounts: false,
         }
     }
 
@@ -84,24 +77,6 @@ impl Share {
 
     pub fn with_cache(self, cache: CachePolicy) -> Share {
         Share { cache, ..self }
-    }
-
-    /// A share whose contents are mounted after the VM booted (a warm
-    /// pool member's root, built at its claim in the mount namespace
-    /// virtiofsd shares with its starter). virtiofsd's own sandboxes
-    /// cannot see such a mount: `namespace` copies the mount table when
-    /// the daemon starts, `chroot` holds the directory as it was then. So
-    /// this share's daemon runs with `--sandbox=none`: it opens the
-    /// directory by its path when the guest mounts the share (FUSE_INIT,
-    /// virtiofsd's `open_root_node`), and so finds what was mounted there
-    /// by then. It keeps `--seccomp=kill` and berth's private mount
-    /// namespace, but not the `pivot_root` into the directory (see the
-    /// security argument in docs/ARCHITECTURE.md, *The VM warm pool*).
-    pub fn seeing_later_mounts(self) -> Share {
-        Share {
-            later_mounts: true,
-            ..self
-        }
     }
 }
 
@@ -227,12 +202,7 @@ pub fn arguments(share: &Share, fd: i32) -> Vec<OsString> {
         format!("--fd={fd}").into(),
         shared_dir,
         format!("--cache={}", share.cache.word()).into(),
-        if share.later_mounts {
-            "--sandbox=none"
-        } else {
-            "--sandbox=namespace"
-        }
-        .into(),
+        "--sandbox=namespace".into(),
         "--seccomp=kill".into(),
         "--xattr".into(),
         "--log-level=warn".into(),
@@ -404,19 +374,6 @@ mod tests {
         assert_eq!(args(true).last().map(String::as_str), Some("--readonly"));
         let root = arguments(&Share::root("root", "/c/rootfs", false), 5);
         assert!(root.contains(&"--cache=always".into()), "{root:?}");
-    }
-
-    #[test]
-    fn a_share_mounted_on_later_is_served_without_the_daemons_sandbox() {
-        let later = arguments(
-            &Share::root("root", "/c/rootfs", false).seeing_later_mounts(),
-            5,
-        );
-        assert!(later.contains(&"--sandbox=none".into()), "{later:?}");
-        assert!(!later.contains(&"--sandbox=namespace".into()), "{later:?}");
-        // Everything else stays: seccomp, the root's cache.
-        assert!(later.contains(&"--seccomp=kill".into()), "{later:?}");
-        assert!(later.contains(&"--cache=always".into()), "{later:?}");
     }
 
     #[test]

@@ -82,6 +82,7 @@ fn berth_as_agent_runs_a_virtiofs_root() {
             root: Some(GuestRoot {
                 tag: "root".into(),
                 read_only: false,
+                subdir: None,
             }),
             ..request(&["sh", "-c", "echo hi; head -n 1 /etc/passwd"])
         })

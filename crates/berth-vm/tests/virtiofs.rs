@@ -66,6 +66,7 @@ fn in_root(args: &[&str]) -> RunRequest {
         root: Some(GuestRoot {
             tag: "root".into(),
             read_only: false,
+            subdir: None,
         }),
         mounts: vec![
             GuestMount {

@@ -471,6 +471,22 @@ fn a_claimed_vm_container_is_stopped_and_logged_as_a_cold_one() {
     wait_until(BOOT_SECONDS, "ready in the logs", || {
         pool.run(&["logs", &id]).ok().contains("ready")
     });
+    // The member's virtiofsd keeps its own sandbox (pid/mount namespaces,
+    // `pivot_root` into the share): the claimed root reached it by mount
+    // propagation, not by giving the sandbox up.
+    let shim: i32 = pool.inspect(&id, "{{.State.Pid}}").parse().unwrap();
+    let daemons: Vec<String> = vm_processes(shim)
+        .into_iter()
+        .map(command_of)
+        .filter(|command| command.contains("virtiofsd"))
+        .collect();
+    assert!(!daemons.is_empty(), "the member's virtiofsd");
+    assert!(
+        daemons
+            .iter()
+            .all(|command| command.contains("--sandbox=namespace")),
+        "{daemons:?}"
+    );
     // SIGTERM reaches the process in the claimed guest through the shim.
     pool.run(&["stop", &id]).ok();
     assert_eq!(pool.inspect(&id, "{{.State.ExitCode}}"), "42");

@@ -56,6 +56,7 @@ fn one(config: &VmConfig) -> Result<[f64; 6], String> {
             root: Some(GuestRoot {
                 tag: "root".into(),
                 read_only: false,
+                subdir: None,
             }),
             mounts: Vec::new(),
             container: None,

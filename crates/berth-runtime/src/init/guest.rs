@@ -23,12 +23,27 @@ use crate::spec::ContainerSpec;
 /// without `pivot_root`. The caller must be in a mount namespace of its own
 /// (`unshare(CLONE_NEWNS)`): propagation is made private first.
 pub fn arrange_shared_root(spec: &ContainerSpec) -> Result<(), InitFailure> {
+    mounts::private_propagation()?;
+    arrange_shared_root_in_private_namespace(spec)
+}
+
+/// [`arrange_shared_root`] where the caller made its mount namespace's
+/// propagation private itself, earlier, and keeps a shared mount of its own
+/// there that must stay shared (a warm VM member's share, which its
+/// virtiofsd receives the claimed root through).
+pub fn arrange_shared_root_in_private_namespace(spec: &ContainerSpec) -> Result<(), InitFailure> {
     mounts::prepare_shared_root(spec)?;
     mounts::apply_user_mounts(spec)?;
     if spec.readonly_rootfs {
         mounts::remount_bind_readonly(&spec.rootfs)?;
     }
     Ok(())
+}
+
+/// Makes the caller's (new) mount namespace's propagation private: nothing
+/// mounted in it reaches the namespace it was copied from.
+pub fn make_mounts_private() -> Result<(), InitFailure> {
+    mounts::private_propagation()
 }
 
 /// In the guest: enters the container whose root the agent mounted at

@@ -18,7 +18,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::spec::ContainerSpec;
 
-pub use guest::{arrange_shared_root, enter_guest_container};
+pub use guest::{
+    arrange_shared_root, arrange_shared_root_in_private_namespace, enter_guest_container,
+    make_mounts_private,
+};
 
 /// Why the container's process could not start.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]

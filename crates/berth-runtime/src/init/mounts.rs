@@ -159,7 +159,6 @@ pub(super) fn mount_proc(target: &Path) -> InitResult<()> {
 /// The root a microVM gets over virtio-fs: the overlay and the `/etc`
 /// files, none of the host's kernel file systems (see `guest.rs`).
 pub(super) fn prepare_shared_root(spec: &ContainerSpec) -> InitResult<()> {
-    private_propagation()?;
     mount_root(spec)?;
     mount_etc_files(spec)
 }

@@ -123,6 +123,9 @@ impl Filesystems {
     }
 }
 
+/// Where a root share with a `subdir` is mounted.
+const SHARE_DIR: &str = "/mnt/share";
+
 /// The root share at `dir`, then what every container has inside it.
 fn mount_root(root: &GuestRoot, dir: &Path) -> Result<(), RootError> {
     fs::create_dir_all(dir).map_err(|source| RootError::Create {
@@ -134,7 +137,26 @@ fn mount_root(root: &GuestRoot, dir: &Path) -> Result<(), RootError> {
     } else {
         MsFlags::empty()
     };
-    do_mount(&root.tag, dir, "virtiofs", flags, None)?;
+    match &root.subdir {
+        None => do_mount(&root.tag, dir, "virtiofs", flags, None)?,
+        Some(subdir) => {
+            // The share at a place of its own, its directory bound here.
+            let share = Path::new(SHARE_DIR);
+            fs::create_dir_all(share).map_err(|source| RootError::Create {
+                path: share.to_path_buf(),
+                source,
+            })?;
+            do_mount(&root.tag, share, "virtiofs", flags, None)?;
+            let source = in_root(share, Path::new("/").join(subdir).as_path())?;
+            do_mount(
+                source.to_str().unwrap_or_default(),
+                dir,
+                "",
+                MsFlags::MS_BIND | MsFlags::MS_REC,
+                None,
+            )?;
+        }
+    }
 
     let hardened = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
     do_mount(

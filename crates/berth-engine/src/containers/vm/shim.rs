@@ -250,10 +250,9 @@ fn serve(
         run_dir: &request.run_dir,
         memory_mib: request.memory_mib,
         root: &request.spec.rootfs,
-        later_mounts: false,
         network: request.network.as_ref(),
     })?;
-    run_container(booted, request, signals, terminal, reporter)
+    run_container(booted, request, signals, terminal, reporter, None)
 }
 
 /// A warm pool member (`--member`): the VM boots with an empty root
@@ -274,12 +273,12 @@ fn serve_member(
         Err(error) => return Err(format!("failed to read the VM member request: {error}")),
     };
     enter_mount_namespace()?;
+    let share = MemberShare::make(&member.run_dir)?;
     let booted = boot(&BootSettings {
         cache: &member.cache,
         run_dir: &member.run_dir,
         memory_mib: member.memory_mib,
-        root: &member.root,
-        later_mounts: true,
+        root: &share.dir,
         network: member.network.as_ref(),
     })?;
     reporter.booted()?;
@@ -304,9 +303,77 @@ fn serve_member(
     }
     drop(stdio);
     tracing::debug!("pool member claimed");
-    arrange_root(&request.spec)?;
+    berth_runtime::init::arrange_shared_root_in_private_namespace(&request.spec)
+        .map_err(|failure| format!("failed to build the container's root for the VM: {failure}"))?;
+    share.receive(&request.spec.rootfs)?;
     tracing::debug!("container root arranged on the share");
-    run_container(booted, &request, signals, terminal, reporter)
+    run_container(
+        booted,
+        &request,
+        signals,
+        terminal,
+        reporter,
+        Some(MEMBER_ROOT),
+    )
+}
+
+/// The directory of a member's share under which the claimed root appears.
+const MEMBER_ROOT: &str = "root";
+
+/// A warm member's root share: `<run_dir>/share`, a mount of its own made
+/// shared in the shim's (otherwise private) mount namespace, with an empty
+/// `root` directory. virtiofsd starts with its own namespace sandbox on it
+/// (a slave copy, `pivot_root`ed into the share), so the claim's bind of the
+/// container's root onto `share/root` propagates into virtiofsd's view,
+/// and virtiofsd never sees more of the host than the share.
+struct MemberShare {
+    dir: PathBuf,
+}
+
+impl MemberShare {
+    fn make(run_dir: &std::path::Path) -> Result<MemberShare, String> {
+        use nix::mount::{mount, MsFlags};
+        let failed = |what: &str, error: &dyn std::fmt::Display| {
+            format!("failed to {what} the pool member's share: {error}")
+        };
+        berth_runtime::init::make_mounts_private()
+            .map_err(|failure| failed("isolate", &failure))?;
+        let dir = run_dir.join("share");
+        berth_store::permissions::create_private_directory_all(&dir.join(MEMBER_ROOT))
+            .map_err(|error| failed("create", &crate::ErrorChain(&error)))?;
+        mount(
+            Some(&dir),
+            &dir,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(|error| failed("mount", &error))?;
+        mount(
+            None::<&str>,
+            &dir,
+            None::<&str>,
+            MsFlags::MS_SHARED,
+            None::<&str>,
+        )
+        .map_err(|error| failed("share", &error))?;
+        Ok(MemberShare { dir })
+    }
+
+    /// The claimed container's root (mounted at `rootfs`, with its `-v`
+    /// mounts) bound onto `share/root`, where virtiofsd receives it.
+    fn receive(&self, rootfs: &std::path::Path) -> Result<(), String> {
+        use nix::mount::{mount, MsFlags};
+        let target = self.dir.join(MEMBER_ROOT);
+        mount(
+            Some(rootfs),
+            &target,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .map_err(|error| format!("failed to hand the container's root to the VM: {error}"))
+    }
 }
 
 /// Waits for the claim on `channel`: the request and the container's
@@ -369,8 +436,6 @@ struct BootSettings<'a> {
     memory_mib: u32,
     /// The root share's directory.
     root: &'a std::path::Path,
-    /// The root is mounted there after the boot (a pool member).
-    later_mounts: bool,
     network: Option<&'a ShimNetwork>,
 }
 
@@ -403,12 +468,7 @@ fn boot(settings: &BootSettings<'_>) -> Result<Booted, String> {
         )
     })?;
     config.run_dir = settings.run_dir.to_path_buf();
-    let root = Share::root(ROOT_TAG, settings.root, false);
-    config.shares = vec![if settings.later_mounts {
-        root.seeing_later_mounts()
-    } else {
-        root
-    }];
+    config.shares = vec![Share::root(ROOT_TAG, settings.root, false)];
     let tap = match settings.network {
         Some(network) => {
             let tap = super::network::bridge_to_tap(&network.mac)?;
@@ -439,6 +499,7 @@ fn run_container(
     signals: SigSet,
     terminal: Option<super::terminal::HostTerminal>,
     reporter: &mut Reporter,
+    root_subdir: Option<&str>,
 ) -> Result<i32, String> {
     let Booted { mut vm, _tap } = booted;
     let spec = &request.spec;
@@ -452,6 +513,7 @@ fn run_container(
         root: Some(GuestRoot {
             tag: ROOT_TAG.to_owned(),
             read_only: spec.readonly_rootfs,
+            subdir: root_subdir.map(str::to_owned),
         }),
         mounts: Vec::new(),
         container: Some(Box::new(spec.clone())),
