@@ -20,46 +20,14 @@ use std::process::Command;
 use berth_runtime::console::window;
 use support::containers::{mounts_under, pid_alive, wait_until};
 use support::terminal::TerminalRun;
+use support::vm::{
+    children_of, command_of, free_port, http_get, kill9, vm_environment, vm_processes,
+};
 use support::{Berth, Run};
 
 /// What every VM run here adds: berth's microVM backend, and no network
 /// (VM containers have none yet).
 const VM: &[&str] = &["--isolation=vm", "--network", "none"];
-
-/// The kernel package and the shared cache, or why the tests skip.
-fn vm_environment() -> Option<(PathBuf, PathBuf)> {
-    if Command::new("qemu-system-x86_64")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)");
-        return None;
-    }
-    let virtiofsd = ["/var/lib/berth-tools/bin/virtiofsd"];
-    if std::env::var_os("BERTH_VM_VIRTIOFSD").is_none()
-        && !virtiofsd.iter().any(|path| Path::new(path).is_file())
-    {
-        eprintln!("skipped: no virtiofsd (scripts/vm-tools.sh installs it)");
-        return None;
-    }
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vm-kernel");
-    let package = match std::env::var_os("BERTH_VM_KERNEL_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => {
-            let dir = base.join("minimal");
-            let script = support::workspace_root().join("scripts/vm-kernel-minimal.sh");
-            let status = Command::new("bash")
-                .arg(&script)
-                .arg(&dir)
-                .status()
-                .unwrap();
-            assert!(status.success(), "{script:?} {dir:?} failed: {status}");
-            dir
-        }
-    };
-    Some((package, base.join("berth-cache")))
-}
 
 /// A private root with busybox loaded whose commands find the guest kernel
 /// and the shared cache.
@@ -198,38 +166,6 @@ impl VmBerth {
     fn run_root(&self) -> PathBuf {
         self.berth.run_root().to_path_buf()
     }
-}
-
-/// The shim (the container's pid) and its children (QEMU, virtiofsd).
-fn vm_processes(shim: i32) -> Vec<i32> {
-    let mut pids = vec![shim];
-    let mut index = 0;
-    while index < pids.len() {
-        pids.extend(children_of(pids[index]));
-        index += 1;
-    }
-    pids
-}
-
-fn children_of(pid: i32) -> Vec<i32> {
-    fs_err::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|pid| pid.parse::<i32>().ok())
-        .collect()
-}
-
-fn command_of(pid: i32) -> String {
-    fs_err::read(format!("/proc/{pid}/cmdline"))
-        .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', " "))
-        .unwrap_or_default()
-}
-
-fn kill9(pid: i32) {
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    );
 }
 
 #[test]
@@ -1053,29 +989,4 @@ fn vm_and_namespace_containers_find_each_other_by_name() {
     assert_eq!(answer, format!("{vm_hostname}\n"));
     berth.run(&["rm", "-f", "in-ns", "in-vm"]).ok();
     berth.run(&["network", "rm", "names"]).ok();
-}
-
-/// A TCP port nothing listens on now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind(("127.0.0.1", 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The whole answer to `GET path` on 127.0.0.1:`port` (headers included,
-/// lines ending in `\n`), or None while nothing answers with 200.
-fn http_get(port: u16, path: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .ok()?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
-    answer
-        .contains(" 200 ")
-        .then(|| answer.replace("\r\n", "\n"))
 }

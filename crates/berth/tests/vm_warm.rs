@@ -17,50 +17,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use support::containers::{cgroup_dirs, mounts_under, parent_pid, pid_alive, wait_until};
+use support::vm::{command_of, free_port, http_get, kill9, vm_environment, vm_processes};
 use support::{Berth, Run};
 
 /// Every VM pool and run here: the microVM backend, no network (the test
 /// with a published port says otherwise).
 const VM: &[&str] = &["--isolation=vm", "--network", "none"];
 const VM_POOL: &[&str] = &["--isolation", "vm", "--network", "none"];
-
-/// The kernel package and the shared cache, or why the tests skip.
-fn vm_environment() -> Option<(PathBuf, PathBuf)> {
-    if Command::new("qemu-system-x86_64")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)");
-        return None;
-    }
-    if std::env::var_os("BERTH_VM_VIRTIOFSD").is_none()
-        && !Path::new("/var/lib/berth-tools/bin/virtiofsd").is_file()
-    {
-        eprintln!("skipped: no virtiofsd (scripts/vm-tools.sh installs it)");
-        return None;
-    }
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vm-kernel");
-    let package = match std::env::var_os("BERTH_VM_KERNEL_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => {
-            let dir = base.join("package");
-            let script = support::workspace_root().join("scripts/vm-kernel.sh");
-            let status = Command::new("bash")
-                .arg(&script)
-                .arg(&dir)
-                .status()
-                .unwrap();
-            assert!(status.success(), "{script:?} {dir:?} failed: {status}");
-            dir
-        }
-    };
-    let cache = match std::env::var_os("BERTH_VM_CACHE") {
-        Some(dir) => PathBuf::from(dir),
-        None => base.join("berth-cache"),
-    };
-    Some((package, cache))
-}
 
 /// A private root with busybox loaded whose commands find the guest
 /// kernel and the shared cache.
@@ -209,28 +172,6 @@ impl VmPool {
     }
 }
 
-/// The shim and its descendants (QEMU, virtiofsd).
-fn vm_processes(shim: i32) -> Vec<i32> {
-    let mut pids = vec![shim];
-    let mut index = 0;
-    while index < pids.len() {
-        pids.extend(
-            fs_err::read_to_string(format!("/proc/{0}/task/{0}/children", pids[index]))
-                .unwrap_or_default()
-                .split_whitespace()
-                .filter_map(|pid| pid.parse::<i32>().ok()),
-        );
-        index += 1;
-    }
-    pids
-}
-
-fn command_of(pid: i32) -> String {
-    fs_err::read(format!("/proc/{pid}/cmdline"))
-        .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', " "))
-        .unwrap_or_default()
-}
-
 /// The VM shims started for the berth root `root`.
 fn shims_of(root: &Path) -> Vec<i32> {
     shims_and_monitors_of(root)
@@ -275,13 +216,6 @@ fn processes_in(netns: &[String]) -> Vec<i32> {
                 .is_ok_and(|link| netns.contains(&link.to_string_lossy().into_owned()))
         })
         .collect()
-}
-
-fn kill9(pid: i32) {
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    );
 }
 
 /// The member's processes and network namespace, found by its shim.
@@ -697,29 +631,4 @@ fn what_a_vm_pool_cannot_hold_is_refused_and_leaves_nothing() {
         })
         .unwrap_or_default();
     assert!(member_dirs.is_empty(), "{member_dirs:?}");
-}
-
-/// A TCP port nothing listens on now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind(("127.0.0.1", 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The whole answer to `GET path` on 127.0.0.1:`port` (headers included,
-/// lines ending in `\n`), or None while nothing answers with 200.
-fn http_get(port: u16, path: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .ok()?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
-    answer
-        .contains(" 200 ")
-        .then(|| answer.replace("\r\n", "\n"))
 }

@@ -6,6 +6,7 @@
 
 pub mod containers;
 pub mod terminal;
+pub mod vm;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -32,12 +32,9 @@ use serde::{Deserialize, Serialize};
 
 /// The name of the relay's hidden subcommand.
 pub const EXEC_COMMAND: &str = "__vm-exec";
-/// Where the relay reads its [`RelayRequest`] (JSON, to end of file).
-const REQUEST_FD: RawFd = 3;
-/// Where the relay writes one [`FromShim`] about the start and closes.
-const STATUS_FD: RawFd = 4;
-/// With `-t`: the console socket its terminal's master goes to.
-const CONSOLE_FD: RawFd = 5;
+// Its descriptors: `super::StartDescriptors` (the request is a
+// [`RelayRequest`], the report one [`FromShim`] about the start).
+use super::{CONSOLE_FD, REQUEST_FD, STATUS_FD};
 
 /// The largest message on the shim's socket (a process spec with its
 /// compiled seccomp filter is tens of KiB).
@@ -237,24 +234,12 @@ pub fn run() -> i32 {
         signals.remove(kept);
     }
     let _ = signals.thread_block();
-    // SAFETY: close_range and fcntl act on descriptor numbers only; no
-    // object of this process owns any of them yet.
-    let console_open = unsafe {
-        libc::syscall(libc::SYS_close_range, CONSOLE_FD + 1, u32::MAX, 0);
-        for fd in [REQUEST_FD, STATUS_FD, CONSOLE_FD] {
-            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-        }
-        libc::fcntl(CONSOLE_FD, libc::F_GETFD) >= 0
-    };
-    // SAFETY: the starter placed these descriptors at these numbers for
-    // this process alone.
-    let (mut request_file, status, console) = unsafe {
-        (
-            std::fs::File::from_raw_fd(REQUEST_FD),
-            std::fs::File::from_raw_fd(STATUS_FD),
-            console_open.then(|| OwnedFd::from_raw_fd(CONSOLE_FD)),
-        )
-    };
+    let super::StartDescriptors {
+        request,
+        status,
+        console,
+    } = super::StartDescriptors::take();
+    let mut request_file = std::fs::File::from(request);
     let mut status = Some(status);
     let mut report = |message: &FromShim| {
         if let Some(mut file) = status.take() {

@@ -14,10 +14,9 @@ use berth_runtime::cgroups::{CgroupManager, Resources};
 use berth_runtime::devices::{Access, DeviceKind, DeviceRule};
 use berth_runtime::{Launched, Stdio};
 
-use super::shim::{
-    MemberBoot, ShimNetwork, ShimRequest, ShimStatus, CONSOLE_FD, MEMBER_FLAG, REQUEST_FD,
-    SHIM_COMMAND, STATUS_FD,
-};
+use super::{CONSOLE_FD, REQUEST_FD, STATUS_FD};
+
+use super::shim::{MemberBoot, ShimNetwork, ShimRequest, ShimStatus, MEMBER_FLAG, SHIM_COMMAND};
 
 /// The cgroup a VM container's processes (shim, QEMU, virtiofsd) share:
 /// CPU and I/O limits apply to the VM as a whole; memory is the guest's

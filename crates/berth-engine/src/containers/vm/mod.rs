@@ -35,6 +35,51 @@ mod terminal;
 
 use berth_types::container::CreateRequest;
 
+/// Where the VM helpers (`berth __vm-shim`, `berth __vm-exec`) find what
+/// their starter gave them: the request (JSON, to end of file, or a
+/// member's channel), the pipe for the one start report, and with `-t` the
+/// console socket.
+pub const REQUEST_FD: i32 = 3;
+pub const STATUS_FD: i32 = 4;
+pub const CONSOLE_FD: i32 = 5;
+
+/// A VM helper's start descriptors, its own.
+pub(crate) struct StartDescriptors {
+    pub request: std::os::fd::OwnedFd,
+    pub status: std::fs::File,
+    pub console: Option<std::os::fd::OwnedFd>,
+}
+
+impl StartDescriptors {
+    /// Takes the descriptors at [`REQUEST_FD`], [`STATUS_FD`] and
+    /// [`CONSOLE_FD`] (if open), close-on-exec, and closes every other one
+    /// above the standard streams: nothing the starter left open may reach
+    /// QEMU or virtiofsd (a pipe's write end held there would keep its
+    /// reader waiting). Called first in the helper's life, before it opens
+    /// anything.
+    pub(crate) fn take() -> StartDescriptors {
+        use std::os::fd::FromRawFd;
+        // SAFETY: close_range and fcntl act on descriptor numbers only; no
+        // object of this process owns any of them yet.
+        let console_open = unsafe {
+            libc::syscall(libc::SYS_close_range, CONSOLE_FD + 1, u32::MAX, 0);
+            for fd in [REQUEST_FD, STATUS_FD, CONSOLE_FD] {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+            libc::fcntl(CONSOLE_FD, libc::F_GETFD) >= 0
+        };
+        // SAFETY: the starter placed these descriptors at these numbers for
+        // this process alone, and nothing here owns them yet.
+        unsafe {
+            StartDescriptors {
+                request: std::os::fd::OwnedFd::from_raw_fd(REQUEST_FD),
+                status: std::fs::File::from_raw_fd(STATUS_FD),
+                console: console_open.then(|| std::os::fd::OwnedFd::from_raw_fd(CONSOLE_FD)),
+            }
+        }
+    }
+}
+
 /// `--runtime vm`: the name berth's microVM backend answers to.
 pub const RUNTIME_NAME: &str = "vm";
 

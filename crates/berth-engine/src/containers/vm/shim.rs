@@ -21,7 +21,7 @@
 //! ([`run_container`]) is one function.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 
 use nix::sys::signal::{SigSet, Signal};
@@ -34,13 +34,9 @@ use berth_vm::{GuestRoot, RunRequest, Share, Vm, VmConfig};
 
 /// The name of the hidden subcommand.
 pub const SHIM_COMMAND: &str = "__vm-shim";
-/// Where the shim reads its [`ShimRequest`] (JSON, to end of file).
-pub const REQUEST_FD: i32 = 3;
-/// Where the shim writes one [`ShimStatus`] (JSON) and closes.
-pub const STATUS_FD: i32 = 4;
-/// With `-t`: the console socket the terminal's master goes to (a pool
-/// member gets it with its claim instead).
-pub const CONSOLE_FD: i32 = 5;
+// Its descriptors: `super::StartDescriptors` (the request is a
+// [`ShimRequest`], or a member's channel; the report one [`ShimStatus`]; a
+// pool member gets its console socket with its claim instead).
 
 /// The virtio-fs tag of the container's root.
 const ROOT_TAG: &str = "root";
@@ -138,28 +134,12 @@ pub fn run(init_diagnostics: fn()) -> i32 {
     // First: a signal that comes while the VM boots waits for the process.
     let signals = relayed_signals();
     let _ = signals.thread_block();
-    // Nothing the monitor left open may reach QEMU or virtiofsd (a pipe's
-    // write end held there would keep its reader waiting), and the two
-    // descriptors of the start are this process's alone.
-    // SAFETY: close_range and fcntl act on descriptor numbers only; no
-    // object of this process owns any of them yet.
-    let console_open = unsafe {
-        libc::syscall(libc::SYS_close_range, CONSOLE_FD + 1, u32::MAX, 0);
-        for fd in [REQUEST_FD, STATUS_FD, CONSOLE_FD] {
-            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-        }
-        libc::fcntl(CONSOLE_FD, libc::F_GETFD) >= 0
-    };
+    let super::StartDescriptors {
+        request,
+        status,
+        console,
+    } = super::StartDescriptors::take();
     init_diagnostics();
-    // SAFETY: the starter placed these descriptors at these numbers for
-    // this process alone.
-    let (request, status, console) = unsafe {
-        (
-            OwnedFd::from_raw_fd(REQUEST_FD),
-            std::fs::File::from(OwnedFd::from_raw_fd(STATUS_FD)),
-            console_open.then(|| OwnedFd::from_raw_fd(CONSOLE_FD)),
-        )
-    };
     let mut reporter = Reporter {
         status: Some(status),
     };
