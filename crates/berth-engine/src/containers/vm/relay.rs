@@ -102,11 +102,10 @@ pub(super) fn run_container(
     vm.start(run)?;
     let mut main_stdin_open = true;
     let mut execs: BTreeMap<ProcessId, ExecClient> = BTreeMap::new();
-    // Who asked for a table or counters, in order: the agent answers each
-    // kind of question in the order asked.
-    let mut waiting_tops: Vec<OwnedFd> = Vec::new();
-    let mut waiting_stats: Vec<OwnedFd> = Vec::new();
-    let mut waiting_drops: Vec<OwnedFd> = Vec::new();
+    // Who asked a question (a table, counters, a cache drop), in order: the
+    // agent answers each message as it reads it, so answers come in the
+    // order the questions were sent.
+    let mut waiting: std::collections::VecDeque<OwnedFd> = std::collections::VecDeque::new();
     let mut next_process: ProcessId = MAIN_PROCESS + 1;
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
@@ -173,24 +172,9 @@ pub(super) fn run_container(
                     }
                 }
             }
-            Event::Processes(table) => {
-                if !waiting_tops.is_empty() {
-                    let connection = waiting_tops.remove(0);
-                    let _ = send(&connection, &FromShim::Processes(table), &[]);
-                }
-            }
-            Event::CachesDropped => {
-                if !waiting_drops.is_empty() {
-                    let connection = waiting_drops.remove(0);
-                    let _ = send(&connection, &FromShim::CachesDropped, &[]);
-                }
-            }
-            Event::Stats(stats) => {
-                if !waiting_stats.is_empty() {
-                    let connection = waiting_stats.remove(0);
-                    let _ = send(&connection, &FromShim::Stats(stats), &[]);
-                }
-            }
+            Event::Processes(table) => answer(&mut waiting, &FromShim::Processes(table)),
+            Event::Stats(stats) => answer(&mut waiting, &FromShim::Stats(stats)),
+            Event::CachesDropped => answer(&mut waiting, &FromShim::CachesDropped),
             Event::Ready(index) => match sources[index] {
                 Source::MainStdin => {
                     let read = read_some(main.stdin, &mut buffer);
@@ -244,15 +228,15 @@ pub(super) fn run_container(
                             vm.exec(id, request)?;
                         }
                         ToShim::ListProcesses => {
-                            waiting_tops.push(connection);
+                            waiting.push_back(connection);
                             vm.list_processes()?;
                         }
                         ToShim::ReadStats => {
-                            waiting_stats.push(connection);
+                            waiting.push_back(connection);
                             vm.read_stats()?;
                         }
                         ToShim::DropCaches => {
-                            waiting_drops.push(connection);
+                            waiting.push_back(connection);
                             vm.drop_caches()?;
                         }
                         ToShim::Resize { .. } | ToShim::Signal { .. } => {}
@@ -294,6 +278,13 @@ pub(super) fn run_container(
                 }
             },
         }
+    }
+}
+
+/// The agent's answer to the oldest question, to whoever asked it.
+fn answer(waiting: &mut std::collections::VecDeque<OwnedFd>, message: &FromShim) {
+    if let Some(connection) = waiting.pop_front() {
+        let _ = send(&connection, message, &[]);
     }
 }
 
