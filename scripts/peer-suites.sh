@@ -31,6 +31,7 @@
 # Environment: BERTH (binary; default: cargo build -p berth), BERTH_FIXTURES,
 #   PEER_SUITES (default "docker-py compose-integration compose-acceptance"),
 #   PEER_FILES (only test files whose name matches this extended regex, for quick runs),
+#   PEER_SELECT (a pytest -k expression: only the tests it selects, for quick runs),
 #   PEER_TEST_TIMEOUT (s per test, default 180), PEER_FILE_TIMEOUT (s per file, default 3000).
 # Needs root, python3-venv, docker-registry, and docker.io for the docker engine.
 set -euo pipefail
@@ -323,7 +324,7 @@ run_pytest() { # ENGINE HOST SUITE TARGET STEM
         PATH="$venv/bin:$PATH" PYTHONDONTWRITEBYTECODE=1 \
         timeout -s INT -k 60 "$FILE_TIMEOUT" "$venv/bin/python" -m pytest -p no:cacheprovider \
         -o junit_family=xunit2 --timeout="$TEST_TIMEOUT" --junitxml="$stem.xml" \
-        "$target" </dev/null >"$stem.log" 2>&1)
+        ${PEER_SELECT:+-k "$PEER_SELECT"} "$target" </dev/null >"$stem.log" 2>&1)
 }
 
 # The tests the check would call regressions, each run once more, alone, while berth still

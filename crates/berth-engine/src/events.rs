@@ -54,6 +54,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::containers::record::ContainerRecord;
+use crate::file_watch::FileWatcher;
 
 /// The log is rotated past this size.
 pub const MAX_LOG_BYTES: u64 = 1024 * 1024;
@@ -276,16 +277,22 @@ pub struct EventFollower {
     file: Option<File>,
     /// Bytes of a line whose end has not been written yet.
     partial: Vec<u8>,
+    /// The root directory: the log is appended to, rotated and created there.
+    changes: FileWatcher,
 }
 
 impl EventFollower {
     /// Opens the log: the events it holds now (oldest first) and a follower
     /// that returns the ones appended after them.
     pub fn open(root: &Path) -> (Vec<Event>, Self) {
+        // Watched before the log is read: nothing appended after the read
+        // waits for a timeout.
+        let changes = FileWatcher::directory(root);
         let mut follower = Self {
             root: root.to_owned(),
             file: File::open(log_path(root)).ok(),
             partial: Vec::new(),
+            changes,
         };
         let current_inode = follower
             .file
@@ -331,6 +338,12 @@ impl EventFollower {
         events
     }
 
+    /// Returns once the log may have new events (the root changed), or
+    /// after `timeout`.
+    pub fn wait(&mut self, timeout: std::time::Duration) {
+        self.changes.wait(timeout);
+    }
+
     fn read_new(&mut self) -> Vec<Event> {
         let Some(file) = self.file.as_mut() else {
             return Vec::new();
@@ -349,8 +362,10 @@ impl EventFollower {
     }
 }
 
-/// How often [`watch`] looks for new events.
-pub const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+/// The longest [`watch`] waits for an event before it asks whether the
+/// reader still wants them. Events themselves are delivered as they are
+/// logged: the wait ends when the log changes.
+pub const LIVENESS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What `docker events` shows, for the API server and the CLI alike: with
 /// `since` or `until` (nanoseconds since the epoch), the logged events in
@@ -406,7 +421,11 @@ pub fn watch_opened(
         if !still_wanted() {
             return false;
         }
-        std::thread::sleep(POLL_INTERVAL);
+        let wait = until.map_or(LIVENESS_INTERVAL, |until| {
+            let left = u64::try_from(until.saturating_sub(now)).unwrap_or(0);
+            LIVENESS_INTERVAL.min(std::time::Duration::from_nanos(left))
+        });
+        follower.wait(wait);
     }
 }
 
@@ -579,6 +598,30 @@ mod tests {
         assert!(ids.len() > 1000 && ids.len() < count, "{}", ids.len());
         assert!(ids.windows(2).all(|pair| pair[0] + 1 == pair[1]));
         assert_eq!(ids.last(), Some(&(count - 1)));
+    }
+
+    #[test]
+    fn a_waiting_reader_wakes_when_an_event_is_logged() {
+        // Docker delivers an event as it happens; compose's `events` test
+        // stops its reader right after `up` returns.
+        let root = tempfile::tempdir().unwrap();
+        let (_, mut follower) = EventFollower::open(root.path());
+        let path = root.path().to_owned();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            emit_to(&path, &Event::new("volume", "create", "data"));
+        });
+        let started = std::time::Instant::now();
+        follower.wait(std::time::Duration::from_secs(30));
+        let waited = started.elapsed();
+        writer.join().unwrap();
+        // The log's creation ended the wait: not a timeout, not a poll.
+        assert!(
+            waited >= std::time::Duration::from_millis(250),
+            "{waited:?}"
+        );
+        assert!(waited < std::time::Duration::from_secs(10), "{waited:?}");
+        assert_eq!(follower.poll().len(), 1);
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod containers;
 pub mod copy;
 mod error;
 pub mod events;
+mod file_watch;
 pub mod images;
 pub mod logs;
 pub mod networks;

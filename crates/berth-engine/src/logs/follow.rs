@@ -8,8 +8,8 @@ use super::files::{named, open_set, LogLocation, SetFile};
 use super::lines::read_records;
 use super::output::{Flow, Printer};
 use super::reader::{initial_ranges, read_error};
-use super::watch::FileWatcher;
 use super::{LogError, LogOptions, Stream};
+use crate::file_watch::FileWatcher;
 
 /// How often `is_running` is asked again while the file is quiet. The
 /// writer closing the file (the monitor exiting) wakes the wait sooner.

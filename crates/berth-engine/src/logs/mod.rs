@@ -35,7 +35,6 @@ mod rotate;
 mod settings;
 mod tag;
 mod time_parse;
-mod watch;
 mod writer;
 
 pub use error::LogError;

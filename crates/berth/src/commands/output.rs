@@ -54,12 +54,49 @@ pub fn render_one(format: &str, value: &Value) -> anyhow::Result<String> {
     render_one_with(format, value, true)
 }
 
-/// [`render_one`] for an event: a missing attribute prints `<no value>`.
+/// [`render_one`] for an event (the API's message, whose JSON names differ from the Go
+/// field names templates use: `timeNano` is `.TimeNano`): a missing attribute prints
+/// `<no value>`, `{{json .}}` prints the API's message.
 pub fn render_event(format: &str, value: &Value) -> anyhow::Result<String> {
-    render_one_with(format, value, false)
+    render_one_with_methods(format, value, false, EVENT_FIELDS)
+}
+
+/// The fields of Docker's `events.Message` whose JSON name is not the Go one. As methods
+/// they are found before keys, so they read the Go name first (`.Actor.ID`) and fall back
+/// to the JSON name, and an omitted field is Go's zero value as on Docker.
+const EVENT_FIELDS: &[(&str, crate::format::template::Method)] = &[
+    ("Status", |value, _| {
+        Ok(go_field(value, "Status", "status", ""))
+    }),
+    ("ID", |value, _| Ok(go_field(value, "ID", "id", ""))),
+    ("From", |value, _| Ok(go_field(value, "From", "from", ""))),
+    ("Scope", |value, _| {
+        Ok(go_field(value, "Scope", "scope", ""))
+    }),
+    ("Time", |value, _| Ok(go_field(value, "Time", "time", 0))),
+    ("TimeNano", |value, _| {
+        Ok(go_field(value, "TimeNano", "timeNano", 0))
+    }),
+];
+
+fn go_field(value: &Value, go_name: &str, json_name: &str, zero: impl Into<Value>) -> Value {
+    value
+        .get(go_name)
+        .or_else(|| value.get(json_name))
+        .cloned()
+        .unwrap_or_else(|| zero.into())
 }
 
 fn render_one_with(format: &str, value: &Value, missing_key_error: bool) -> anyhow::Result<String> {
+    render_one_with_methods(format, value, missing_key_error, &[])
+}
+
+fn render_one_with_methods(
+    format: &str,
+    value: &Value,
+    missing_key_error: bool,
+    methods: &[(&str, crate::format::template::Method)],
+) -> anyhow::Result<String> {
     let format = if format == "json" {
         "{{json .}}"
     } else {
@@ -69,6 +106,7 @@ fn render_one_with(format: &str, value: &Value, missing_key_error: bool) -> anyh
     // `missingkey=error` (docker/cli `inspect.tryRawInspectFallback`).
     let options = crate::format::template::RenderOptions {
         missing_key_error,
+        methods,
         ..Default::default()
     };
     Ok(Template::parse(format)?.render_with(value, &options)?)
@@ -115,6 +153,33 @@ mod tests {
         assert_eq!(
             json_array(&[json!({"A": 1})]),
             "[\n    {\n        \"A\": 1\n    }\n]"
+        );
+    }
+
+    #[test]
+    fn event_templates_use_the_go_field_names_and_json_the_api_names() {
+        // What docker 20.10 prints for these templates on the same two events.
+        let container = json!({
+            "status": "start", "id": "abc", "from": "busybox", "Type": "container",
+            "Action": "start", "Actor": {"ID": "abc", "Attributes": {"name": "x"}},
+            "scope": "local", "time": 1700000000, "timeNano": 1700000000123456789i64,
+        });
+        let volume = json!({
+            "Type": "volume", "Action": "create", "Actor": {"ID": "data", "Attributes": {}},
+            "scope": "local", "time": 1700000001, "timeNano": 1700000001000000000i64,
+        });
+        let format = "{{.Status}}|{{.ID}}|{{.From}}|{{.Scope}}|{{.Time}}|{{.TimeNano}}|{{.Actor.ID}}|{{.Actor.Attributes.name}}";
+        assert_eq!(
+            render_event(format, &container).unwrap(),
+            "start|abc|busybox|local|1700000000|1700000000123456789|abc|x"
+        );
+        assert_eq!(
+            render_event(format, &volume).unwrap(),
+            "|||local|1700000001|1700000001000000000|data|<no value>"
+        );
+        assert_eq!(
+            render_event("{{json .}}", &volume).unwrap(),
+            serde_json::to_string(&volume).unwrap()
         );
     }
 }

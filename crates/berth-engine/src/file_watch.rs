@@ -1,5 +1,6 @@
-//! Waiting for a log file to change: inotify(7) where the kernel allows it,
-//! a short sleep otherwise.
+//! Waiting for a file (a container's log) or a directory's files (the event
+//! log, which is rotated and may not exist yet) to change: inotify(7) where
+//! the kernel allows it, a short sleep otherwise.
 //!
 //! Raw `libc` calls rather than `nix::sys::inotify` and `nix::poll`: the
 //! workspace builds nix without its `inotify` and `poll` features. Enabling
@@ -23,10 +24,21 @@ impl FileWatcher {
     /// Watches `path` for writes, truncation, the writer closing it, and its
     /// removal or renaming.
     pub fn new(path: &Path) -> Self {
-        let inotify = match watch(path) {
+        Self::watching(path, FILE_CHANGES)
+    }
+
+    /// Watches the files in directory `path` for writes, and for files
+    /// created, renamed or moved into it. Any file's change ends a wait:
+    /// the caller looks again at what it follows.
+    pub fn directory(path: &Path) -> Self {
+        Self::watching(path, DIRECTORY_CHANGES)
+    }
+
+    fn watching(path: &Path, mask: u32) -> Self {
+        let inotify = match watch(path, mask) {
             Ok(inotify) => Some(inotify),
             Err(error) => {
-                tracing::debug!(%error, path = %path.display(), "inotify unavailable, polling the log file");
+                tracing::debug!(%error, path = %path.display(), "inotify unavailable, polling");
                 None
             }
         };
@@ -63,7 +75,16 @@ impl FileWatcher {
     }
 }
 
-fn watch(path: &Path) -> io::Result<std::fs::File> {
+const FILE_CHANGES: u32 = libc::IN_MODIFY
+    | libc::IN_CLOSE_WRITE
+    | libc::IN_ATTRIB
+    | libc::IN_DELETE_SELF
+    | libc::IN_MOVE_SELF;
+
+const DIRECTORY_CHANGES: u32 =
+    libc::IN_MODIFY | libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_MOVED_FROM;
+
+fn watch(path: &Path, mask: u32) -> io::Result<std::fs::File> {
     // SAFETY: inotify_init1 takes no pointers; it returns a new descriptor
     // or -1.
     let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
@@ -75,11 +96,6 @@ fn watch(path: &Path) -> io::Result<std::fs::File> {
     let inotify = unsafe { OwnedFd::from_raw_fd(raw) };
     let path = CString::new(path.as_os_str().as_bytes())
         .map_err(|error| io::Error::new(io::ErrorKind::InvalidInput, error))?;
-    let mask = libc::IN_MODIFY
-        | libc::IN_CLOSE_WRITE
-        | libc::IN_ATTRIB
-        | libc::IN_DELETE_SELF
-        | libc::IN_MOVE_SELF;
     // SAFETY: `inotify` is an open inotify descriptor and `path` a
     // NUL-terminated string that outlives the call.
     let added = unsafe { libc::inotify_add_watch(inotify.as_raw_fd(), path.as_ptr(), mask) };
@@ -115,6 +131,21 @@ mod tests {
         let path = directory.path().join("log");
         fs_err::write(&path, b"").unwrap();
         let mut watcher = FileWatcher::new(&path);
+        let started = Instant::now();
+        watcher.wait(Duration::from_millis(20));
+        assert!(started.elapsed() >= Duration::from_millis(15));
+    }
+
+    #[test]
+    fn a_file_created_in_a_watched_directory_ends_the_wait_early() {
+        let directory = tempfile::tempdir().unwrap();
+        let mut watcher = FileWatcher::directory(directory.path());
+        assert!(watcher.inotify.is_some(), "inotify is expected on Linux");
+        fs_err::write(directory.path().join("new"), b"x").unwrap();
+        let started = Instant::now();
+        watcher.wait(Duration::from_secs(5));
+        assert!(started.elapsed() < Duration::from_secs(2));
+        // The events were read: with no further change the next wait times out.
         let started = Instant::now();
         watcher.wait(Duration::from_millis(20));
         assert!(started.elapsed() >= Duration::from_millis(15));
