@@ -115,6 +115,10 @@ fn dispatch(server: &'static Server, exchange: &mut Exchange<'_>, path: &[&str])
         ("HEAD", ["containers", id, "archive"]) => archive::head(server, exchange, id),
         ("PUT", ["containers", id, "archive"]) => archive::put(server, exchange, id),
         ("DELETE", ["containers", id]) => containers::remove(server, exchange, id),
+        // `?link=1` names a link: `/containers//PARENT/ALIAS` (the docker CLI's path).
+        ("DELETE", ["containers", parent, alias]) if exchange.query_bool("link") => {
+            containers::remove(server, exchange, &format!("/{parent}/{alias}"))
+        }
 
         ("POST", ["exec", id, "start"]) => exec::start(server, exchange, id),
         ("POST", ["exec", id, "resize"]) => exec::resize(server, exchange, id),

@@ -117,6 +117,8 @@ pub enum EngineError {
     Container(#[from] crate::containers::ContainerError),
     #[error(transparent)]
     Warm(#[from] WarmError),
+    #[error(transparent)]
+    Link(#[from] crate::containers::links::LinkError),
     /// The container's runtime refused or failed (see `berth_runtime::backend`).
     #[error(transparent)]
     Runtime(Box<berth_runtime::RuntimeError>),
@@ -163,6 +165,7 @@ impl EngineError {
             },
             Self::Container(error) => error.kind(),
             Self::Warm(error) => error.kind(),
+            Self::Link(error) => error.kind(),
             Self::Runtime(error) => match error.as_ref() {
                 berth_runtime::RuntimeError::NotRunning { .. } => ErrorKind::NotRunning,
                 berth_runtime::RuntimeError::Unsupported { .. } => ErrorKind::Unsupported,

@@ -556,10 +556,11 @@ pub fn prune(server: &Server) -> Handled {
 pub fn remove(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
     let force = exchange.query_bool("force");
     let volumes = exchange.query_bool("v");
-    if exchange.query_bool("link") {
-        return Err(ApiError::bad_request("berth has no container links"));
-    }
     let mut engine = server.engine()?;
+    if exchange.query_bool("link") {
+        berth_engine::containers::remove_link(&mut engine, id)?;
+        return reply(Response::empty(204));
+    }
     release_claim(server, &engine, id);
     remove_container_with(&mut engine, id, force, volumes)?;
     reply(Response::empty(204))

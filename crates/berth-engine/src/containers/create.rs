@@ -141,6 +141,33 @@ fn port_requests(
         .map_err(|error| NetworkError::from(error).into())
 }
 
+/// `Config.ExposedPorts` as dockerd stores it: the image's, the request's
+/// (`--expose`) and every published port (`-p`), as `PORT/PROTO`.
+fn exposed_ports(request: &CreateRequest, image: &berth_types::image::ImageConfig) -> Vec<String> {
+    let image_ports = image
+        .config
+        .as_ref()
+        .and_then(|config| config.exposed_ports.as_ref());
+    let published = request.host_config.port_bindings.as_ref();
+    let mut ports: Vec<String> = request
+        .config
+        .exposed_ports
+        .keys()
+        .chain(image_ports.into_iter().flat_map(|ports| ports.keys()))
+        .chain(published.into_iter().flat_map(|bindings| bindings.keys()))
+        .map(|port| {
+            if port.contains('/') {
+                port.to_ascii_lowercase()
+            } else {
+                format!("{port}/tcp")
+            }
+        })
+        .collect();
+    ports.sort();
+    ports.dedup();
+    ports
+}
+
 /// Whether an image config is for `wanted` (`--platform`): os and architecture equal, and the
 /// variant too when both name one (arm64's default variant is usually left out).
 fn config_fits_platform(
@@ -270,6 +297,12 @@ pub(crate) fn build_record(
         "" | "default" => "bridge".to_owned(),
         mode => mode.to_owned(),
     };
+    let links = super::links::resolve_links(
+        engine.store(),
+        engine.config(),
+        host.links.as_deref().unwrap_or_default(),
+        &network_mode,
+    )?;
     if host.uts_mode == "host" && !config.hostname.is_empty() {
         return Err(CreateError::HostnameWithHostUts.into());
     }
@@ -348,6 +381,8 @@ pub(crate) fn build_record(
         oom_score_adj: i32::try_from(host.oom_score_adj).unwrap_or(0),
         isolation: super::record::Isolation::of_request(&host.isolation, &host.runtime),
         log,
+        links,
+        exposed_ports: exposed_ports(request, &image_config),
     };
     for limit in &run.ulimits {
         if berth_runtime::spec::rlimit_resource(&limit.name).is_none() {
@@ -377,6 +412,11 @@ pub(crate) fn build_record(
     stored_config.working_dir = merged.working_dir;
     stored_config.user = merged.user;
     stored_config.labels = Some(merged.labels);
+    stored_config.exposed_ports = run
+        .exposed_ports
+        .iter()
+        .map(|port| (port.clone(), berth_types::container::config::EmptyObject))
+        .collect();
     // The image's HEALTHCHECK under the user's settings, field by field; the
     // monitor runs what `Config.Healthcheck` says (`super::health`).
     let image_healthcheck: Option<berth_types::container::HealthConfig> = image_config

@@ -79,7 +79,7 @@ pub fn inspect_container(store: &Store, config: &EngineConfig, container: &Conta
         "ProcessLabel": "",
         "AppArmorProfile": "",
         "ExecIDs": Value::Null,
-        "HostConfig": inspected_host_config(record),
+        "HostConfig": inspected_host_config(store, record),
         "GraphDriver": {
             "Data": {
                 "MergedDir": rootfs.merged,
@@ -95,9 +95,16 @@ pub fn inspect_container(store: &Store, config: &EngineConfig, container: &Conta
 }
 
 /// The stored `HostConfig` with the runtime that runs it named, as dockerd
-/// names its default (`runc`) for a container created without one.
-fn inspected_host_config(record: &super::record::ContainerRecord) -> Value {
+/// names its default (`runc`) for a container created without one, and its
+/// legacy links as dockerd shows them (`/CHILD:/PARENT/ALIAS`, or null).
+fn inspected_host_config(store: &Store, record: &super::record::ContainerRecord) -> Value {
     let mut host = record.host_config.clone();
+    if let Some(fields) = host.as_object_mut() {
+        fields.insert(
+            "Links".to_owned(),
+            json!(super::links::inspected_links(store, record)),
+        );
+    }
     let named = host
         .get("Runtime")
         .and_then(Value::as_str)
@@ -187,6 +194,15 @@ fn network_settings(store: &Store, container: &Container) -> Value {
         networks.insert(name, entry);
     }
     let mut ports = serde_json::Map::new();
+    // Exposed ports without a binding are listed with null, as dockerd's
+    // (on a network with ports: not host, none or another's namespace).
+    for port in run
+        .exposed_ports
+        .iter()
+        .filter(|_| !run.networks.is_empty())
+    {
+        ports.insert(port.clone(), Value::Null);
+    }
     for request in &run.ports {
         ports
             .entry(format!("{}/{}", request.container_port, request.protocol))

@@ -14,6 +14,7 @@ mod inspect;
 pub mod lifecycle;
 #[cfg(test)]
 mod lifecycle_tests;
+pub(crate) mod links;
 mod logging;
 pub(crate) mod lookup;
 pub(crate) mod manage;
@@ -50,6 +51,7 @@ pub use exec::{exec_create, exec_detached, exec_in_container, ExecProcess, ExecR
 pub use exec_terminal::{exec_with_terminal, TerminalExec};
 pub use filter::{ContainerFilters, CONTAINER_FILTERS};
 pub use inspect::{inspect_container, list_containers, published_ports, status_text};
+pub use links::remove_link;
 pub use logging::{default_log_config, log_location};
 pub use lookup::{find_container, Container};
 pub use manage::{

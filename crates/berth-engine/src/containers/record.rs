@@ -134,6 +134,13 @@ pub struct RunSettings {
     /// `--log-driver`/`--log-opt`, resolved (records from before it: json-file, unrotated).
     #[serde(default)]
     pub log: crate::logs::LogSettings,
+    /// Legacy links (`--link`) on the default bridge (see `links.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<super::links::Link>,
+    /// `Config.ExposedPorts` (the image's, `--expose`, and the published
+    /// ones): `PORT/PROTO`, sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exposed_ports: Vec<String>,
 }
 
 /// Which backend runs a container.

@@ -358,7 +358,7 @@ pub fn write_etc_files(
 ) -> Result<(), EngineError> {
     let run = &record.run;
     write_file(paths.hostname(), format!("{}\n", run.hostname))?;
-    write_hosts(record, paths, None)?;
+    write_hosts(record, paths, None, &[])?;
     let host_resolv = fs_err::read_to_string("/etc/resolv.conf").unwrap_or_default();
     Ok(write_file(
         paths.resolv_conf(),
@@ -379,12 +379,14 @@ fn write_file(path: PathBuf, content: String) -> Result<(), SpecError> {
     write().map_err(SpecError::WriteFile)
 }
 
-/// Docker's /etc/hosts: localhost lines, `--add-host` entries, then the
-/// container's own address and hostname.
+/// Docker's /etc/hosts: localhost lines, `--add-host` entries, the lines of
+/// its legacy links (`links::hosts_lines`), then the container's own
+/// address and hostname.
 pub fn write_hosts(
     record: &ContainerRecord,
     paths: &ContainerPaths,
     address: Option<&str>,
+    link_lines: &[String],
 ) -> Result<(), EngineError> {
     let run = &record.run;
     let mut hosts = String::from(
@@ -394,6 +396,10 @@ pub fn write_hosts(
         if let Some((name, address)) = entry.split_once(':') {
             hosts.push_str(&format!("{address}\t{name}\n"));
         }
+    }
+    for line in link_lines {
+        hosts.push_str(line);
+        hosts.push('\n');
     }
     if let Some(address) = address {
         hosts.push_str(&format!("{address}\t{}\n", run.hostname));

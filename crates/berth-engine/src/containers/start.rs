@@ -265,6 +265,8 @@ pub(crate) fn prepare_record(
     let config = engine.config();
     let paths = ContainerPaths::new(&config.root, &config.run_root, &record.id);
     let layers = container_layers(engine.store(), record)?;
+    // dockerd's start refuses a link to a container that is not running.
+    super::links::linked_containers(engine.store(), config, record)?;
     populate_new_volumes(&config.root, record, &paths, &layers)?;
     berth_store::permissions::create_private_directory_all(&paths.runtime)?;
     write_etc_files(record, &paths)

@@ -57,9 +57,13 @@ pub(crate) fn refuse_unsupported(
                 .as_ref()
                 .is_some_and(|links| !links.is_empty())
         });
-    if host.links.as_ref().is_some_and(|links| !links.is_empty()) || endpoint_links {
+    // Legacy links (`HostConfig.Links`) are `links.rs`'s; an endpoint's links (the docker
+    // CLI's `--link` on a user-defined network) would be DNS aliases seen by this container
+    // alone, which berth's embedded DNS does not have.
+    if endpoint_links {
         return refuse(
-            "--link is not supported yet: use a user-defined network, whose DNS resolves container names"
+            "--link on a user-defined network is not supported yet: its DNS already resolves \
+             container names and --network-alias adds more"
                 .to_owned(),
         );
     }

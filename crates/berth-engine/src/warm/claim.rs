@@ -48,6 +48,8 @@ pub(crate) fn sandbox_key(record: &ContainerRecord) -> Option<serde_json::Value>
     run.labels.clear();
     run.stop_signal.clear();
     run.stop_timeout = None;
+    // Only what a link to the container would see.
+    run.exposed_ports.clear();
     // The claimed container's monitor opens its log, from the claimed record.
     run.log = Default::default();
     // A new cgroup has no pids limit: "unlimited" and unset are the same.

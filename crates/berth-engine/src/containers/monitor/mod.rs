@@ -528,6 +528,11 @@ fn start_once(
     )
     .map_err(|error| (crate::ErrorChain(&error).to_string(), 125))?;
     spec.process.console_size = console_size(record, attachment);
+    // Each run's links see their containers as they run now.
+    let linked = super::links::linked_containers(store, config, record)
+        .map_err(|error| (crate::ErrorChain(&error).to_string(), 125))?;
+    spec.process.env = super::links::environment(&record.name, &linked, &spec.process.env);
+    network.set_link_hosts(super::links::hosts_lines(&linked));
     if let Some(joined) =
         network::joined_network(store, config, record).map_err(|message| (message, 125))?
     {

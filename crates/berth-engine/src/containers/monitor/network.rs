@@ -30,6 +30,8 @@ pub(super) struct MonitorNetwork {
     /// The endpoint with the default route, as the last `connect` made it
     /// (a VM container's guest takes its address).
     first_endpoint: Option<crate::networks::record::Endpoint>,
+    /// The /etc/hosts lines of the run's legacy links (`links.rs`).
+    link_hosts: Vec<String>,
 }
 
 impl MonitorNetwork {
@@ -49,6 +51,7 @@ impl MonitorNetwork {
             ports,
             dns_socket: None,
             first_endpoint: None,
+            link_hosts: Vec::new(),
         })
     }
 
@@ -75,7 +78,7 @@ impl MonitorNetwork {
         .map_err(|error| crate::ErrorChain(&error).to_string())?;
         self.first_endpoint = endpoints.first().cloned();
         if let Some(first) = endpoints.first() {
-            if let Err(error) = write_hosts(record, paths, Some(&first.address)) {
+            if let Err(error) = write_hosts(record, paths, Some(&first.address), &self.link_hosts) {
                 self.disconnect(store, record);
                 return Err(crate::ErrorChain(&error).to_string());
             }
@@ -91,6 +94,11 @@ impl MonitorNetwork {
             }
         }
         Ok(())
+    }
+
+    /// The next `connect`'s hosts lines for the run's links.
+    pub fn set_link_hosts(&mut self, lines: Vec<String>) {
+        self.link_hosts = lines;
     }
 
     /// After a run that got as far as its namespaces.

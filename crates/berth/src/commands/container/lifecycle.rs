@@ -150,7 +150,11 @@ pub struct RmArgs {
 
 pub fn remove(engine: &mut Engine, args: &RmArgs) -> anyhow::Result<i32> {
     for_each(&args.containers, |name| {
-        berth_engine::containers::remove_container_with(engine, name, args.force, args.volumes)
+        if args.link {
+            berth_engine::containers::remove_link(engine, name)
+        } else {
+            berth_engine::containers::remove_container_with(engine, name, args.force, args.volumes)
+        }
     })
 }
 
