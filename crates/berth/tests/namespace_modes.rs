@@ -1,6 +1,6 @@
 //! `--pid`, `--ipc`, `--uts` host/none modes, `--domainname`, `--oom-score-adj`, and the
 //! create settings berth refuses rather than accept and ignore (`--runtime`, log drivers and
-//! options, joining another container's namespaces, `--volumes-from`). Where a
+//! options, joining another container's namespaces). Where a
 //! Docker engine is reachable the same probes run against it and must print the same.
 
 #![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
@@ -228,10 +228,6 @@ fn settings_berth_cannot_honour_are_refused_by_name() {
         (
             &["--ipc", "container:other"],
             "--ipc container:other is not supported yet",
-        ),
-        (
-            &["--volumes-from", "other"],
-            "--volumes-from is not supported yet",
         ),
     ];
     for (options, wanted) in cases {

@@ -347,7 +347,7 @@ pub(crate) fn build_record(
         dns_search: host.dns_search.clone().unwrap_or_default(),
         dns_options: host.dns_options.clone().unwrap_or_default(),
         extra_hosts: resolve_host_gateway(engine, host.extra_hosts.as_deref().unwrap_or_default())?,
-        mounts: mounts(request, &image_config)?,
+        mounts: mounts(request, &image_config, volumes_from(engine, request)?)?,
         resources: resources(&host.resources)?,
         ulimits: host
             .resources
@@ -661,9 +661,54 @@ fn resources(requested: &berth_types::container::Resources) -> Result<Resources,
 }
 
 /// Binds, `--mount`, `--tmpfs` and the image's (anonymous) volumes.
+/// `--volumes-from CONTAINER[:ro|rw]`: the other container's volumes and
+/// bind mounts at their destinations (read-only with `ro`, else as they
+/// are there), as dockerd copies them at create. Its tmpfs mounts are not
+/// copied (`--tmpfs` is not one of dockerd's mount points).
+fn volumes_from(
+    engine: &Engine,
+    request: &CreateRequest,
+) -> Result<Vec<MountRequest>, EngineError> {
+    let mut copied: Vec<MountRequest> = Vec::new();
+    for entry in request
+        .host_config
+        .volumes_from
+        .as_deref()
+        .unwrap_or_default()
+    {
+        let (name, mode) = entry.split_once(':').unwrap_or((entry.as_str(), ""));
+        let writable = match mode {
+            "" | "rw" => true,
+            "ro" => false,
+            other => {
+                return Err(CreateError::VolumesFromMode {
+                    mode: other.to_owned(),
+                }
+                .into())
+            }
+        };
+        let source = super::find_container(engine.store(), engine.config(), name)?;
+        for mount in source.record.run.mounts {
+            if matches!(mount.source, MountSource::Tmpfs { .. }) {
+                continue;
+            }
+            copied.retain(|earlier| earlier.destination != mount.destination);
+            copied.push(MountRequest {
+                readonly: mount.readonly || !writable,
+                ..mount
+            });
+        }
+    }
+    Ok(copied)
+}
+
+/// The container's mounts: `-v`, `--mount` and `--tmpfs`, then what
+/// `--volumes-from` copied (unless one of those has its destination), then
+/// an anonymous volume for each image or `Config.Volumes` path still free.
 fn mounts(
     request: &CreateRequest,
     image: &berth_types::image::ImageConfig,
+    volumes_from: Vec<MountRequest>,
 ) -> Result<Vec<MountRequest>, EngineError> {
     let host = &request.host_config;
     let mut mounts: Vec<MountRequest> = Vec::new();
@@ -787,6 +832,14 @@ fn mounts(
             destination: destination.clone(),
             readonly,
         });
+    }
+    for copied in volumes_from {
+        if !mounts
+            .iter()
+            .any(|mount| mount.destination == copied.destination)
+        {
+            mounts.push(copied);
+        }
     }
     let image_volumes: BTreeMap<String, serde_json::Value> = image
         .config

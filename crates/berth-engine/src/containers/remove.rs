@@ -14,7 +14,9 @@ use super::stop::kill_and_wait;
 use crate::{Engine, EngineError};
 
 /// Removes the anonymous volumes a container record names (`rm -v`, and
-/// always with `--rm`), as Docker does; named volumes stay.
+/// always with `--rm`), as Docker does; named volumes stay, and so does an
+/// anonymous one another container still mounts (`--volumes-from`), as
+/// dockerd keeps a volume in use. The record's own row is gone by then.
 pub(crate) fn remove_anonymous_volumes(
     store: &Store,
     root: &std::path::Path,
@@ -25,7 +27,7 @@ pub(crate) fn remove_anonymous_volumes(
             continue;
         };
         match store.volume(name) {
-            Ok(Some(volume)) if volume.anonymous => {
+            Ok(Some(volume)) if volume.anonymous && !mounted_by_any(store, name) => {
                 let _ = fs_err::remove_dir_all(root.join("volumes").join(name));
                 if store.delete_volume(name).is_ok() {
                     crate::events::emit_volume(store, "destroy", name);
@@ -34,6 +36,20 @@ pub(crate) fn remove_anonymous_volumes(
             _ => {}
         }
     }
+}
+
+/// Whether a stored container mounts volume `name`.
+fn mounted_by_any(store: &Store, name: &str) -> bool {
+    let Ok(rows) = store.containers() else {
+        return true; // unknown: keep it
+    };
+    rows.iter().any(|row| {
+        serde_json::from_str::<super::record::ContainerRecord>(&row.record).is_ok_and(|record| {
+            record.run.mounts.iter().any(|mount| {
+                matches!(&mount.source, super::record::MountSource::Volume { name: used } if used == name)
+            })
+        })
+    })
 }
 
 /// Removes the container's directories and its row, marking it `removing`

@@ -40,13 +40,6 @@ pub(crate) fn refuse_unsupported(
             ));
         }
     }
-    if host
-        .volumes_from
-        .as_ref()
-        .is_some_and(|from| !from.is_empty())
-    {
-        return refuse("--volumes-from is not supported yet".to_owned());
-    }
     let endpoint_links = request
         .networking_config
         .endpoints_config

@@ -77,6 +77,8 @@ pub enum CreateError {
     BindSourceMissing { path: String },
     #[error("invalid tmpfs mode {value:?}")]
     TmpfsMode { value: String },
+    #[error("invalid mode: {mode}")]
+    VolumesFromMode { mode: String },
     #[error("invalid tmpfs size {value:?}")]
     TmpfsSize { value: String },
     #[error("tmpfs option {option:?} for {destination} is not supported (berth takes size, mode, ro, rw, exec, noexec, nosuid, nodev)")]
