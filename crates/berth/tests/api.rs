@@ -832,6 +832,74 @@ fn network_create_takes_nulls_and_refuses_what_it_cannot_do() {
     server.berth.run(&["network", "rm", "pynet"]).ok();
 }
 
+/// Endpoint settings berth does not do are refused by name, at create and
+/// at connect, and leave nothing behind.
+#[test]
+fn endpoint_settings_berth_cannot_honour_are_refused() {
+    let Some(server) = Server::start_with(&[], false) else {
+        return;
+    };
+    server.berth.load("busybox-docker.tar");
+    server.berth.run(&["network", "create", "epnet"]).ok();
+    server
+        .berth
+        .run(&["create", "--name", "ep-c", "busybox", "true"])
+        .ok();
+    let post = |path: &str, body: &str| {
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let (status, _, body) = server.raw(request.as_bytes());
+        (status, message(&body))
+    };
+    for (endpoint, words) in [
+        (
+            r#"{"IPAMConfig":{"IPv6Address":"2001:db8::5"}}"#,
+            "IPv6 address",
+        ),
+        (
+            r#"{"IPAMConfig":{"LinkLocalIPs":["169.254.8.8"]}}"#,
+            "link-local IPs",
+        ),
+        (r#"{"DriverOpts":{"a":"b"}}"#, "driver options"),
+        (
+            r#"{"Links":["ep-c:x:y"]}"#,
+            "bad format for links: ep-c:x:y",
+        ),
+    ] {
+        let create = format!(
+            r#"{{"Image":"busybox","Cmd":["true"],"HostConfig":{{"NetworkMode":"epnet"}},"NetworkingConfig":{{"EndpointsConfig":{{"epnet":{endpoint}}}}}}}"#
+        );
+        let (status, message) = post("/v1.41/containers/create", &create);
+        assert_eq!(status, 400, "{create}: {message}");
+        assert!(message.contains(words), "{message}");
+        let connect = format!(r#"{{"Container":"ep-c","EndpointConfig":{endpoint}}}"#);
+        let (status, message) = post("/v1.41/networks/epnet/connect", &connect);
+        assert_eq!(status, 400, "{connect}: {message}");
+        assert!(message.contains(words), "{message}");
+    }
+    let (status, message) = post(
+        "/v1.41/networks/bridge/connect",
+        r#"{"Container":"ep-c","EndpointConfig":{"Links":["ep-c:x"]}}"#,
+    );
+    assert_eq!(status, 400, "{message}");
+    assert!(
+        message.contains("links are only supported for user-defined networks"),
+        "{message}"
+    );
+    // Only ep-c, still on its one network.
+    let all = server.berth.run(&["ps", "-aq"]).ok();
+    assert_eq!(all.lines().count(), 1, "{all}");
+    let networks = server
+        .berth
+        .run(&["inspect", "-f", "{{len .NetworkSettings.Networks}}", "ep-c"])
+        .ok();
+    assert_eq!(networks.trim(), "1");
+    server.berth.run(&["rm", "ep-c"]).ok();
+    server.berth.run(&["network", "rm", "epnet"]).ok();
+}
+
 /// `GET /containers/json` lists Docker's MountPoints (compose v2 compares
 /// their Type and Name to decide whether to recreate), and tmpfs mounts
 /// are in neither the list nor inspect's Mounts, as Docker's.

@@ -232,38 +232,114 @@ fn rm_link_removes_the_link_and_keeps_both_containers() {
     remove(&berth, &["rl-db", "rl-web"]);
 }
 
+/// `nslookup NAME` through the embedded DNS: the address, or None.
+fn resolve(berth: &Berth, options: &[&str], name: &str) -> Option<String> {
+    let script =
+        format!("nslookup {name} 127.0.0.11 | grep -A1 '^Name:' | sed -n 's/^Address: //p'");
+    let mut args = vec!["run", "--rm"];
+    args.extend_from_slice(options);
+    args.extend_from_slice(&["busybox", "sh", "-c", &script]);
+    let out = berth.run(&args).stdout();
+    Some(out.trim().to_owned()).filter(|address| !address.is_empty())
+}
+
 #[test]
-fn a_link_on_a_user_defined_network_is_refused_by_name() {
+fn a_link_on_a_user_defined_network_is_a_dns_alias_of_its_container_alone() {
     let berth = busybox();
     berth.run(&["network", "create", "lk-net"]).ok();
     berth
         .run(&[
-            "create",
+            "run",
+            "-d",
             "--name",
             "lk-peer",
             "--network",
             "lk-net",
             "busybox",
-            "true",
+            "sleep",
+            "300",
         ])
         .ok();
-    // The docker CLI makes it the endpoint's link: a DNS alias berth has not.
-    let error = berth
+    let peer = berth
         .run(&[
-            "create",
+            "inspect",
+            "-f",
+            "{{(index .NetworkSettings.Networks \"lk-net\").IPAddress}}",
+            "lk-peer",
+        ])
+        .ok();
+    let peer = peer.trim().to_owned();
+    // The docker CLI makes `--link` the endpoint's: no hosts line, no environment.
+    let linked = ["--network", "lk-net", "--link", "lk-peer:p"];
+    assert_eq!(resolve(&berth, &linked, "p"), Some(peer.clone()));
+    let out = berth
+        .run(&[
+            "run",
+            "--rm",
             "--network",
             "lk-net",
             "--link",
             "lk-peer:p",
             "busybox",
-            "true",
+            "sh",
+            "-c",
+            "env; cat /etc/hosts",
         ])
-        .fails(125);
+        .ok();
+    assert!(!out.contains("P_NAME") && !out.contains("\tp "), "{out}");
+    // Another container on the network does not see the alias.
+    assert_eq!(resolve(&berth, &["--network", "lk-net"], "p"), None);
+    // `network connect --link`, and inspect's endpoint links; a container on
+    // the default bridge and a user-defined network asks the embedded DNS,
+    // as dockerd's.
+    berth
+        .run(&["create", "--name", "lk-late", "busybox", "sleep", "300"])
+        .ok();
+    berth
+        .run(&[
+            "network",
+            "connect",
+            "--link",
+            "lk-peer:pp",
+            "lk-net",
+            "lk-late",
+        ])
+        .ok();
+    let links = berth
+        .run(&[
+            "inspect",
+            "-f",
+            "{{json (index .NetworkSettings.Networks \"lk-net\").Links}} {{json .HostConfig.Links}}",
+            "lk-late",
+        ])
+        .ok();
+    assert_eq!(links.trim(), r#"["lk-peer:pp"] null"#);
+    berth.run(&["start", "lk-late"]).ok();
+    let out = berth
+        .run(&[
+            "exec",
+            "lk-late",
+            "sh",
+            "-c",
+            "nslookup pp 127.0.0.11 | grep -A1 '^Name:' | sed -n 's/^Address: //p'",
+        ])
+        .ok();
+    assert_eq!(out.trim(), peer);
+    let error = berth
+        .run(&[
+            "network",
+            "connect",
+            "--link",
+            "lk-peer:q",
+            "bridge",
+            "lk-peer",
+        ])
+        .fails(1);
     assert!(
-        error.contains("--link on a user-defined network is not supported yet"),
+        error.contains("links are only supported for user-defined networks"),
         "{error}"
     );
-    remove(&berth, &["lk-peer"]);
+    remove(&berth, &["lk-peer", "lk-late"]);
     berth.run(&["network", "rm", "lk-net"]).ok();
 }
 

@@ -231,19 +231,8 @@ pub fn connect(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handle
         return Err(ApiError::bad_request("container must be given"));
     }
     let settings = body.endpoint_config.unwrap_or_default();
-    let address = settings
-        .ipam_config
-        .as_ref()
-        .map(|config| config.ipv4_address.clone())
-        .unwrap_or_default();
     let mut engine = server.engine()?;
-    connect_network(
-        &mut engine,
-        id,
-        &body.container,
-        settings.aliases.unwrap_or_default(),
-        address,
-    )?;
+    connect_network(&mut engine, id, &body.container, &settings)?;
     reply(Response::empty(200))
 }
 

@@ -85,29 +85,14 @@ fn network_requests(
             .or_else(|| (name == first).then(|| endpoints.get("default")).flatten())
             .cloned()
             .unwrap_or_default();
-        let ipv4_address = settings
-            .ipam_config
-            .as_ref()
-            .map(|config| config.ipv4_address.clone())
-            .unwrap_or_default();
-        let aliases = settings.aliases.clone().unwrap_or_default();
-        network.check_endpoint_request(&ipv4_address, &aliases)?;
+        let request = NetworkRequest::for_endpoint(&network, &settings)?;
         if !network.is_bridge() {
             return Err(CreateError::HostNetwork {
                 network: network.name,
             }
             .into());
         }
-        if !settings.mac_address.is_empty() {
-            crate::networks::record::parse_mac(&settings.mac_address)?;
-        }
-        requests.push(NetworkRequest {
-            network_id: network.id.clone(),
-            name: network.name.clone(),
-            aliases,
-            ipv4_address,
-            mac_address: settings.mac_address.clone(),
-        });
+        requests.push(request);
     }
     Ok(requests)
 }

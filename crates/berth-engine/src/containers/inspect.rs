@@ -134,11 +134,17 @@ fn network_settings(store: &Store, container: &Container) -> Value {
     let mut top = json!({
         "EndpointID": "", "Gateway": "", "IPAddress": "", "IPPrefixLen": 0, "MacAddress": "",
     });
-    let named: Vec<(String, String, Vec<String>)> = if run.networks.is_empty() {
+    type Named = (String, String, Vec<String>, Vec<String>);
+    let named: Vec<Named> = if run.networks.is_empty() {
         if run.network_mode.starts_with("container:") {
             Vec::new()
         } else {
-            vec![(run.network_mode.clone(), String::new(), Vec::new())]
+            vec![(
+                run.network_mode.clone(),
+                String::new(),
+                Vec::new(),
+                Vec::new(),
+            )]
         }
     } else {
         run.networks
@@ -148,11 +154,12 @@ fn network_settings(store: &Store, container: &Container) -> Value {
                     request.name.clone(),
                     request.network_id.clone(),
                     request.aliases.clone(),
+                    request.links.clone(),
                 )
             })
             .collect()
     };
-    for (name, network_id, aliases) in named {
+    for (name, network_id, aliases, links) in named {
         let endpoint = endpoints
             .iter()
             .find(|endpoint| endpoint.network_id == network_id);
@@ -167,7 +174,7 @@ fn network_settings(store: &Store, container: &Container) -> Value {
         };
         let entry = json!({
             "IPAMConfig": Value::Null,
-            "Links": Value::Null,
+            "Links": if links.is_empty() { Value::Null } else { json!(links) },
             "Aliases": aliases,
             "NetworkID": network_id,
             "EndpointID": field(endpoint.map(|e| e.record.endpoint_id.clone())),

@@ -40,25 +40,5 @@ pub(crate) fn refuse_unsupported(
             ));
         }
     }
-    let endpoint_links = request
-        .networking_config
-        .endpoints_config
-        .values()
-        .any(|endpoint| {
-            endpoint
-                .links
-                .as_ref()
-                .is_some_and(|links| !links.is_empty())
-        });
-    // Legacy links (`HostConfig.Links`) are `links.rs`'s; an endpoint's links (the docker
-    // CLI's `--link` on a user-defined network) would be DNS aliases seen by this container
-    // alone, which berth's embedded DNS does not have.
-    if endpoint_links {
-        return refuse(
-            "--link on a user-defined network is not supported yet: its DNS already resolves \
-             container names and --network-alias adds more"
-                .to_owned(),
-        );
-    }
     Ok(())
 }

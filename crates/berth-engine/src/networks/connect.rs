@@ -11,13 +11,13 @@ use super::NetworkError;
 use crate::containers::find_container;
 use crate::{Engine, EngineError};
 
-/// `network connect [--alias A] [--ip IP] NETWORK CONTAINER`.
+/// `network connect [--alias A] [--ip IP] [--link C:A] NETWORK CONTAINER`
+/// (the API's `EndpointConfig`).
 pub fn connect_network(
     engine: &mut Engine,
     network_text: &str,
     container_text: &str,
-    aliases: Vec<String>,
-    ipv4_address: String,
+    settings: &berth_types::container::EndpointSettings,
 ) -> Result<(), EngineError> {
     let (container, network) = find_both(engine, network_text, container_text)?;
     let (store, kernel) = engine.network_parts();
@@ -29,7 +29,7 @@ pub fn connect_network(
     if mode == "host" || mode.starts_with("container:") || !network.is_bridge() {
         return Err(NetworkError::HostNetwork.into());
     }
-    network.check_endpoint_request(&ipv4_address, &aliases)?;
+    let request = NetworkRequest::for_endpoint(&network, settings)?;
     if in_vm(&record) && !record.run.networks.is_empty() {
         // Its VM's network card is made at boot, for its one network.
         return Err(EngineError::InvalidArgument(format!(
@@ -50,13 +50,6 @@ pub fn connect_network(
         }
         .into());
     }
-    let request = NetworkRequest {
-        network_id: network.id.clone(),
-        name: network.name.clone(),
-        aliases,
-        ipv4_address,
-        mac_address: String::new(),
-    };
     if container.state.is_running() {
         let netns = fs_err::File::open(format!("/proc/{}/ns/net", container.state.pid))
             .map_err(NetworkError::OpenNamespace)?;

@@ -123,6 +123,7 @@ pub(crate) fn connect_one(
         endpoint_id: new_id(),
         container_name: container.name.to_owned(),
         aliases: request.aliases.clone(),
+        links: request.links.clone(),
         mac_address: String::new(),
         host_device: host_device.clone(),
         prefix_len: subnet.prefix_len(),

@@ -65,6 +65,16 @@ pub enum NetworkError {
     AddressWithoutSubnet,
     #[error("{text} is not a valid mac address")]
     InvalidMac { text: String },
+    #[error("links are only supported for user-defined networks")]
+    LinksOnPredefined,
+    #[error("bad format for links: {text}")]
+    InvalidLink { text: String },
+    /// An endpoint setting berth does not do, refused rather than ignored.
+    #[error("{setting} is not supported yet ({why})")]
+    UnsupportedEndpointSetting {
+        setting: &'static str,
+        why: &'static str,
+    },
     #[error(transparent)]
     Port(#[from] PortError),
 
@@ -156,6 +166,9 @@ impl NetworkError {
             | Self::AliasOnPredefined
             | Self::AddressWithoutSubnet
             | Self::InvalidMac { .. }
+            | Self::LinksOnPredefined
+            | Self::InvalidLink { .. }
+            | Self::UnsupportedEndpointSetting { .. }
             | Self::InvalidBip { .. }
             | Self::ConfigJson { .. } => ErrorKind::InvalidArgument,
             Self::Port(error) => error.kind(),

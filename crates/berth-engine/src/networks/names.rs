@@ -56,12 +56,35 @@ fn answers_to(endpoint: &Endpoint, name: &str) -> bool {
         || (name.len() == 12 && endpoint.container_id.starts_with(name))
 }
 
+/// The container a link of `endpoint` (the asking container's) names by
+/// `alias`, if one does: links are resolved on their own network only.
+fn linked_name<'e>(endpoint: &'e Endpoint, alias: &str) -> Option<&'e str> {
+    endpoint.record.links.iter().find_map(|link| {
+        let (target, link_alias) = link.split_once(':').unwrap_or((link, link));
+        link_alias.eq_ignore_ascii_case(alias).then_some(target)
+    })
+}
+
 impl berth_net::dns::Names for ContainerNames<'_> {
     fn lookup(&self, name: &str) -> Option<Vec<Ipv4Addr>> {
-        let addresses: Vec<Ipv4Addr> = self
-            .endpoints()
+        let endpoints = self.endpoints();
+        // An endpoint link's alias (`--link NAME:ALIAS` on a user-defined
+        // network) answers for this container alone, on the link's network.
+        let linked: Vec<(&str, &str)> = endpoints
             .iter()
-            .filter(|endpoint| answers_to(endpoint, name))
+            .filter(|endpoint| endpoint.container_id == self.container_id)
+            .filter_map(|endpoint| {
+                linked_name(endpoint, name).map(|target| (endpoint.network_id.as_str(), target))
+            })
+            .collect();
+        let addresses: Vec<Ipv4Addr> = endpoints
+            .iter()
+            .filter(|endpoint| {
+                answers_to(endpoint, name)
+                    || linked.iter().any(|(network, target)| {
+                        endpoint.network_id == *network && answers_to(endpoint, target)
+                    })
+            })
             .filter_map(|endpoint| endpoint.address.parse().ok())
             .collect();
         (!addresses.is_empty()).then_some(addresses)

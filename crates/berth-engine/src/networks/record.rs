@@ -126,6 +126,72 @@ pub struct NetworkRequest {
     /// `--mac-address`; empty for Docker's address-derived MAC.
     #[serde(default)]
     pub mac_address: String,
+    /// The endpoint's links (`NAME:ALIAS`, as given): ALIAS resolves to
+    /// NAME on this network for this container alone (user-defined networks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<String>,
+}
+
+impl NetworkRequest {
+    /// The request of `settings` (an API endpoint config) on `network`,
+    /// checked as dockerd checks it; settings berth does not do are refused
+    /// by name.
+    pub fn for_endpoint(
+        network: &Network,
+        settings: &berth_types::container::EndpointSettings,
+    ) -> Result<Self, NetworkError> {
+        let unsupported = |setting, why| NetworkError::UnsupportedEndpointSetting { setting, why };
+        let ipam = settings.ipam_config.clone().unwrap_or_default();
+        if !ipam.ipv6_address.is_empty() {
+            return Err(unsupported(
+                "an endpoint's IPv6 address",
+                "berth networks are IPv4 bridges",
+            ));
+        }
+        if !ipam.link_local_ips.is_empty() {
+            return Err(unsupported(
+                "an endpoint's link-local IPs",
+                "berth networks are IPv4 bridges",
+            ));
+        }
+        if settings
+            .driver_opts
+            .as_ref()
+            .is_some_and(|options| !options.is_empty())
+        {
+            return Err(unsupported(
+                "an endpoint's driver options",
+                "berth's bridge driver takes none",
+            ));
+        }
+        if settings.gw_priority != 0 {
+            return Err(unsupported(
+                "an endpoint's gateway priority",
+                "the first network has the default route",
+            ));
+        }
+        let aliases = settings.aliases.clone().unwrap_or_default();
+        network.check_endpoint_request(&ipam.ipv4_address, &aliases)?;
+        let links = settings.links.clone().unwrap_or_default();
+        if !links.is_empty() && !network.is_user_defined() {
+            return Err(NetworkError::LinksOnPredefined);
+        }
+        for link in &links {
+            crate::containers::links::parse_link(link)
+                .map_err(|_| NetworkError::InvalidLink { text: link.clone() })?;
+        }
+        if !settings.mac_address.is_empty() {
+            parse_mac(&settings.mac_address)?;
+        }
+        Ok(Self {
+            network_id: network.id.clone(),
+            name: network.name.clone(),
+            aliases,
+            ipv4_address: ipam.ipv4_address,
+            mac_address: settings.mac_address.clone(),
+            links,
+        })
+    }
 }
 
 /// A published port as bound on the host.
@@ -146,6 +212,9 @@ pub struct EndpointRecord {
     pub container_name: String,
     #[serde(default)]
     pub aliases: Vec<String>,
+    /// The request's links (see [`NetworkRequest::links`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<String>,
     pub mac_address: String,
     /// The host's end of the veth pair.
     pub host_device: String,

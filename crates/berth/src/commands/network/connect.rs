@@ -4,8 +4,8 @@ use berth_engine::networks::{connect_network, disconnect_network};
 use berth_engine::Engine;
 use clap::Args;
 
-/// docker's `--link`, `--ip6`, `--link-local-ip` and `--driver-opt` are
-/// not offered: berth networks are IPv4 bridges without legacy links.
+/// docker's `--ip6`, `--link-local-ip` and `--driver-opt` are not offered:
+/// berth networks are IPv4 bridges whose driver takes no options.
 #[derive(Debug, Args)]
 pub struct ConnectArgs {
     /// Add network-scoped alias for the container
@@ -14,6 +14,9 @@ pub struct ConnectArgs {
     /// IPv4 address (e.g., 172.30.100.104)
     #[arg(long, value_name = "string")]
     pub ip: Option<String>,
+    /// Add link to another container
+    #[arg(long = "link", value_name = "list")]
+    pub links: Vec<String>,
     /// NETWORK
     #[arg(value_name = "NETWORK")]
     pub network: String,
@@ -36,13 +39,16 @@ pub struct DisconnectArgs {
 }
 
 pub fn connect(engine: &mut Engine, args: &ConnectArgs) -> anyhow::Result<i32> {
-    connect_network(
-        engine,
-        &args.network,
-        &args.container,
-        args.aliases.clone(),
-        args.ip.clone().unwrap_or_default(),
-    )?;
+    let settings = berth_types::container::EndpointSettings {
+        aliases: Some(args.aliases.clone()),
+        ipam_config: Some(berth_types::container::EndpointIpamConfig {
+            ipv4_address: args.ip.clone().unwrap_or_default(),
+            ..Default::default()
+        }),
+        links: Some(args.links.clone()),
+        ..Default::default()
+    };
+    connect_network(engine, &args.network, &args.container, &settings)?;
     Ok(0)
 }
 
