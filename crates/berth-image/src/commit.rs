@@ -69,6 +69,11 @@ pub fn commit_image(
     // The base's own record of its container is not this image's.
     config.extra.remove("container");
     config.extra.remove("container_config");
+    // moby's `image.Image.Parent`: the image committed on, in the config
+    // (so also in `save`), shown by inspect as `Parent`.
+    config
+        .extra
+        .insert("parent".to_owned(), Value::String(base.id.to_string()));
     if let Some((id, container_config)) = request.container {
         config
             .extra

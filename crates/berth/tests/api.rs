@@ -920,6 +920,8 @@ fn listed_mounts_are_dockers_mount_points() {
             "listvol:/v",
             "--tmpfs",
             "/t",
+            "--mount",
+            "type=tmpfs,target=/u",
             "busybox",
             "true",
         ])
@@ -938,13 +940,23 @@ fn listed_mounts_are_dockers_mount_points() {
         .unwrap();
     let mut mounts: Vec<Value> = row["Mounts"].as_array().unwrap().clone();
     mounts.sort_by_key(|mount| mount["Destination"].as_str().unwrap().to_owned());
-    assert_eq!(mounts.len(), 2, "{mounts:?}");
+    // `--tmpfs` is not a mount point of dockerd's, `--mount type=tmpfs` is.
+    assert_eq!(mounts.len(), 3, "{mounts:?}");
     assert_eq!(mounts[0]["Type"], "bind");
     assert_eq!(mounts[0]["Source"], host.path().display().to_string());
     assert_eq!(mounts[0]["RW"], false);
-    assert_eq!(mounts[1]["Type"], "volume");
-    assert_eq!(mounts[1]["Name"], "listvol");
-    assert_eq!(mounts[1]["Driver"], "local");
+    assert_eq!(mounts[1]["Type"], "tmpfs");
+    assert_eq!(mounts[1]["Destination"], "/u");
+    assert_eq!(mounts[1]["Source"], "");
+    assert_eq!(mounts[2]["Type"], "volume");
+    assert_eq!(mounts[2]["Name"], "listvol");
+    assert_eq!(mounts[2]["Driver"], "local");
+    // dockerd fills in its default IPC mode.
+    let ipc = server
+        .berth
+        .run(&["inspect", "-f", "{{.HostConfig.IpcMode}}", &id])
+        .ok();
+    assert_eq!(ipc.trim(), "shareable");
     let inspected = server
         .berth
         .run(&["inspect", "-f", "{{json .Mounts}}", &id])

@@ -196,6 +196,12 @@ fn commit_answers_as_docker_does() {
         );
         let env = engine.inspect(&tagged, "{{json .Config.Env}}");
         assert!(env.contains("\"Y=2\""), "{who}: {env}");
+        // The image committed on is its parent.
+        assert_eq!(
+            engine.inspect(&tagged, "{{.Parent}}"),
+            engine.inspect(&source, "{{.Image}}"),
+            "{who}"
+        );
 
         // A config in the body, merged over the container's (moby's
         // `merge`): its Env wins by key, the container's fills in; an

@@ -415,6 +415,11 @@ pub(crate) fn build_record(
     if stored_host.network_mode.is_empty() {
         stored_host.network_mode = "bridge".to_owned();
     }
+    // dockerd's default IPC mode (`default-ipc-mode`), which berth's own
+    // namespace is until another container joins it.
+    if stored_host.ipc_mode.is_empty() {
+        stored_host.ipc_mode = "shareable".to_owned();
+    }
     stored_host.log_config = log_config;
 
     let config_json = serde_json::to_value(&stored_config).map_err(CreateError::Serialize)?;
@@ -649,7 +654,8 @@ fn resources(requested: &berth_types::container::Resources) -> Result<Resources,
 /// `--volumes-from CONTAINER[:ro|rw]`: the other container's volumes and
 /// bind mounts at their destinations (read-only with `ro`, else as they
 /// are there), as dockerd copies them at create. Its tmpfs mounts are not
-/// copied (`--tmpfs` is not one of dockerd's mount points).
+/// copied (`--tmpfs` is not one of dockerd's mount points; `--mount
+/// type=tmpfs` is).
 fn volumes_from(
     engine: &Engine,
     request: &CreateRequest,
@@ -674,7 +680,13 @@ fn volumes_from(
         };
         let source = super::find_container(engine.store(), engine.config(), name)?;
         for mount in source.record.run.mounts {
-            if matches!(mount.source, MountSource::Tmpfs { .. }) {
+            if matches!(
+                mount.source,
+                MountSource::Tmpfs {
+                    mount_point: false,
+                    ..
+                }
+            ) {
                 continue;
             }
             copied.retain(|earlier| earlier.destination != mount.destination);
@@ -759,6 +771,7 @@ fn mounts(
                     .map(|options| options.mode)
                     .filter(|mode| *mode != 0),
                 exec: false,
+                mount_point: true,
             },
             other => {
                 return Err(CreateError::MountType {
@@ -813,7 +826,12 @@ fn mounts(
             }
         }
         mounts.push(MountRequest {
-            source: MountSource::Tmpfs { size, mode, exec },
+            source: MountSource::Tmpfs {
+                size,
+                mode,
+                exec,
+                mount_point: false,
+            },
             destination: destination.clone(),
             readonly,
         });

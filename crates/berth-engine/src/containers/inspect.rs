@@ -21,8 +21,17 @@ pub fn inspect_container(store: &Store, config: &EngineConfig, container: &Conta
         .run
         .mounts
         .iter()
-        // Docker lists tmpfs mounts under HostConfig.Tmpfs only.
-        .filter(|mount| !matches!(mount.source, super::record::MountSource::Tmpfs { .. }))
+        // A `--tmpfs` is under HostConfig.Tmpfs only; `--mount type=tmpfs` is
+        // one of dockerd's mount points.
+        .filter(|mount| {
+            !matches!(
+                mount.source,
+                super::record::MountSource::Tmpfs {
+                    mount_point: false,
+                    ..
+                }
+            )
+        })
         .map(|mount| {
             let (kind, source, name) = match &mount.source {
                 super::record::MountSource::Bind { host_path, .. } => {

@@ -45,6 +45,11 @@ pub enum MountSource {
         /// The `exec` option: Docker mounts a tmpfs `noexec` unless it is given.
         #[serde(default)]
         exec: bool,
+        /// One of dockerd's mount points (`--mount type=tmpfs`): listed in
+        /// inspect's `Mounts` and copied by `--volumes-from`; a `--tmpfs`
+        /// (`HostConfig.Tmpfs`) is neither.
+        #[serde(default)]
+        mount_point: bool,
     },
 }
 

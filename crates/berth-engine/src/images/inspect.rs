@@ -40,7 +40,7 @@ pub fn inspect_image(store: &Store, image: &ImageRecord) -> Result<Value, Engine
         "Id": image.id.to_string(),
         "RepoTags": repo_tags,
         "RepoDigests": repo_digests,
-        "Parent": "",
+        "Parent": string("parent"),
         "Comment": config.history.last().and_then(|entry| entry.comment.clone()).unwrap_or_default(),
         "Created": image.created.clone().unwrap_or_else(|| "0001-01-01T00:00:00Z".to_owned()),
         // Docker before 25 (API < 1.45) always has these two; docker-compose
