@@ -150,7 +150,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 mounts: mounts.clone(),
                 container: None,
                 stdin: false,
-                network: None,
+                networks: vec![],
+                embedded_dns: false,
             },
             &mut |stream, data| {
                 first_output.get_or_insert_with(|| started.elapsed());

@@ -11,7 +11,7 @@
 //!
 //! ```text
 //! guest: Ready { protocol, kernel_release, init_started_ns, ready_ns }
-//! host:  Run { args, env, cwd, root, mounts, container, stdin }
+//! host:  Run { args, env, cwd, root, mounts, container, stdin, networks, embedded_dns }
 //! guest: SetupFailed { error }           (the root or a mount could not be made)
 //!      | Started { process: 0, pid } ... Exited { process: 0, code, error }
 //!        while it runs, host: Stdin / Signal / Resize for any process,
@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 pub const PORT_NAME: &str = "org.berth.agent";
 
 /// Bumped whenever a message changes shape; the host refuses another.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// The largest frame either side accepts: a bound on what a confused or
 /// hostile peer can make the other allocate.
@@ -64,24 +64,32 @@ pub struct RunRequest {
     /// Whether the host sends stdin frames; otherwise stdin is /dev/null.
     #[serde(default)]
     pub stdin: bool,
-    /// The guest's network card's address, set before the process starts
-    /// (the first run that names it; `lo` comes up in any case).
+    /// The guest's network cards, one per network of the container in its
+    /// order (the first is `eth0`), each found by its MAC and configured
+    /// before the process starts (by the first run that names them; `lo`
+    /// comes up in any case).
     #[serde(default)]
-    pub network: Option<GuestNetwork>,
-}
-
-/// The address of the guest's `eth0` (the container's, on its network).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GuestNetwork {
-    pub address: std::net::Ipv4Addr,
-    pub prefix_len: u8,
-    pub gateway: Option<std::net::Ipv4Addr>,
-    /// The container's network has berth's embedded DNS (a user-defined
-    /// network): the agent answers on 127.0.0.11:53 in the guest by
-    /// relaying each query to the host (`DnsQuery`/`DnsAnswer` frames),
-    /// where the container's DNS server listens in the shim's namespace.
+    pub networks: Vec<GuestNetwork>,
+    /// One of the container's networks has berth's embedded DNS (a
+    /// user-defined network): the agent answers on 127.0.0.11:53 in the
+    /// guest by relaying each query to the host (`DnsQuery`/`DnsAnswer`
+    /// frames), where the container's DNS server listens in the shim's
+    /// namespace.
     #[serde(default)]
     pub embedded_dns: bool,
+}
+
+/// One guest network card: the container's address on one network.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestNetwork {
+    /// The card's MAC (QEMU's `virtio-net-device,mac=`): how the agent
+    /// finds it, whatever order the guest kernel probed the cards in.
+    pub mac: String,
+    pub address: std::net::Ipv4Addr,
+    pub prefix_len: u8,
+    /// The default route's gateway: set on the one network that has the
+    /// default route (the first, as for a namespace container's `eth0`).
+    pub gateway: Option<std::net::Ipv4Addr>,
 }
 
 /// Where the embedded DNS answers, in the guest as in a namespace container.
@@ -405,7 +413,8 @@ mod tests {
             mounts: vec![],
             container: None,
             stdin: false,
-            network: None,
+            networks: vec![],
+            embedded_dns: false,
         }));
         encode_stream(FrameKind::Stdout, 7, b"hello\n", &mut bytes);
         encode_stream(FrameKind::Stderr, 0, b"", &mut bytes);
@@ -431,7 +440,8 @@ mod tests {
                     mounts: vec![],
                     container: None,
                     stdin: false,
-                    network: None,
+                    networks: vec![],
+                    embedded_dns: false,
                 }))
             );
             assert_eq!(frames[1].kind, FrameKind::Stdout);
@@ -501,12 +511,18 @@ mod tests {
             }],
             container: None,
             stdin: true,
-            network: None,
+            networks: vec![GuestNetwork {
+                mac: "06:42:0a:58:00:02".into(),
+                address: std::net::Ipv4Addr::new(10, 88, 0, 2),
+                prefix_len: 16,
+                gateway: Some(std::net::Ipv4Addr::new(10, 88, 0, 1)),
+            }],
+            embedded_dns: true,
         });
         let json = serde_json::to_string(&run).unwrap();
         assert_eq!(
             json,
-            r#"{"type":"run","args":["true"],"env":[],"cwd":"/","root":{"tag":"root","read_only":false},"mounts":[{"tag":"share0","target":"/data","read_only":true}],"container":null,"stdin":true,"network":null}"#
+            r#"{"type":"run","args":["true"],"env":[],"cwd":"/","root":{"tag":"root","read_only":false},"mounts":[{"tag":"share0","target":"/data","read_only":true}],"container":null,"stdin":true,"networks":[{"mac":"06:42:0a:58:00:02","address":"10.88.0.2","prefix_len":16,"gateway":"10.88.0.1"}],"embedded_dns":true}"#
         );
         assert_eq!(
             serde_json::to_string(&serde_json::from_str::<HostMessage>(&json).unwrap()).unwrap(),
@@ -516,8 +532,9 @@ mod tests {
         let bare: HostMessage =
             serde_json::from_str(r#"{"type":"run","args":["true"],"env":[],"cwd":"/"}"#).unwrap();
         assert!(matches!(
-            bare,
-            HostMessage::Run(RunRequest { root: None, .. })
+            &bare,
+            HostMessage::Run(RunRequest { root: None, networks, embedded_dns: false, .. })
+                if networks.is_empty()
         ));
     }
 

@@ -89,16 +89,17 @@ pub struct QemuArgs<'a> {
     pub kernel_cmdline_extra: &'a [String],
     /// The virtiofs devices: QEMU's end of each share's vhost-user socket.
     pub filesystems: &'a [FilesystemDevice],
-    /// The network card, on a tap device the caller opened.
-    pub network: Option<&'a NetworkDevice>,
+    /// The network cards, each on a tap device the caller opened, in the
+    /// order the guest should see them (`net0`, `net1`, …).
+    pub networks: &'a [NetworkDevice],
     /// A balloon device whose free page reporting hands the pages the guest
     /// frees back to the host.
     pub free_page_reporting: bool,
 }
 
 /// One `virtio-net-device` on a tap: QEMU's descriptor of the tap and the
-/// card's MAC address.
-#[derive(Debug)]
+/// card's MAC address (how the guest agent tells the cards apart).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetworkDevice {
     pub tap_fd: RawFd,
     pub mac: String,
@@ -211,12 +212,12 @@ pub fn arguments(args: &QemuArgs) -> Vec<OsString> {
     if args.free_page_reporting {
         push(&["-device", "virtio-balloon-device,free-page-reporting=on"]);
     }
-    if let Some(network) = args.network {
+    for (index, network) in args.networks.iter().enumerate() {
         push(&[
             "-netdev",
-            &format!("tap,id=net0,fd={}", network.tap_fd),
+            &format!("tap,id=net{index},fd={}", network.tap_fd),
             "-device",
-            &format!("virtio-net-device,netdev=net0,mac={}", network.mac),
+            &format!("virtio-net-device,netdev=net{index},mac={}", network.mac),
         ]);
     }
     push(&["-chardev", &format!("socket,id=qmp,fd={}", args.qmp_fd)]);
@@ -295,10 +296,16 @@ mod tests {
             qmp_fd: 9,
             kernel_cmdline_extra: &["loglevel=7".to_string()],
             filesystems: &[],
-            network: Some(&NetworkDevice {
-                tap_fd: 13,
-                mac: "06:42:0a:58:00:02".into(),
-            }),
+            networks: &[
+                NetworkDevice {
+                    tap_fd: 13,
+                    mac: "06:42:0a:58:00:02".into(),
+                },
+                NetworkDevice {
+                    tap_fd: 14,
+                    mac: "06:42:0a:59:00:02".into(),
+                },
+            ],
             free_page_reporting: true,
         });
         let line = command_line(&args);
@@ -314,6 +321,7 @@ mod tests {
             "-chardev socket,id=agent,fd=7 -device virtserialport,chardev=agent,name=org.berth.agent",
             "-chardev socket,id=qmp,fd=9 -mon chardev=qmp,mode=control",
             "-netdev tap,id=net0,fd=13 -device virtio-net-device,netdev=net0,mac=06:42:0a:58:00:02",
+            "-netdev tap,id=net1,fd=14 -device virtio-net-device,netdev=net1,mac=06:42:0a:59:00:02",
             "-device virtio-balloon-device,free-page-reporting=on",
         ] {
             assert!(line.contains(expected), "{expected:?} missing from {line}");
@@ -347,7 +355,7 @@ mod tests {
             qmp_fd: 9,
             kernel_cmdline_extra: &[],
             filesystems: &filesystems,
-            network: None,
+            networks: &[],
             free_page_reporting: false,
         });
         let line = command_line(&args);

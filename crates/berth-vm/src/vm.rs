@@ -51,8 +51,10 @@ pub struct VmConfig {
     pub shares: Vec<Share>,
     /// virtiofsd; `None`: [`virtiofs::find_virtiofsd`] when there are shares.
     pub virtiofsd: Option<PathBuf>,
-    /// A network card on this tap (QEMU inherits the descriptor).
-    pub network: Option<std::sync::Arc<qemu::NetworkDevice>>,
+    /// Network cards, each on its tap (QEMU inherits the descriptors; the
+    /// caller keeps them open until the boot). Fixed at boot: microvm has
+    /// no hotplug.
+    pub networks: Vec<qemu::NetworkDevice>,
     /// The balloon device with free page reporting: what the guest frees
     /// goes back to the host (see [`crate::qemu`]). On unless
     /// `BERTH_VM_BALLOON=off` (to measure what it saves).
@@ -100,7 +102,7 @@ impl VmConfig {
             kernel_cmdline_extra: Vec::new(),
             shares: Vec::new(),
             virtiofsd: None,
-            network: None,
+            networks: Vec::new(),
             free_page_reporting: free_page_reporting_from_env()?,
         })
     }
@@ -335,11 +337,11 @@ impl Vm {
             qmp_fd: guest_qmp.as_raw_fd(),
             kernel_cmdline_extra: &config.kernel_cmdline_extra,
             filesystems: &filesystems,
-            network: config.network.as_deref(),
+            networks: &config.networks,
             free_page_reporting: config.free_page_reporting,
         });
         let mut inherit = vec![guest_agent.as_raw_fd(), guest_qmp.as_raw_fd()];
-        inherit.extend(config.network.iter().map(|network| network.tap_fd));
+        inherit.extend(config.networks.iter().map(|network| network.tap_fd));
         inherit.extend(filesystems.iter().map(|filesystem| filesystem.fd));
         let started = Instant::now();
         let mut process = qemu::spawn(&config.qemu, &arguments, &inherit, &dir.qemu_log())?;
@@ -1060,7 +1062,7 @@ mod tests {
             kernel_cmdline_extra: Vec::new(),
             shares: Vec::new(),
             virtiofsd: None,
-            network: None,
+            networks: Vec::new(),
             free_page_reporting: true,
         };
         let error = Vm::boot(&config).err().unwrap();
@@ -1095,7 +1097,7 @@ mod tests {
             kernel_cmdline_extra: Vec::new(),
             shares: Vec::new(),
             virtiofsd: None,
-            network: None,
+            networks: Vec::new(),
             free_page_reporting: true,
         };
         let error = Vm::boot(&config).err().unwrap();

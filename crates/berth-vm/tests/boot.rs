@@ -74,7 +74,8 @@ fn boots_the_guest_kernel_and_runs_commands() {
             mounts: vec![],
             container: None,
             stdin: false,
-            network: None,
+            networks: vec![],
+            embedded_dns: false,
         })
         .unwrap();
     assert_eq!(

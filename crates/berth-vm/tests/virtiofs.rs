@@ -82,7 +82,8 @@ fn in_root(args: &[&str]) -> RunRequest {
         ],
         container: None,
         stdin: false,
-        network: None,
+        networks: vec![],
+        embedded_dns: false,
     }
 }
 

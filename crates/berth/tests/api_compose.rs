@@ -203,3 +203,100 @@ fn compose_up_ps_logs_and_down() {
     assert!(!bridge.exists(), "{bridge:?} is left after down");
     assert_eq!(compose.run(&["ps", "-q"]).ok(), "");
 }
+
+/// A VM service on two networks, compose's way: created on the first,
+/// `network connect`ed to the second (compose 1.29 disconnects and
+/// reconnects the first too) before its start.
+const VM_COMPOSE_FILE: &str = r#"version: "2.4"
+services:
+  front-web:
+    image: busybox:latest
+    command: ["httpd", "-f", "-p", "80", "-h", "/etc"]
+    networks: [front]
+  back-web:
+    image: busybox:latest
+    command: ["httpd", "-f", "-p", "80", "-h", "/etc"]
+    networks: [back]
+  app:
+    image: busybox:latest
+    runtime: vm
+    depends_on: [front-web, back-web]
+    networks: [front, back]
+    command: ["sh", "-c", "for i in $$(seq 100); do if timeout 3 wget -qO- http://front-web/hostname && timeout 3 wget -qO- http://back-web/hostname; then echo reached-both; break; fi; sleep 0.2; done; exec sleep 1000"]
+networks:
+  front: {}
+  back: {}
+"#;
+
+#[test]
+fn compose_attaches_a_vm_service_to_two_networks() {
+    let Some(program) = docker_compose() else {
+        return;
+    };
+    let Some((kernel, cache)) = support::vm::vm_environment() else {
+        return;
+    };
+    // `berth serve` (and so each container's monitor) inherits these.
+    std::env::set_var("BERTH_VM_KERNEL_DIR", kernel);
+    std::env::set_var("BERTH_VM_CACHE", cache);
+    std::env::set_var("BERTH_VM_ACCEL", "tcg");
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let project = tempfile::tempdir().unwrap();
+    fs_err::write(project.path().join("docker-compose.yml"), VM_COMPOSE_FILE).unwrap();
+    let compose = Compose {
+        server: &server,
+        program,
+        directory: project.path(),
+    };
+    compose.run(&["up", "-d"]).ok();
+    let app = format!("{PROJECT}_app_1");
+    assert_eq!(
+        server
+            .docker(&["inspect", "-f", "{{.HostConfig.Runtime}}", &app])
+            .ok()
+            .trim(),
+        "vm"
+    );
+    wait_until(120.0, "the VM service's fetches", || {
+        compose
+            .run(&["logs", "--no-color", "app"])
+            .stdout()
+            .contains("reached-both")
+    });
+    // A card per network in the guest, each with the service's address on
+    // one of them (which is first is compose's order of connection).
+    let addresses: Vec<String> = ["front", "back"]
+        .iter()
+        .map(|network| {
+            let format = format!(
+                "{{{{(index .NetworkSettings.Networks \"{PROJECT}_{network}\").IPAddress}}}}"
+            );
+            let address = server.docker(&["inspect", "-f", &format, &app]).ok();
+            format!("inet {}/", address.trim())
+        })
+        .collect();
+    let cards: Vec<String> = ["eth0", "eth1"]
+        .iter()
+        .map(|card| {
+            server
+                .docker(&["exec", &app, "ip", "addr", "show", "dev", card])
+                .ok()
+        })
+        .collect();
+    let has = |card: &str, address: &str| card.contains(address);
+    assert!(
+        (has(&cards[0], &addresses[0]) && has(&cards[1], &addresses[1]))
+            || (has(&cards[0], &addresses[1]) && has(&cards[1], &addresses[0])),
+        "{addresses:?} in {cards:?}"
+    );
+    compose.run(&["down", "-t", "1"]).ok();
+    assert_eq!(server.docker(&["ps", "-aq"]).ok(), "");
+    let networks = server
+        .docker(&["network", "ls", "--format", "{{.Name}}"])
+        .ok();
+    let mut names: Vec<&str> = networks.lines().collect();
+    names.sort_unstable();
+    assert_eq!(names, ["bridge", "host", "none"]);
+}

@@ -794,6 +794,37 @@ fn a_network_connected_while_running_resolves_and_survives_a_restart() {
     assert_eq!(fetch(), short(&server));
 }
 
+/// A container created on the default bridge and connected to a
+/// user-defined network before its start asks the embedded DNS, which
+/// resolves that network's names (Docker's resolver serves any container
+/// with an endpoint off the default bridge); its default route stays the
+/// bridge's.
+#[test]
+fn the_default_bridge_with_a_user_network_uses_the_embedded_dns() {
+    let berth = busybox();
+    let user = TestNetwork::create(&berth, "berth-test-names", &[]);
+    let server = web_server(&berth, &["--name", "named", "--network", &user.name]);
+    // On the default bridge only: no name (Docker's default bridge has no
+    // name service), though its address answers.
+    web_server(&berth, &["--name", "plain"]);
+    let script = "grep nameserver /etc/resolv.conf; wget -qO- http://named/hostname; \
+                  ip route | grep -c default; \
+                  nslookup plain 127.0.0.11 >/dev/null 2>&1 && echo plain-found || echo no-plain";
+    let id = berth
+        .run(&["create", "busybox", "sh", "-c", script])
+        .ok()
+        .trim()
+        .to_owned();
+    berth.run(&["network", "connect", &user.name, &id]).ok();
+    let out = berth.run(&["start", "-a", &id]).ok();
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["nameserver 127.0.0.11", short(&server), "1", "no-plain"],
+        "{out}"
+    );
+    berth.run(&["rm", "-f", &id, "plain"]).ok();
+}
+
 /// Docker's `bip` in berth's config file sets the default bridge's range.
 #[test]
 fn the_default_bridge_range_comes_from_the_config_file() {

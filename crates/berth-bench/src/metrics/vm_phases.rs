@@ -61,7 +61,8 @@ fn one(config: &VmConfig) -> Result<[f64; 6], String> {
             mounts: Vec::new(),
             container: None,
             stdin: false,
-            network: None,
+            networks: Vec::new(),
+            embedded_dns: false,
         })
         .map_err(|error| chain(&error))?;
     let run = run_started.elapsed();

@@ -407,9 +407,10 @@ pub fn write_hosts(
     Ok(write_file(paths.hosts(), hosts)?)
 }
 
-/// True when one of the container's networks is user-defined (also one
-/// connected after the default bridge, as dockerd has it): it then asks
-/// berth's embedded DNS (127.0.0.11), which knows the other containers.
+/// True when one of the container's networks is user-defined: it then
+/// asks berth's embedded DNS (127.0.0.11), which knows the containers of
+/// all its networks (as Docker's resolver serves a container with any
+/// endpoint outside the default bridge, whichever network came first).
 pub fn uses_embedded_dns(run: &super::record::RunSettings) -> bool {
     run.networks.iter().any(|network| network.name != "bridge")
 }

@@ -30,14 +30,6 @@ pub fn connect_network(
         return Err(NetworkError::HostNetwork.into());
     }
     let request = NetworkRequest::for_endpoint(&network, settings)?;
-    if in_vm(&record) && !record.run.networks.is_empty() {
-        // Its VM's network card is made at boot, for its one network.
-        return Err(EngineError::InvalidArgument(format!(
-            "connecting container {} to a second network is not supported with \
-             --isolation=vm yet (a VM container joins one network)",
-            record.name
-        )));
-    }
     if record
         .run
         .networks
@@ -50,10 +42,20 @@ pub fn connect_network(
         }
         .into());
     }
+    if in_vm(&record) && container.state.is_running() {
+        // Its VM's network cards are made when it boots (microvm has no
+        // hotplug); a stopped one gets the network at its next start.
+        return Err(EngineError::InvalidArgument(format!(
+            "connecting a running VM container ({}) to a network is not supported: stop it \
+             first (its VM's network cards are made when it starts)",
+            record.name
+        )));
+    }
     if container.state.is_running() {
         let netns = fs_err::File::open(format!("/proc/{}/ns/net", container.state.pid))
             .map_err(NetworkError::OpenNamespace)?;
-        let device = format!("eth{}", container_endpoints(store, &record.id).len());
+        let device =
+            super::endpoints::container_device(container_endpoints(store, &record.id).len());
         let identity = ContainerIdentity {
             id: &record.id,
             name: &record.name,

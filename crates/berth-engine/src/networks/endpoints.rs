@@ -25,6 +25,12 @@ pub struct ContainerIdentity<'a> {
     pub name: &'a str,
 }
 
+/// The name of the container's end of its veth on the network at
+/// `position` among its networks (`eth0` for the first, as Docker's).
+pub fn container_device(position: usize) -> String {
+    format!("eth{position}")
+}
+
 /// Connects the container whose first process is `pid` (its namespaces
 /// made, its program not yet started) to each requested network, in order;
 /// the first gets the default route and the published `ports`. On failure
@@ -45,7 +51,7 @@ pub fn connect_container(
     let mut endpoints = Vec::new();
     let mut rules_needed = !ports.is_empty();
     for (index, request) in requests.iter().enumerate() {
-        let device = format!("eth{index}");
+        let device = container_device(index);
         let ports = if index == 0 { ports } else { &[] };
         match connect_one(
             store,

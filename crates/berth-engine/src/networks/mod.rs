@@ -18,8 +18,8 @@ mod rules;
 
 pub use connect::{connect_network, disconnect_network};
 pub use endpoints::{
-    connect_container, container_endpoints, disconnect_container, release_container_endpoints,
-    ContainerIdentity,
+    connect_container, container_device, container_endpoints, disconnect_container,
+    release_container_endpoints, ContainerIdentity,
 };
 pub use error::NetworkError;
 pub use host::release_unused_host_objects;

@@ -31,6 +31,16 @@ impl<'a> ContainerNames<'a> {
             .unwrap_or_default()
             .into_iter()
             .map(|row| row.network_id)
+            // The default bridge has no name service (as Docker's): its
+            // containers are reached by address, even from a container
+            // that also has a user-defined network.
+            .filter(|network| {
+                self.store
+                    .network(network)
+                    .ok()
+                    .flatten()
+                    .is_none_or(|row| row.name != "bridge")
+            })
             .collect();
         networks
             .iter()

@@ -138,6 +138,15 @@ impl Netlink {
         self.request("set link up", message).map(drop)
     }
 
+    /// Renames link `index` to `name` (`EEXIST` when another link has it;
+    /// rename a link before it is up: most drivers refuse a running one).
+    pub fn set_name(&mut self, index: u32, name: &str) -> Result<(), NetlinkError> {
+        check_name(name)?;
+        let mut message = MessageBuilder::new(RTM_SETLINK, 0, &link_header(index, 0, 0));
+        message.attribute_string(IFLA_IFNAME, name);
+        self.request("rename link", message).map(drop)
+    }
+
     /// Deletes link `index` (a veth's peer goes with it). A link that is
     /// already gone is fine.
     pub fn delete_link(&mut self, index: u32) -> Result<(), NetlinkError> {

@@ -240,6 +240,20 @@ fn deleting_a_veth_removes_its_peer() {
 }
 
 #[test]
+fn a_link_that_is_down_can_be_renamed() {
+    let Some(host) = new_namespace() else { return };
+    let mut netlink = Netlink::open_in(host.as_fd()).unwrap();
+    let index = netlink.create_bridge(BRIDGE).unwrap();
+    netlink.set_name(index, "renamed0").unwrap();
+    assert_eq!(netlink.link_index(BRIDGE).unwrap(), None);
+    assert_eq!(netlink.link_index("renamed0").unwrap(), Some(index));
+    // Another link's name is taken.
+    let error = netlink.set_name(index, "lo").unwrap_err();
+    assert_eq!(error.errno(), Some(libc::EEXIST));
+    assert!(netlink.set_name(index, "no/slash").is_err());
+}
+
+#[test]
 fn links_dump_spans_several_datagrams() {
     let Some(host) = new_namespace() else { return };
     let mut netlink = Netlink::open_in(host.as_fd()).unwrap();

@@ -178,7 +178,7 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
             }
             match frame.message::<HostMessage>()? {
                 HostMessage::Run(request) => {
-                    if let Err(error) = links.prepare(request.network.as_ref()) {
+                    if let Err(error) = links.prepare(&request.networks, request.embedded_dns) {
                         let failed = GuestMessage::SetupFailed {
                             error: error_chain(&error),
                         };

@@ -1,21 +1,27 @@
-//! The guest's network: `lo` up for every container, and `eth0` (the
-//! virtio-net card, on the tap the host bridged to the container's veth)
-//! with the container's address and default route, once, before the first
-//! process that names it. berth-net's netlink, as the host uses it.
+//! The guest's network: `lo` up for every container, and one virtio-net
+//! card per network of the container (each on the tap the host bridged to
+//! one of the container's veths) with the container's address on it, once,
+//! before the first process that names them. berth-net's netlink, as the
+//! host uses it.
+//!
+//! A card is found by its MAC, which the host gave QEMU, never by the
+//! order the guest kernel probed the cards in; it is then named as the
+//! namespace container's veth would be (`eth0` for the first network,
+//! `eth1`, …). Only the network that has the gateway gets the default
+//! route (the first, as for a namespace container).
 
-use berth_net::netlink::{Netlink, NetlinkError};
+use berth_net::netlink::{Link, Netlink, NetlinkError};
 
 use crate::protocol::GuestNetwork;
-
-/// The card's name: the kernel's first Ethernet device (no udev here).
-const CARD: &str = "eth0";
 
 #[derive(Debug, thiserror::Error)]
 pub enum NetworkError {
     #[error("failed to configure the guest's network")]
     Netlink(#[from] NetlinkError),
-    #[error("the guest has no network card {CARD} (is virtio_net loaded?)")]
-    NoCard,
+    #[error("the guest has no network card with MAC {mac} (is virtio_net loaded?)")]
+    NoCard { mac: String },
+    #[error("malformed MAC address {mac:?} for a guest network card")]
+    MalformedMac { mac: String },
     #[error("failed to listen on the embedded DNS address 127.0.0.11:53")]
     Dns(#[source] std::io::Error),
 }
@@ -24,14 +30,20 @@ pub enum NetworkError {
 #[derive(Debug, Default)]
 pub(super) struct GuestLinks {
     loopback_up: bool,
-    configured: Option<GuestNetwork>,
-    /// 127.0.0.11:53, when the network has the embedded DNS.
+    configured: bool,
+    /// 127.0.0.11:53, when a network of the container has the embedded DNS.
     pub(super) dns: Option<crate::dns_relay::GuestDns>,
 }
 
 impl GuestLinks {
-    pub(super) fn prepare(&mut self, network: Option<&GuestNetwork>) -> Result<(), NetworkError> {
-        if self.loopback_up && (network.is_none() || self.configured.as_ref() == network) {
+    /// `lo` up, then (once: one container per VM, its first addresses
+    /// stay) each of `networks` on its card, and the DNS listener.
+    pub(super) fn prepare(
+        &mut self,
+        networks: &[GuestNetwork],
+        embedded_dns: bool,
+    ) -> Result<(), NetworkError> {
+        if self.loopback_up && (networks.is_empty() || self.configured) {
             return Ok(());
         }
         let mut netlink = Netlink::open()?;
@@ -41,22 +53,177 @@ impl GuestLinks {
             }
             self.loopback_up = true;
         }
-        let Some(network) = network else {
+        if networks.is_empty() || self.configured {
             return Ok(());
-        };
-        if self.configured.is_some() {
-            return Ok(()); // one container per VM: its first address stays
         }
-        let index = netlink.link_index(CARD)?.ok_or(NetworkError::NoCard)?;
-        netlink.add_address(index, network.address, network.prefix_len)?;
-        netlink.set_up(index)?;
-        if let Some(gateway) = network.gateway {
+        let cards = find_cards(&netlink.links()?, networks)?;
+        name_cards(&mut netlink, &cards)?;
+        for (card, network) in cards.iter().zip(networks) {
+            netlink.add_address(card.index, network.address, network.prefix_len)?;
+            netlink.set_up(card.index)?;
+        }
+        // Once every card has its address: the gateway is on one of them.
+        for gateway in networks.iter().filter_map(|network| network.gateway) {
             netlink.add_default_route(gateway)?;
         }
-        if network.embedded_dns {
+        if embedded_dns && self.dns.is_none() {
             self.dns = Some(crate::dns_relay::GuestDns::bind().map_err(NetworkError::Dns)?);
         }
-        self.configured = Some(network.clone());
+        self.configured = true;
         Ok(())
+    }
+}
+
+/// The card of each network, in the networks' order, by MAC.
+fn find_cards(links: &[Link], networks: &[GuestNetwork]) -> Result<Vec<Link>, NetworkError> {
+    networks
+        .iter()
+        .map(|network| {
+            let mac = parse_mac(&network.mac)?;
+            links
+                .iter()
+                .find(|link| link.mac == Some(mac))
+                .cloned()
+                .ok_or_else(|| NetworkError::NoCard {
+                    mac: network.mac.clone(),
+                })
+        })
+        .collect()
+}
+
+/// The name of the card of the network at `position`: a namespace
+/// container's veth's.
+fn card_name(position: usize) -> String {
+    format!("eth{position}")
+}
+
+/// Names `cards` `eth0`, `eth1`, … in their order (still down). When the
+/// kernel probed them in another order, the names are swapped through
+/// temporary ones, which no card has (a rename to a name in use fails).
+fn name_cards(netlink: &mut Netlink, cards: &[Link]) -> Result<(), NetworkError> {
+    if cards
+        .iter()
+        .enumerate()
+        .all(|(position, card)| card.name == card_name(position))
+    {
+        return Ok(());
+    }
+    for (position, card) in cards.iter().enumerate() {
+        netlink.set_name(card.index, &format!("berthcard{position}"))?;
+    }
+    for (position, card) in cards.iter().enumerate() {
+        netlink.set_name(card.index, &card_name(position))?;
+    }
+    Ok(())
+}
+
+fn parse_mac(text: &str) -> Result<[u8; 6], NetworkError> {
+    let malformed = || NetworkError::MalformedMac {
+        mac: text.to_owned(),
+    };
+    let bytes: Vec<u8> = text
+        .split(':')
+        .map(|byte| {
+            (byte.len() == 2)
+                .then(|| u8::from_str_radix(byte, 16).ok())
+                .flatten()
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(malformed)?;
+    bytes.try_into().map_err(|_| malformed())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn link(index: u32, name: &str, mac: [u8; 6]) -> Link {
+        Link {
+            index,
+            name: name.into(),
+            kind: None,
+            master: None,
+            up: false,
+            mac: Some(mac),
+        }
+    }
+
+    fn network(mac: &str) -> GuestNetwork {
+        GuestNetwork {
+            mac: mac.into(),
+            address: std::net::Ipv4Addr::new(10, 88, 0, 2),
+            prefix_len: 16,
+            gateway: None,
+        }
+    }
+
+    #[test]
+    fn cards_are_found_by_mac_whatever_the_probe_order() {
+        let links = [
+            link(1, "lo", [0; 6]),
+            link(2, "eth0", [6, 0x42, 10, 89, 0, 2]),
+            link(3, "eth1", [6, 0x42, 10, 88, 0, 2]),
+        ];
+        let cards = find_cards(
+            &links,
+            &[network("06:42:0a:58:00:02"), network("06:42:0A:59:00:02")],
+        )
+        .unwrap();
+        let indexes: Vec<u32> = cards.iter().map(|card| card.index).collect();
+        assert_eq!(indexes, [3, 2]);
+        let error = find_cards(&links, &[network("06:42:0a:5a:00:02")]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the guest has no network card with MAC 06:42:0a:5a:00:02 (is virtio_net loaded?)"
+        );
+        for bad in [
+            "06:42:0a:58:00",
+            "06:42:0a:58:00:02:03",
+            "6:42:0a:58:00:02",
+            "zz:42:0a:58:00:02",
+        ] {
+            assert!(
+                matches!(parse_mac(bad), Err(NetworkError::MalformedMac { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    /// Two links named against their networks' order (as a guest kernel
+    /// that probed the cards the other way round would name them) get
+    /// their names swapped, in a network namespace of the test's own.
+    #[test]
+    fn cards_probed_in_another_order_are_renamed_to_the_networks_order() {
+        let swapped = std::thread::spawn(|| {
+            if let Err(errno) = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET) {
+                eprintln!("skipped: cannot create a network namespace ({errno}); needs root");
+                return None;
+            }
+            let mut netlink = Netlink::open().unwrap();
+            // Bridges stand in for the cards: links with a MAC of their own.
+            netlink.create_bridge("eth0").unwrap();
+            netlink.create_bridge("eth1").unwrap();
+            let links = netlink.links().unwrap();
+            let mac_of = |name: &str| {
+                let link = links.iter().find(|link| link.name == name).unwrap();
+                let mac = link.mac.unwrap();
+                let text: Vec<String> = mac.iter().map(|byte| format!("{byte:02x}")).collect();
+                (link.index, text.join(":"))
+            };
+            let (first, first_mac) = mac_of("eth1");
+            let (second, second_mac) = mac_of("eth0");
+            let cards = find_cards(&links, &[network(&first_mac), network(&second_mac)]).unwrap();
+            name_cards(&mut netlink, &cards).unwrap();
+            Some((
+                netlink.link_index("eth0").unwrap() == Some(first),
+                netlink.link_index("eth1").unwrap() == Some(second),
+            ))
+        })
+        .join()
+        .unwrap();
+        if let Some(swapped) = swapped {
+            assert_eq!(swapped, (true, true));
+        }
     }
 }

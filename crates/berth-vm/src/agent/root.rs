@@ -363,7 +363,8 @@ mod tests {
                 }],
                 container: None,
                 stdin: false,
-                network: None,
+                networks: vec![],
+                embedded_dns: false,
             })
             .unwrap_err();
         assert!(matches!(error, RootError::RelativeTarget { .. }), "{error}");

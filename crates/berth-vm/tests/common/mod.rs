@@ -78,7 +78,7 @@ pub fn setup_with(agent: &Path, with_busybox: bool) -> Option<Setup> {
         kernel_cmdline_extra: Vec::new(),
         shares: Vec::new(),
         virtiofsd: None,
-        network: None,
+        networks: Vec::new(),
         free_page_reporting: true,
     };
     Some(Setup {
@@ -97,7 +97,8 @@ pub fn request(args: &[&str]) -> RunRequest {
         mounts: vec![],
         container: None,
         stdin: false,
-        network: None,
+        networks: vec![],
+        embedded_dns: false,
     }
 }
 

@@ -254,15 +254,12 @@ fn build_vm_sandbox(
         run_dir: paths.vm.clone(),
         memory_mib: vm::guest_memory_mib(record),
         root: spec.rootfs.clone(),
-        network: None,
+        networks: Vec::new(),
     };
     let shim = vm::launch::launch_member(cgroup, boot, &mut |pid| {
         vm::network::loopback_up(pid)?;
         network.connect(store, record, paths, pid)?;
-        let embedded_dns = crate::containers::spec::uses_embedded_dns(&record.run);
-        Ok(network
-            .first_endpoint()
-            .map(|endpoint| vm::shim_network(endpoint, embedded_dns)))
+        vm::shim_networks(network.endpoints())
     });
     shim.map(WarmSandbox::Vm).map_err(|(message, _)| {
         network.disconnect(store, record);

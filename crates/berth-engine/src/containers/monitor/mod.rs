@@ -558,15 +558,12 @@ fn start_once(
             tracing::debug!(%error, "store not opened yet");
         }
         let request = shim_request(config, record, paths, &spec);
-        // The container's network goes into the shim's namespace as for a
-        // namespace container's; the guest takes over its address.
+        // The container's networks go into the shim's namespace as for a
+        // namespace container's; the guest takes over their addresses.
         let launched = super::vm::launch::launch(stdio, cgroup, request, &mut |pid| {
             super::vm::network::loopback_up(pid)?;
             network.connect(store, record, paths, pid)?;
-            let embedded_dns = super::spec::uses_embedded_dns(&record.run);
-            Ok(network
-                .first_endpoint()
-                .map(|endpoint| super::vm::shim_network(endpoint, embedded_dns)))
+            super::vm::shim_networks(network.endpoints())
         });
         if launched.is_err() {
             network.disconnect(store, record);
@@ -609,7 +606,8 @@ fn shim_request(
         cache: super::vm::guest_cache(&config.root),
         run_dir: paths.vm.clone(),
         memory_mib: super::vm::guest_memory_mib(record),
-        network: None,
+        networks: Vec::new(),
+        embedded_dns: super::spec::uses_embedded_dns(&record.run),
     }
 }
 

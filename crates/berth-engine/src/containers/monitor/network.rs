@@ -27,9 +27,10 @@ pub(super) struct MonitorNetwork {
     /// container's namespace before its program starts (a query can come
     /// at once).
     dns_socket: Option<std::net::UdpSocket>,
-    /// The endpoint with the default route, as the last `connect` made it
-    /// (a VM container's guest takes its address).
-    first_endpoint: Option<crate::networks::record::Endpoint>,
+    /// The endpoints the last `connect` made, in the container's order
+    /// (the first has the default route; the one at position N is the
+    /// container's `ethN`): a VM container's guest takes their addresses.
+    endpoints: Vec<crate::networks::record::Endpoint>,
     /// The /etc/hosts lines of the run's legacy links (`links.rs`).
     link_hosts: Vec<String>,
 }
@@ -50,7 +51,7 @@ impl MonitorNetwork {
             kernel: HostKernel::new(),
             ports,
             dns_socket: None,
-            first_endpoint: None,
+            endpoints: Vec::new(),
             link_hosts: Vec::new(),
         })
     }
@@ -76,8 +77,8 @@ impl MonitorNetwork {
             &self.ports.published,
         )
         .map_err(|error| crate::ErrorChain(&error).to_string())?;
-        self.first_endpoint = endpoints.first().cloned();
-        if let Some(first) = endpoints.first() {
+        self.endpoints = endpoints;
+        if let Some(first) = self.endpoints.first() {
             if let Err(error) = write_hosts(record, paths, Some(&first.address), &self.link_hosts) {
                 self.disconnect(store, record);
                 return Err(crate::ErrorChain(&error).to_string());
@@ -117,9 +118,9 @@ impl MonitorNetwork {
         }
     }
 
-    /// The endpoint with the default route, as the last `connect` made it.
-    pub fn first_endpoint(&self) -> Option<&crate::networks::record::Endpoint> {
-        self.first_endpoint.as_ref()
+    /// The endpoints the last `connect` made, in the container's order.
+    pub fn endpoints(&self) -> &[crate::networks::record::Endpoint] {
+        &self.endpoints
     }
 
     /// The embedded DNS server for a container on a user-defined network:

@@ -38,21 +38,21 @@ pub(crate) fn cgroup_resources(mut resources: Resources) -> Resources {
 const KVM: DeviceRule = DeviceRule::allow(DeviceKind::Char, 10, 232, Access::ALL);
 
 /// Starts the shim for `request` in a network namespace of its own, lets
-/// `connect` put the container's network into it (given the shim's pid;
-/// what it returns is the guest's address), and waits for the shim's
+/// `connect` put the container's networks into it (given the shim's pid;
+/// what it returns are the guest's cards), and waits for the shim's
 /// report. Errors carry the message and Docker's exit status for it.
 pub(crate) fn launch(
     stdio: Stdio,
     cgroup: &dyn CgroupManager,
     mut request: ShimRequest,
-    connect: &mut dyn FnMut(i32) -> Result<Option<ShimNetwork>, String>,
+    connect: &mut dyn FnMut(i32) -> Result<Vec<ShimNetwork>, String>,
 ) -> Result<Launched, (String, i32)> {
     let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC);
     let (request_read, request_write) = pipe().map_err(|error| failed("start", &error))?;
     let (status_read, status_write) = pipe().map_err(|error| failed("start", &error))?;
     let (pid, pidfd) = spawn(stdio, cgroup, request_read, status_write, false)?;
     match connect(pid.as_raw()) {
-        Ok(network) => request.network = network,
+        Ok(networks) => request.networks = networks,
         Err(message) => {
             // The shim waits for its request: without one it ends.
             drop(request_write);
@@ -190,7 +190,7 @@ struct MemberProcess {
     pidfd: OwnedFd,
     channel: UnixStream,
     status: std::fs::File,
-    network: Option<ShimNetwork>,
+    networks: Vec<ShimNetwork>,
 }
 
 /// Starts a member's shim (stdio: /dev/null until its claim), lets
@@ -199,7 +199,7 @@ struct MemberProcess {
 pub(crate) fn launch_member(
     cgroup: &dyn CgroupManager,
     mut boot: MemberBoot,
-    connect: &mut dyn FnMut(i32) -> Result<Option<ShimNetwork>, String>,
+    connect: &mut dyn FnMut(i32) -> Result<Vec<ShimNetwork>, String>,
 ) -> Result<MemberShim, (String, i32)> {
     let null = || {
         fs_err::OpenOptions::new()
@@ -225,12 +225,12 @@ pub(crate) fn launch_member(
             pidfd,
             channel,
             status: std::fs::File::from(status_read),
-            network: None,
+            networks: Vec::new(),
         }),
     };
     let process = shim.process.as_mut().expect("just made");
-    boot.network = connect(pid.as_raw()).map_err(|message| (message, 125))?;
-    process.network = boot.network.clone();
+    boot.networks = connect(pid.as_raw()).map_err(|message| (message, 125))?;
+    process.networks = boot.networks.clone();
     let bytes = serde_json::to_vec(&boot).map_err(|error| failed("describe", &error))?;
     berth_runtime::handoff::send_message(&process.channel, &bytes, &[])
         .map_err(|error| failed("start", &error))?;
@@ -263,7 +263,7 @@ impl MemberShim {
 
     /// The claim: the shim builds `request`'s root on its share and runs
     /// its process in the booted guest with `stdio`; returns once it runs,
-    /// as [`launch`] does. The request's network is the member's own.
+    /// as [`launch`] does. The request's networks are the member's own.
     pub(crate) fn start(
         mut self,
         mut request: ShimRequest,
@@ -274,12 +274,12 @@ impl MemberShim {
             pidfd,
             channel,
             status,
-            network,
+            networks,
         } = self
             .process
             .take()
             .expect("a member is started at most once (start takes it by value)");
-        request.network = network;
+        request.networks = networks;
         let bytes = serde_json::to_vec(&request).map_err(|error| {
             kill_and_reap(pid);
             failed("describe", &error)

@@ -92,25 +92,37 @@ pub(crate) fn guest_cache(root: &std::path::Path) -> std::path::PathBuf {
     }
 }
 
-/// The guest's side of the container's endpoint: its address, prefix and
-/// gateway (an address that does not parse leaves the guest without one,
-/// which its first packet shows).
-pub(crate) fn shim_network(
-    endpoint: &crate::networks::record::Endpoint,
-    embedded_dns: bool,
-) -> shim::ShimNetwork {
-    shim::ShimNetwork {
-        guest: berth_vm::protocol::GuestNetwork {
-            address: endpoint
-                .address
-                .parse()
-                .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
-            prefix_len: endpoint.record.prefix_len,
-            gateway: endpoint.record.gateway.parse().ok(),
-            embedded_dns,
-        },
-        mac: endpoint.record.mac_address.clone(),
-    }
+/// The guest's side of each of the container's endpoints, in the
+/// container's order: the veth the engine connected into the shim's
+/// namespace (`eth0`, `eth1`, …), the guest card's MAC, the address and
+/// prefix, and, for the first only, the gateway of the default route (as a
+/// namespace container's). An address that does not parse leaves the guest
+/// without one, which its first packet shows.
+pub(crate) fn shim_networks(
+    endpoints: &[crate::networks::record::Endpoint],
+) -> Result<Vec<shim::ShimNetwork>, String> {
+    endpoints
+        .iter()
+        .enumerate()
+        .map(|(position, endpoint)| {
+            Ok(shim::ShimNetwork {
+                veth: crate::networks::container_device(position),
+                guest: berth_vm::protocol::GuestNetwork {
+                    mac: network::guest_mac(&endpoint.record.mac_address)?,
+                    address: endpoint
+                        .address
+                        .parse()
+                        .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+                    prefix_len: endpoint.record.prefix_len,
+                    gateway: if position == 0 {
+                        endpoint.record.gateway.parse().ok()
+                    } else {
+                        None
+                    },
+                },
+            })
+        })
+        .collect()
 }
 
 /// The guest's memory when the container has no `--memory`.
@@ -156,9 +168,6 @@ pub(crate) fn refuse_unsupported(request: &CreateRequest) -> Result<(), String> 
             "--network {network} is not supported with --isolation=vm: a VM container joins \
              berth's networks (or none)"
         ));
-    }
-    if request.networking_config.endpoints_config.len() > 1 {
-        return refuse("more than one network");
     }
     if host.privileged {
         return refuse("--privileged");
@@ -376,6 +385,16 @@ mod tests {
         assert_eq!(refuse_unsupported(&request), Ok(()));
         request.host_config.network_mode = "none".into();
         assert_eq!(refuse_unsupported(&request), Ok(()));
+        // Several networks at create (`--network a --network b`): a card each.
+        let mut several = CreateRequest::default();
+        several.host_config.network_mode = "front".into();
+        for name in ["front", "back"] {
+            several
+                .networking_config
+                .endpoints_config
+                .insert(name.into(), Default::default());
+        }
+        assert_eq!(refuse_unsupported(&several), Ok(()));
         type Change = fn(&mut CreateRequest);
         let cases: Vec<(&str, Change)> = vec![
             ("--network host", |r| {

@@ -1,29 +1,29 @@
-//! A VM container's network, in its shim's network namespace: the
-//! engine connected the container's veth there as `eth0` (with its
-//! address, as for a namespace container); the shim adds a tap for QEMU's
-//! virtio-net card and a bridge joining the two, so the guest's `eth0`
-//! takes the container's place on its network: the same address (set by
-//! the agent), the same published ports (the host's DNAT to that address),
+//! A VM container's networks, in its shim's network namespace: the
+//! engine connected the container's veths there as `eth0`, `eth1`, … (with
+//! their addresses, as for a namespace container); for each the shim adds
+//! a tap for one of QEMU's virtio-net cards and a bridge joining the two,
+//! so the guest's card takes the container's place on that network: the
+//! same address (set by the agent, which finds the card by its MAC), the
+//! same published ports (the host's DNAT to the first network's address),
 //! the same bridge on the host.
 //!
 //! ```text
-//! host bridge ── veth ══ eth0 ─┐ br0 ┌─ tap0 ══ QEMU virtio-net ══ guest eth0 (the address)
-//!                              (shim's namespace; no address answers there)
+//! host bridge A ── veth ══ eth0 ─┐ br0 ┌─ tap0 ══ QEMU virtio-net ══ guest eth0 (A's address)
+//! host bridge B ── veth ══ eth1 ─┐ br1 ┌─ tap1 ══ QEMU virtio-net ══ guest eth1 (B's address)
+//!                                (shim's namespace; no address answers there)
 //! ```
+//!
+//! microvm has no hotplug: the cards are the networks the container had
+//! when its VM booted (`network connect` to a running VM container is
+//! refused; a stopped one gets the network at its next start).
 
 use std::os::fd::OwnedFd;
 
 use berth_net::netlink::Netlink;
 
-/// The container's veth in the shim's namespace, as the engine names it.
-const VETH: &str = "eth0";
-const TAP: &str = "tap0";
-const BRIDGE: &str = "br0";
-
-/// The tap QEMU gets, and the guest card's MAC.
+/// The tap QEMU gets for one card.
 pub(crate) struct Tap {
     pub fd: OwnedFd,
-    pub guest_mac: String,
 }
 
 /// The guest's MAC for an endpoint's `mac`: the same address with the
@@ -66,12 +66,14 @@ pub(crate) fn loopback_up(pid: i32) -> Result<(), String> {
     Ok(())
 }
 
-/// Makes the tap and the bridge in the current (the shim's) namespace.
-pub(crate) fn bridge_to_tap(endpoint_mac: &str) -> Result<Tap, String> {
+/// Makes the tap and the bridge of the network at `position` (whose veth
+/// the engine named `veth`) in the current (the shim's) namespace.
+pub(crate) fn bridge_to_tap(position: usize, veth: &str) -> Result<Tap, String> {
     let failed = |what: &str, error: &dyn std::fmt::Display| {
-        format!("failed to connect the VM to its network: {what}: {error}")
+        format!("failed to connect the VM to its network ({veth}): {what}: {error}")
     };
-    let fd = open_tap(TAP).map_err(|error| failed("open /dev/net/tun", &error))?;
+    let tap_name = format!("tap{position}");
+    let fd = open_tap(&tap_name).map_err(|error| failed("open /dev/net/tun", &error))?;
     let mut netlink = Netlink::open().map_err(|error| failed("netlink", &error))?;
     let index = |netlink: &mut Netlink, name: &str| {
         netlink
@@ -79,10 +81,10 @@ pub(crate) fn bridge_to_tap(endpoint_mac: &str) -> Result<Tap, String> {
             .map_err(|error| failed(name, &error))?
             .ok_or_else(|| failed(name, &"no such link"))
     };
-    let veth = index(&mut netlink, VETH)?;
-    let tap = index(&mut netlink, TAP)?;
+    let veth = index(&mut netlink, veth)?;
+    let tap = index(&mut netlink, &tap_name)?;
     let bridge = netlink
-        .create_bridge(BRIDGE)
+        .create_bridge(&format!("br{position}"))
         .map_err(|error| failed("create the bridge", &error))?;
     for port in [veth, tap] {
         netlink
@@ -94,14 +96,13 @@ pub(crate) fn bridge_to_tap(endpoint_mac: &str) -> Result<Tap, String> {
             .set_up(link)
             .map_err(|error| failed("set a link up", &error))?;
     }
-    // The address stays on the veth (the engine's view of the endpoint),
-    // but this namespace must not answer for it: the guest does.
+    // The addresses stay on the veths (the engine's view of the
+    // endpoints), but this namespace must not answer for them: the guest
+    // does. (`all` counts for every interface: the kernel takes the
+    // larger of `all` and the interface's own.)
     fs_err::write("/proc/sys/net/ipv4/conf/all/arp_ignore", "8")
         .map_err(|error| failed("arp_ignore", &error))?;
-    Ok(Tap {
-        fd,
-        guest_mac: guest_mac(endpoint_mac)?,
-    })
+    Ok(Tap { fd })
 }
 
 /// `/dev/net/tun` as tap `name`, without packet information (what QEMU's

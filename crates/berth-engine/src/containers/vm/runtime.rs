@@ -119,16 +119,17 @@ impl Runtime for VmRuntime {
         }
     }
 
-    /// The container's `eth0` in the shim's network namespace: every packet
-    /// of the guest's card crosses it (the bridge and the tap behind it
-    /// would count them again).
+    /// The container's veths (`eth0`, `eth1`, …) in the shim's network
+    /// namespace: every packet of the guest's cards crosses them (the
+    /// bridges and the taps behind them would count them again).
     fn network_io(&self, container: ContainerRef<'_>) -> NetworkIo {
         if container.pid <= 0 {
             return NetworkIo::default();
         }
-        fs_err::read_to_string(format!("/proc/{}/net/dev", container.pid))
-            .map(|table| berth_runtime::backend::interface_io(&table, "eth0"))
-            .unwrap_or_default()
+        let Ok(table) = fs_err::read_to_string(format!("/proc/{}/net/dev", container.pid)) else {
+            return NetworkIo::default();
+        };
+        veths_io(&table)
     }
 
     /// CPU and I/O limits apply to the VM's processes; memory and pids
@@ -181,5 +182,40 @@ impl Runtime for VmRuntime {
 
     fn delete(&self, container: ContainerRef<'_>) -> Result<(), RuntimeError> {
         self.cgroups.delete(container)
+    }
+}
+
+/// The counters of the container's veths (`eth*`) in a `/proc/PID/net/dev`
+/// table of the shim's namespace, summed: not `lo`, the bridges or the taps.
+fn veths_io(table: &str) -> NetworkIo {
+    let mut total = NetworkIo::default();
+    for name in table
+        .lines()
+        .skip(2)
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, _)| name.trim())
+        .filter(|name| name.starts_with("eth"))
+    {
+        let io = berth_runtime::backend::interface_io(table, name);
+        total.received += io.received;
+        total.sent += io.sent;
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn net_io_counts_every_veth_once() {
+        let table = "Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:     100       1    0    0    0     0          0         0      100       1    0    0    0     0       0          0
+  eth0:    1000      10    0    0    0     0          0         0     2000      20    0    0    0     0       0          0
+  tap0:    2000      20    0    0    0     0          0         0     1000      10    0    0    0     0       0          0
+   br0:    2000      20    0    0    0     0          0         0     1000      10    0    0    0     0       0          0
+  eth1:      30       1    0    0    0     0          0         0       40       1    0    0    0     0       0          0
+";
+        let io = super::veths_io(table);
+        assert_eq!((io.received, io.sent), (1030, 2040));
     }
 }

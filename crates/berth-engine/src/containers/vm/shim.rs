@@ -51,10 +51,15 @@ pub struct ShimRequest {
     /// directory).
     pub run_dir: PathBuf,
     pub memory_mib: u32,
-    /// The container's first network, connected into the shim's network
-    /// namespace as `eth0` before this request was written.
+    /// The container's networks, in its order, connected into the shim's
+    /// network namespace (`eth0`, `eth1`, …) before this request was
+    /// written: one guest card each.
     #[serde(default)]
-    pub network: Option<ShimNetwork>,
+    pub networks: Vec<ShimNetwork>,
+    /// One of them is user-defined: the guest's 127.0.0.11 relays to the
+    /// container's embedded DNS server in the shim's namespace.
+    #[serde(default)]
+    pub embedded_dns: bool,
 }
 
 /// `berth __vm-shim --member`: a warm pool member's shim, whose
@@ -73,19 +78,22 @@ pub struct MemberBoot {
     /// container's root on it (the member's container's `rootfs`, which
     /// the claimed container, taking the member's id, has too).
     pub root: PathBuf,
-    /// The member's network, connected into the shim's namespace before
-    /// the boot (as a namespace member's sandbox is connected before its
-    /// claim).
+    /// The member's network (a pool member has one), connected into the
+    /// shim's namespace before the boot (as a namespace member's sandbox is
+    /// connected before its claim).
     #[serde(default)]
-    pub network: Option<ShimNetwork>,
+    pub networks: Vec<ShimNetwork>,
 }
 
-/// The address the guest takes over from the container's `eth0`.
+/// One of the container's endpoints, whose address the guest takes over.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShimNetwork {
+    /// The container's veth in the shim's namespace (`eth0`, …), which the
+    /// shim bridges to this card's tap.
+    pub veth: String,
+    /// The guest card: its MAC (`network::guest_mac` of the endpoint's),
+    /// address, and the default route's gateway on the first network.
     pub guest: berth_vm::protocol::GuestNetwork,
-    /// The MAC of the container's endpoint (`inspect`'s `MacAddress`).
-    pub mac: String,
 }
 
 /// How the start went, as the shim reports it once.
@@ -230,7 +238,7 @@ fn serve(
         run_dir: &request.run_dir,
         memory_mib: request.memory_mib,
         root: &request.spec.rootfs,
-        network: request.network.as_ref(),
+        networks: &request.networks,
     })?;
     run_container(booted, request, signals, terminal, reporter, None)
 }
@@ -259,7 +267,7 @@ fn serve_member(
         run_dir: &member.run_dir,
         memory_mib: member.memory_mib,
         root: &share.dir,
-        network: member.network.as_ref(),
+        networks: &member.networks,
     })?;
     reporter.booted()?;
     let Some((request, mut stdio)) = wait_for_claim(channel, &booted.vm)? else {
@@ -416,18 +424,18 @@ struct BootSettings<'a> {
     memory_mib: u32,
     /// The root share's directory.
     root: &'a std::path::Path,
-    network: Option<&'a ShimNetwork>,
+    networks: &'a [ShimNetwork],
 }
 
-/// A booted VM (its agent `Ready`) and the tap its card sits on.
+/// A booted VM (its agent `Ready`) and the taps its cards sit on.
 struct Booted {
     vm: Vm,
-    _tap: Option<super::network::Tap>,
+    _taps: Vec<super::network::Tap>,
 }
 
 /// The VM up to its agent's `Ready`: guest kernel and initramfs, the
-/// root share, the network's tap and bridge (the container's veth is in
-/// this namespace already), QEMU.
+/// root share, each network's tap and bridge (the container's veths are
+/// in this namespace already), QEMU with a card on each tap.
 fn boot(settings: &BootSettings<'_>) -> Result<Booted, String> {
     // The guest agent is berth itself (one binary, the design);
     // `BERTH_VM_AGENT=small` packs the 2 MB agent instead, a smaller
@@ -449,17 +457,15 @@ fn boot(settings: &BootSettings<'_>) -> Result<Booted, String> {
     })?;
     config.run_dir = settings.run_dir.to_path_buf();
     config.shares = vec![Share::root(ROOT_TAG, settings.root, false)];
-    let tap = match settings.network {
-        Some(network) => {
-            let tap = super::network::bridge_to_tap(&network.mac)?;
-            config.network = Some(std::sync::Arc::new(berth_vm::qemu::NetworkDevice {
-                tap_fd: std::os::fd::AsRawFd::as_raw_fd(&tap.fd),
-                mac: tap.guest_mac.clone(),
-            }));
-            Some(tap)
-        }
-        None => None,
-    };
+    let mut taps = Vec::with_capacity(settings.networks.len());
+    for (position, network) in settings.networks.iter().enumerate() {
+        let tap = super::network::bridge_to_tap(position, &network.veth)?;
+        config.networks.push(berth_vm::qemu::NetworkDevice {
+            tap_fd: std::os::fd::AsRawFd::as_raw_fd(&tap.fd),
+            mac: network.guest.mac.clone(),
+        });
+        taps.push(tap);
+    }
     let vm = Vm::boot(&config).map_err(|error| {
         format!(
             "failed to boot the container's VM: {}",
@@ -467,7 +473,7 @@ fn boot(settings: &BootSettings<'_>) -> Result<Booted, String> {
         )
     })?;
     tracing::debug!(ready = ?vm.boot_times().ready, "VM booted");
-    Ok(Booted { vm, _tap: tap })
+    Ok(Booted { vm, _taps: taps })
 }
 
 /// Runs the container's process in the booted VM and relays its stdio
@@ -481,7 +487,7 @@ fn run_container(
     reporter: &mut Reporter,
     root_subdir: Option<&str>,
 ) -> Result<i32, String> {
-    let Booted { mut vm, _tap } = booted;
+    let Booted { mut vm, _taps } = booted;
     let spec = &request.spec;
     let mut signalfd =
         SignalFd::with_flags(&signals, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
@@ -498,17 +504,20 @@ fn run_container(
         mounts: Vec::new(),
         container: Some(Box::new(spec.clone())),
         stdin: true,
-        network: request
-            .network
-            .as_ref()
-            .map(|network| network.guest.clone()),
+        networks: request
+            .networks
+            .iter()
+            .map(|network| network.guest.clone())
+            .collect(),
+        embedded_dns: request.embedded_dns && !request.networks.is_empty(),
     };
-    let mut dns = match &request.network {
-        Some(network) if network.guest.embedded_dns => Some(
+    let mut dns = if run.embedded_dns {
+        Some(
             berth_vm::dns_relay::HostDns::connect()
                 .map_err(|error| format!("failed to reach the embedded DNS: {error}"))?,
-        ),
-        _ => None,
+        )
+    } else {
+        None
     };
     let listener = super::relay::ExecListener::bind(&super::exec::socket_path(&request.run_dir))?;
     // SAFETY: 0, 1 and 2 are this process's standard streams, open for its

@@ -1,0 +1,306 @@
+//! A VM container on several networks (issue 16): each network the
+//! container has when its VM boots is a virtio-net card of its own in the
+//! guest, found by its MAC and named as a namespace container's veth
+//! (`eth0`, `eth1`, …), with the container's address on that network and
+//! the first network's default route; the embedded DNS answers for the
+//! containers of every network. Compose's way: created on one network,
+//! `network connect`ed to the others before the start. Real VMs under TCG
+//! (`support::vm` finds the kernel and the cache, or says why it skips).
+
+#![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
+
+mod support;
+
+use std::process::Command;
+
+use support::containers::{pid_alive, wait_until};
+use support::vm::{vm_environment, vm_processes};
+use support::{Berth, Run};
+
+/// A private root with busybox loaded whose commands find the guest kernel
+/// and the shared cache.
+struct VmBerth {
+    berth: Berth,
+    kernel: std::path::PathBuf,
+    cache: std::path::PathBuf,
+}
+
+impl VmBerth {
+    fn new() -> Option<VmBerth> {
+        let (kernel, cache) = vm_environment()?;
+        let berth = Berth::new();
+        berth.load("busybox-docker.tar");
+        Some(VmBerth {
+            berth,
+            kernel,
+            cache,
+        })
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        let mut command = self.berth.command();
+        command
+            .env("BERTH_VM_KERNEL_DIR", &self.kernel)
+            .env("BERTH_VM_CACHE", &self.cache)
+            .env("BERTH_VM_ACCEL", "tcg")
+            .args(args);
+        Run {
+            output: support::output_with_stdin(command, None),
+        }
+    }
+
+    fn inspect(&self, what: &str, format: &str) -> String {
+        self.run(&["inspect", "-f", format, what])
+            .ok()
+            .trim()
+            .to_owned()
+    }
+
+    /// The container's address on `network`.
+    fn address(&self, container: &str, network: &str) -> String {
+        let address = self.inspect(
+            container,
+            &format!("{{{{(index .NetworkSettings.Networks \"{network}\").IPAddress}}}}"),
+        );
+        assert!(
+            !address.is_empty(),
+            "{container} has no address on {network}"
+        );
+        address
+    }
+
+    /// The bridge device of each of this root's networks (its own default
+    /// bridge included).
+    fn bridges(&self, networks: &[&str]) -> Vec<String> {
+        let mut bridges: Vec<String> = networks
+            .iter()
+            .map(|network| {
+                let format = "{{index .Options \"com.docker.network.bridge.name\"}}";
+                self.run(&["network", "inspect", "-f", format, network])
+                    .ok()
+                    .trim()
+                    .to_owned()
+            })
+            .collect();
+        bridges.push(berth_net::instance::Instance::for_root(self.berth.root()).default_bridge);
+        bridges
+    }
+}
+
+/// `ip addr show dev CARD` in the guest, through `exec`.
+fn guest_card(berth: &VmBerth, container: &str, card: &str) -> String {
+    berth
+        .run(&["exec", container, "ip", "addr", "show", "dev", card])
+        .ok()
+}
+
+fn link_exists(device: &str) -> bool {
+    Command::new("ip")
+        .args(["link", "show", "dev", device])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+fn nft_tables() -> String {
+    String::from_utf8_lossy(
+        &Command::new("nft")
+            .args(["list", "tables"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .into_owned()
+}
+
+#[test]
+fn a_vm_container_joins_every_network_it_was_connected_to_before_its_start() {
+    let Some(berth) = VmBerth::new() else { return };
+    for network in ["net-a", "net-b", "net-c"] {
+        berth.run(&["network", "create", network]).ok();
+    }
+    let bridges = berth.bridges(&["net-a", "net-b", "net-c"]);
+    let serve = ["busybox", "httpd", "-f", "-p", "80", "-h", "/etc"];
+    for (name, network) in [("on-a", "net-a"), ("on-b", "net-b")] {
+        let mut args = vec!["run", "-d", "--network", network, "--name", name];
+        args.extend_from_slice(&serve);
+        berth.run(&args).ok();
+    }
+    // Compose's order: created on A, connected to B, then started.
+    let mut args = vec![
+        "create",
+        "--isolation=vm",
+        "--network",
+        "net-a",
+        "--name",
+        "multi",
+    ];
+    args.extend_from_slice(&serve);
+    berth.run(&args).ok();
+    berth.run(&["network", "connect", "net-b", "multi"]).ok();
+    berth.run(&["start", "multi"]).ok();
+    let (on_a, on_b) = (
+        berth.address("on-a", "net-a"),
+        berth.address("on-b", "net-b"),
+    );
+    let (vm_a, vm_b) = (
+        berth.address("multi", "net-a"),
+        berth.address("multi", "net-b"),
+    );
+
+    // A card per network, named in the container's order, each with its
+    // address; the default route is the first network's.
+    let eth0 = guest_card(&berth, "multi", "eth0");
+    let eth1 = guest_card(&berth, "multi", "eth1");
+    assert!(eth0.contains(&format!("inet {vm_a}/")), "{eth0}");
+    assert!(eth1.contains(&format!("inet {vm_b}/")), "{eth1}");
+    let routes = berth.run(&["exec", "multi", "ip", "route"]).ok();
+    let gateway_a = berth.inspect(
+        "multi",
+        "{{(index .NetworkSettings.Networks \"net-a\").Gateway}}",
+    );
+    assert!(
+        routes.contains(&format!("default via {gateway_a} dev eth0")),
+        "{routes}"
+    );
+    assert_eq!(routes.matches("default").count(), 1, "{routes}");
+
+    // The guest reaches a namespace container on each network, by name
+    // (the embedded DNS knows both networks) and by address.
+    for (name, address) in [("on-a", &on_a), ("on-b", &on_b)] {
+        let hostname = berth.inspect(name, "{{.Config.Hostname}}");
+        for host in [name, address.as_str()] {
+            let url = format!("http://{host}/hostname");
+            let out = berth.run(&["exec", "multi", "wget", "-qO-", &url]).ok();
+            assert_eq!(out, format!("{hostname}\n"), "{url}");
+        }
+    }
+    // And namespace containers on B reach the VM's httpd by its name
+    // through its second card.
+    let vm_hostname = berth.inspect("multi", "{{.Config.Hostname}}");
+    let mut answer = String::new();
+    wait_until(120.0, "the VM's httpd by name from net-b", || {
+        let run = berth.run(&[
+            "run",
+            "--rm",
+            "--network",
+            "net-b",
+            "busybox",
+            "wget",
+            "-qO-",
+            "http://multi/hostname",
+        ]);
+        answer = run.stdout();
+        run.code() == 0
+    });
+    assert_eq!(answer, format!("{vm_hostname}\n"));
+
+    // No hotplug: connecting the running VM container is refused by name,
+    // and nothing is half done.
+    let networks = "{{range $name, $network := .NetworkSettings.Networks}}{{$name}}={{$network.IPAddress}} {{end}}";
+    let before = berth.inspect("multi", networks);
+    let stderr = berth
+        .run(&["network", "connect", "net-c", "multi"])
+        .fails(1);
+    assert!(
+        stderr.contains("connecting a running VM container (multi) to a network is not supported: stop it first"),
+        "{stderr}"
+    );
+    assert_eq!(berth.inspect("multi", networks), before);
+    let containers = ["network", "inspect", "-f", "{{len .Containers}}", "net-c"];
+    assert_eq!(berth.run(&containers).ok().trim(), "0");
+    assert!(!guest_card(&berth, "multi", "eth1").is_empty());
+    assert!(
+        berth
+            .run(&["exec", "multi", "ip", "addr", "show", "dev", "eth2"])
+            .code()
+            != 0,
+        "no third card"
+    );
+
+    // Stopped, it takes the connection; its next VM has the third card.
+    berth.run(&["stop", "-t", "2", "multi"]).ok();
+    berth.run(&["network", "connect", "net-c", "multi"]).ok();
+    berth.run(&["start", "multi"]).ok();
+    for (card, network) in [("eth0", "net-a"), ("eth1", "net-b"), ("eth2", "net-c")] {
+        let address = berth.address("multi", network);
+        let shown = guest_card(&berth, "multi", card);
+        assert!(
+            shown.contains(&format!("inet {address}/")),
+            "{card}: {shown}"
+        );
+    }
+    let url = format!("http://{}/hostname", berth.address("on-a", "net-a"));
+    berth.run(&["exec", "multi", "wget", "-qO-", &url]).ok();
+
+    // Removed: nothing of it, its networks or its VM stays on the host.
+    let processes = vm_processes(berth.inspect("multi", "{{.State.Pid}}").parse().unwrap());
+    berth.run(&["rm", "-f", "multi", "on-a", "on-b"]).ok();
+    for network in ["net-a", "net-b", "net-c"] {
+        berth.run(&["network", "rm", network]).ok();
+    }
+    wait_until(20.0, "the VM's processes to end", || {
+        processes.iter().all(|pid| !pid_alive(*pid))
+    });
+    for bridge in &bridges {
+        assert!(!link_exists(bridge), "bridge {bridge} left");
+    }
+    let table = berth_net::instance::Instance::for_root(berth.berth.root()).table;
+    let tables = nft_tables();
+    assert!(!tables.contains(&format!(" {table}\n")), "{tables}");
+    assert!(berth.berth.all_ids().is_empty());
+}
+
+#[test]
+fn several_networks_at_create_and_the_default_bridge_beside_a_user_network() {
+    let Some(berth) = VmBerth::new() else { return };
+    for network in ["front", "back"] {
+        berth.run(&["network", "create", network]).ok();
+    }
+    // `--network` twice (API 1.44's several EndpointsConfig at create).
+    let out = berth
+        .run(&[
+            "run",
+            "--rm",
+            "--isolation=vm",
+            "--network",
+            "front",
+            "--network",
+            "back",
+            "busybox",
+            "sh",
+            "-c",
+            "for card in eth0 eth1; do ip -4 addr show dev $card | grep -c inet; done; \
+             ip route | grep -c default",
+        ])
+        .ok();
+    assert_eq!(out, "1\n1\n1\n");
+    // On the default bridge, connected to a user-defined network before
+    // its start: the embedded DNS answers (it knows `back`'s names), as
+    // Docker's does for any endpoint off the default bridge; the default
+    // route stays the bridge's.
+    let mut args = vec!["run", "-d", "--network", "back", "--name", "peer"];
+    args.extend_from_slice(&["busybox", "httpd", "-f", "-p", "80", "-h", "/etc"]);
+    berth.run(&args).ok();
+    let script = "grep nameserver /etc/resolv.conf; wget -qO- http://peer/hostname; \
+                  ip route | grep default";
+    let args = ["create", "--isolation=vm", "busybox", "sh", "-c", script];
+    let id = berth.run(&args).ok().trim().to_owned();
+    berth.run(&["network", "connect", "back", &id]).ok();
+    let out = berth.run(&["start", "-a", &id]).ok();
+    let format = "{{(index .IPAM.Config 0).Gateway}}";
+    let gateway = berth
+        .run(&["network", "inspect", "-f", format, "bridge"])
+        .ok();
+    let gateway = gateway.trim();
+    let peer = berth.inspect("peer", "{{.Config.Hostname}}");
+    let lines: Vec<&str> = out.lines().map(str::trim_end).collect();
+    let route = format!("default via {gateway} dev eth0");
+    assert_eq!(lines, ["nameserver 127.0.0.11", &peer, &route], "{out}");
+    berth.run(&["rm", "-f", &id, "peer"]).ok();
+    for network in ["front", "back"] {
+        berth.run(&["network", "rm", network]).ok();
+    }
+}
