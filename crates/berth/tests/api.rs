@@ -862,7 +862,6 @@ fn endpoint_settings_berth_cannot_honour_are_refused() {
             r#"{"IPAMConfig":{"LinkLocalIPs":["169.254.8.8"]}}"#,
             "link-local IPs",
         ),
-        (r#"{"DriverOpts":{"a":"b"}}"#, "driver options"),
         (
             r#"{"Links":["ep-c:x:y"]}"#,
             "bad format for links: ep-c:x:y",
@@ -898,6 +897,81 @@ fn endpoint_settings_berth_cannot_honour_are_refused() {
     assert_eq!(networks.trim(), "1");
     server.berth.run(&["rm", "ep-c"]).ok();
     server.berth.run(&["network", "rm", "epnet"]).ok();
+}
+
+/// An endpoint as dockerd shows it: the aliases asked for (the short id is
+/// appended at the first start), the address asked for under `IPAMConfig`,
+/// the `DriverOpts` kept; the deprecated `Config.MacAddress` is the first
+/// network's MAC. And `container prune` counts the writable layers freed.
+#[test]
+fn endpoints_are_shown_as_dockerd_shows_them_and_prune_counts_its_space() {
+    let Some(server) = Server::start_with(&[], false) else {
+        return;
+    };
+    server.berth.load("busybox-docker.tar");
+    server
+        .berth
+        .run(&["network", "create", "--subnet", "10.239.12.0/24", "shownet"])
+        .ok();
+    let body = r#"{"Image":"busybox","Cmd":["sh","-c","cat /sys/class/net/eth0/address; echo data > /f"],"MacAddress":"02:42:ac:11:00:0a","HostConfig":{"NetworkMode":"shownet"},"NetworkingConfig":{"EndpointsConfig":{"shownet":{"Aliases":["hello"],"DriverOpts":{"key1":"a"},"IPAMConfig":{"IPv4Address":"10.239.12.9"}}}}}"#;
+    let request = format!(
+        "POST /v1.41/containers/create HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let (status, _, answer) = server.raw(request.as_bytes());
+    assert_eq!(status, 201, "{}", message(&answer));
+    let id = serde_json::from_slice::<Value>(&answer).unwrap()["Id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let endpoint = |berth: &support::Berth| {
+        let text = berth
+            .run(&[
+                "inspect",
+                "-f",
+                "{{json .NetworkSettings.Networks.shownet}}",
+                &id,
+            ])
+            .ok();
+        serde_json::from_str::<Value>(&text).unwrap()
+    };
+    let created = endpoint(&server.berth);
+    assert_eq!(
+        created["Aliases"],
+        serde_json::json!(["hello"]),
+        "{created}"
+    );
+    assert_eq!(
+        created["DriverOpts"],
+        serde_json::json!({"key1": "a"}),
+        "{created}"
+    );
+    assert_eq!(
+        created["IPAMConfig"],
+        serde_json::json!({"IPv4Address": "10.239.12.9"}),
+        "{created}"
+    );
+    let out = server.berth.run(&["start", "-a", &id]).ok();
+    assert_eq!(out, "02:42:ac:11:00:0a\n");
+    let started = endpoint(&server.berth);
+    assert_eq!(
+        started["Aliases"],
+        serde_json::json!(["hello", &id[..12]]),
+        "{started}"
+    );
+    // The exited container's layer holds /f: prune frees more than nothing.
+    let (status, _, answer) = server.raw(
+        b"POST /v1.41/containers/prune HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 200);
+    let pruned: Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(
+        pruned["ContainersDeleted"],
+        serde_json::json!([id]),
+        "{pruned}"
+    );
+    assert!(pruned["SpaceReclaimed"].as_u64().unwrap() > 0, "{pruned}");
+    server.berth.run(&["network", "rm", "shownet"]).ok();
 }
 
 /// `GET /containers/json` lists Docker's MountPoints (compose v2 compares

@@ -546,10 +546,14 @@ pub fn changes(server: &Server, id: &str) -> Handled {
 pub fn prune(server: &Server) -> Handled {
     let mut engine = server.engine()?;
     server.claims.release_all();
-    let removed = prune_containers(&mut engine)?;
+    let pruned = prune_containers(&mut engine)?;
     reply(Response::json(
         200,
-        &json!({ "ContainersDeleted": removed, "SpaceReclaimed": 0 }),
+        // dockerd's nil list is null.
+        &json!({
+            "ContainersDeleted": Some(pruned.ids).filter(|ids| !ids.is_empty()),
+            "SpaceReclaimed": pruned.reclaimed,
+        }),
     ))
 }
 

@@ -80,11 +80,15 @@ fn network_requests(
     );
     for name in names {
         let network = crate::networks::find_network(store, kernel, name)?;
-        let settings = endpoints
+        let mut settings = endpoints
             .get(name)
             .or_else(|| (name == first).then(|| endpoints.get("default")).flatten())
             .cloned()
             .unwrap_or_default();
+        // The deprecated `Config.MacAddress` is the first network's MAC.
+        if name == first && settings.mac_address.is_empty() {
+            settings.mac_address.clone_from(&request.config.mac_address);
+        }
         let request = NetworkRequest::for_endpoint(&network, &settings)?;
         if !network.is_bridge() {
             return Err(CreateError::HostNetwork {

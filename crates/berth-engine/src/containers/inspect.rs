@@ -143,48 +143,42 @@ fn network_settings(store: &Store, container: &Container) -> Value {
     let mut top = json!({
         "EndpointID": "", "Gateway": "", "IPAddress": "", "IPPrefixLen": 0, "MacAddress": "",
     });
-    type Named = (String, String, Vec<String>, Vec<String>);
-    let named: Vec<Named> = if run.networks.is_empty() {
-        if run.network_mode.starts_with("container:") {
-            Vec::new()
-        } else {
-            vec![(
-                run.network_mode.clone(),
-                String::new(),
-                Vec::new(),
-                Vec::new(),
-            )]
-        }
+    // The container's networks as requested (none for another's namespace;
+    // host and none modes name their network without a request).
+    let requests: Vec<crate::networks::NetworkRequest> = if !run.networks.is_empty() {
+        run.networks.clone()
+    } else if run.network_mode.starts_with("container:") {
+        Vec::new()
     } else {
-        run.networks
-            .iter()
-            .map(|request| {
-                (
-                    request.name.clone(),
-                    request.network_id.clone(),
-                    request.aliases.clone(),
-                    request.links.clone(),
-                )
-            })
-            .collect()
+        vec![crate::networks::NetworkRequest {
+            name: run.network_mode.clone(),
+            ..Default::default()
+        }]
     };
-    for (name, network_id, aliases, links) in named {
+    // dockerd appends the short id to a user-defined network's aliases when
+    // the container first starts.
+    let started = container.state.started_at != super::state::ZERO_TIME;
+    for request in requests {
+        let name = request.name.clone();
+        let network_id = request.network_id.clone();
         let endpoint = endpoints
             .iter()
             .find(|endpoint| endpoint.network_id == network_id);
         let field = |value: Option<String>| value.unwrap_or_default();
         let user_defined = name != "bridge" && !network_id.is_empty();
-        let aliases = if user_defined {
-            let mut all = vec![container.record.id[..12].to_owned()];
-            all.extend(aliases);
-            json!(all)
-        } else {
-            Value::Null
-        };
+        let mut aliases = request.aliases.clone();
+        let short_id = &container.record.id[..12];
+        if user_defined && started && !aliases.iter().any(|alias| alias == short_id) {
+            aliases.push(short_id.to_owned());
+        }
+        let or_null = |value: Value, empty: bool| if empty { Value::Null } else { value };
         let entry = json!({
-            "IPAMConfig": Value::Null,
-            "Links": if links.is_empty() { Value::Null } else { json!(links) },
-            "Aliases": aliases,
+            "IPAMConfig": or_null(
+                json!({ "IPv4Address": request.ipv4_address }),
+                request.ipv4_address.is_empty(),
+            ),
+            "Links": or_null(json!(request.links), request.links.is_empty()),
+            "Aliases": or_null(json!(aliases), aliases.is_empty()),
             "NetworkID": network_id,
             "EndpointID": field(endpoint.map(|e| e.record.endpoint_id.clone())),
             "Gateway": field(endpoint.map(|e| e.record.gateway.clone())),
@@ -194,7 +188,7 @@ fn network_settings(store: &Store, container: &Container) -> Value {
             "GlobalIPv6Address": "",
             "GlobalIPv6PrefixLen": 0,
             "MacAddress": field(endpoint.map(|e| e.record.mac_address.clone())),
-            "DriverOpts": Value::Null,
+            "DriverOpts": or_null(json!(request.driver_opts), request.driver_opts.is_empty()),
         });
         if name == "bridge" {
             for key in [

@@ -226,16 +226,26 @@ fn merge_resources(stored: &mut Resources, update: &Resources) {
 }
 
 /// `container prune`: every stopped container; returns the removed ids.
-pub fn prune_containers(engine: &mut Engine) -> Result<Vec<String>, EngineError> {
+/// What `container prune` removed: the containers' ids, and the bytes of
+/// their writable layers (dockerd's `SpaceReclaimed`).
+#[derive(Debug, Default)]
+pub struct PrunedContainers {
+    pub ids: Vec<String>,
+    pub reclaimed: u64,
+}
+
+pub fn prune_containers(engine: &mut Engine) -> Result<PrunedContainers, EngineError> {
     let config = engine.config().clone();
     let containers = super::list_containers(engine.store(), &config)?;
-    let mut removed = Vec::new();
+    let mut pruned = PrunedContainers::default();
     for container in containers {
         if container.state.is_running() {
             continue;
         }
+        let (size_rw, _) = super::container_size(engine.store(), &config, &container)?;
         super::remove_container(engine, &container.record.id, false)?;
-        removed.push(container.record.id);
+        pruned.ids.push(container.record.id);
+        pruned.reclaimed += size_rw;
     }
-    Ok(removed)
+    Ok(pruned)
 }

@@ -56,7 +56,7 @@ pub use logging::{default_log_config, log_location};
 pub use lookup::{find_container, Container};
 pub use manage::{
     container_network_io, container_processes, container_stats, pause_container, prune_containers,
-    rename_container, unpause_container, update_container,
+    rename_container, unpause_container, update_container, PrunedContainers,
 };
 pub use monitor::Attachment;
 pub use remove::{remove_container, remove_container_with};

@@ -130,6 +130,10 @@ pub struct NetworkRequest {
     /// NAME on this network for this container alone (user-defined networks).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<String>,
+    /// The endpoint's `DriverOpts`, kept for inspect: dockerd's bridge
+    /// driver reads no endpoint option either.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub driver_opts: std::collections::BTreeMap<String, String>,
 }
 
 impl NetworkRequest {
@@ -152,16 +156,6 @@ impl NetworkRequest {
             return Err(unsupported(
                 "an endpoint's link-local IPs",
                 "berth networks are IPv4 bridges",
-            ));
-        }
-        if settings
-            .driver_opts
-            .as_ref()
-            .is_some_and(|options| !options.is_empty())
-        {
-            return Err(unsupported(
-                "an endpoint's driver options",
-                "berth's bridge driver takes none",
             ));
         }
         if settings.gw_priority != 0 {
@@ -190,6 +184,7 @@ impl NetworkRequest {
             ipv4_address: ipam.ipv4_address,
             mac_address: settings.mac_address.clone(),
             links,
+            driver_opts: settings.driver_opts.clone().unwrap_or_default(),
         })
     }
 }

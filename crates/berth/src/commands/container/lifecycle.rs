@@ -213,14 +213,17 @@ pub fn prune(engine: &mut Engine, args: &PruneArgs) -> anyhow::Result<i32> {
     {
         return Ok(0);
     }
-    let removed = prune_containers(engine)?;
-    if !removed.is_empty() {
+    let pruned = prune_containers(engine)?;
+    if !pruned.ids.is_empty() {
         println!("Deleted Containers:");
-        for id in &removed {
+        for id in &pruned.ids {
             println!("{id}");
         }
         println!();
     }
-    println!("Total reclaimed space: 0B");
+    println!(
+        "Total reclaimed space: {}",
+        crate::format::units::human_size(pruned.reclaimed)
+    );
     Ok(0)
 }
