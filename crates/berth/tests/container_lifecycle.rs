@@ -1379,3 +1379,56 @@ fn run_matches_docker() {
     );
     assert_no_containers(&berth, "the conformance matrix");
 }
+
+/// `wait` on a container with a restart policy returns when its run ends,
+/// with that run's code, as dockerd fires its waiters on the restart (it
+/// used to wait for a monitor that restarts forever).
+#[test]
+fn wait_returns_at_the_end_of_a_run_that_restarts() {
+    let berth = busybox();
+    let id = berth
+        .run(&[
+            "run",
+            "-d",
+            "--restart",
+            "always",
+            "--network",
+            "none",
+            "busybox",
+            "sh",
+            "-c",
+            "sleep 1; exit 3",
+        ])
+        .ok();
+    let id = id.trim();
+    let started = Instant::now();
+    let mut wait = berth.command();
+    wait.args(["wait", id]);
+    let waited = support::output_with_stdin(
+        {
+            let mut timed = std::process::Command::new("timeout");
+            timed
+                .arg("60")
+                .arg(wait.get_program())
+                .args(wait.get_args());
+            for (key, value) in wait.get_envs() {
+                match value {
+                    Some(value) => timed.env(key, value),
+                    None => timed.env_remove(key),
+                };
+            }
+            timed
+        },
+        None,
+    );
+    assert!(waited.status.success(), "{waited:?}");
+    assert_eq!(String::from_utf8_lossy(&waited.stdout), "3\n");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    // It restarts on: rm without -f refuses, as dockerd's for a restarting one.
+    let error = berth.run(&["rm", id]).fails(1);
+    assert!(
+        error.to_lowercase().contains("stop the container before"),
+        "{error}"
+    );
+    berth.run(&["rm", "-f", id]).ok();
+}

@@ -350,7 +350,12 @@ fn wait_for(
         match find_container(engine.store(), &config, id) {
             Ok(container) => {
                 last_code = container.state.exit_code;
-                let exited = !container.state.is_running();
+                // A run that ended with a restart to come has ended for dockerd's
+                // waiters too.
+                let exited = !container.state.is_running()
+                    || (container.state.status
+                        == berth_engine::containers::state::Status::Restarting
+                        && container.state.finished_at != initial_finished);
                 let holds = match condition {
                     Condition::NotRunning => exited,
                     Condition::NextExit => {

@@ -42,6 +42,29 @@ fn wait_for_exit(pid: i32, timeout: Option<Duration>) -> bool {
     }
 }
 
+/// Waits until the container's current run has ended, as dockerd's wait
+/// for "not-running": the monitor finished, or its restart policy has it
+/// `restarting` (dockerd fires its waiters then; the monitor goes on).
+fn wait_for_run_end(engine: &Engine, config: &crate::EngineConfig, container: &Container) {
+    let state = &container.state;
+    let restarts = !container.record.run.restart.is_none();
+    if !restarts {
+        return wait_for_monitor(container);
+    }
+    let began = state.finished_at.clone();
+    while process_alive(state.monitor_pid, state.monitor_start_time) {
+        if wait_for_exit(state.monitor_pid, Some(Duration::from_millis(50))) {
+            return;
+        }
+        match find_container(engine.store(), config, &container.record.id) {
+            // Each run's end stamps `finished_at`, a restart to come too.
+            Ok(now) if !now.state.is_running() || now.state.finished_at != began => return,
+            Ok(_) => {}
+            Err(_) => return,
+        }
+    }
+}
+
 /// Waits for the monitor to finish (state recorded, cleanup done).
 fn wait_for_monitor(container: &Container) {
     let state = &container.state;
@@ -225,7 +248,7 @@ pub fn wait_container(engine: &mut Engine, text: &str) -> Result<i32, EngineErro
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, text)?;
     if container.state.is_running() {
-        wait_for_monitor(&container);
+        wait_for_run_end(engine, &config, &container);
     }
     let row = super::lookup::find_row(engine.store(), &container.record.id);
     match row {
