@@ -156,10 +156,48 @@ fn update_changes_limits_of_a_running_container() {
     } else {
         eprintln!("SKIP: no cgroup v1 memory hierarchy on this host");
     }
+    // inspect shows the update, as dockerd's.
+    berth.run(&["update", "--cpu-shares", "3", &id]).ok();
+    let host = berth
+        .run(&[
+            "inspect",
+            "-f",
+            "{{.HostConfig.Memory}} {{.HostConfig.MemorySwap}} {{.HostConfig.CpuShares}}",
+            &id,
+        ])
+        .ok();
+    assert_eq!(host.trim(), "134217728 268435456 3");
     berth
         .run(&["update", "--restart", "on-failure:3", &id])
         .ok();
+    let policy = berth
+        .run(&[
+            "inspect",
+            "-f",
+            "{{.HostConfig.RestartPolicy.Name}} {{.HostConfig.RestartPolicy.MaximumRetryCount}}",
+            &id,
+        ])
+        .ok();
+    assert_eq!(policy.trim(), "on-failure 3");
     assert_eq!(berth.run(&["rm", "-f", &id]).ok(), format!("{id}\n"));
+
+    // A policy updated while the container runs is the one its exit meets.
+    let id = berth.run_detached(&[
+        "--restart",
+        "always",
+        "busybox",
+        "sh",
+        "-c",
+        "sleep 1; exit 5",
+    ]);
+    berth.run(&["update", "--restart", "no", &id]).ok();
+    assert_eq!(berth.run(&["wait", &id]).ok(), "5\n");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let state = berth
+        .run(&["inspect", "-f", "{{.State.Status}} {{.RestartCount}}", &id])
+        .ok();
+    assert_eq!(state.trim(), "exited 0");
+    berth.run(&["rm", &id]).ok();
 }
 
 #[test]

@@ -431,7 +431,8 @@ pub fn update(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled
         });
     let mut engine = server.engine()?;
     release_claim(server, &engine, id);
-    update_container(&mut engine, id, &resources, restart)?;
+    let fields = body.as_object().cloned().unwrap_or_default();
+    update_container(&mut engine, id, &resources, restart, &fields)?;
     reply(Response::json(200, &json!({ "Warnings": [] })))
 }
 

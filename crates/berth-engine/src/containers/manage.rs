@@ -167,12 +167,34 @@ pub fn container_network_io(engine: &Engine, container: &Container) -> NetworkIo
     runtime_of(engine, container).network_io(runtime_ref(container))
 }
 
-/// `update`: new limits, applied now when running and kept for later starts.
+/// The `HostConfig` fields an update may change, in Docker's names.
+const UPDATABLE_FIELDS: &[&str] = &[
+    "BlkioWeight",
+    "CpuPeriod",
+    "CpuQuota",
+    "CpuRealtimePeriod",
+    "CpuRealtimeRuntime",
+    "CpuShares",
+    "CpusetCpus",
+    "CpusetMems",
+    "Memory",
+    "MemoryReservation",
+    "MemorySwap",
+    "NanoCpus",
+    "PidsLimit",
+];
+
+/// `update`: new limits, applied now when running and kept for later starts;
+/// `fields` are the same changes in Docker's `HostConfig` names (the API's
+/// body, or the CLI's flags), which inspect shows afterwards, as dockerd's:
+/// a zero or empty value changes nothing. A new restart policy is the one
+/// the container's monitor applies at its next exit.
 pub fn update_container(
     engine: &mut Engine,
     text: &str,
     resources: &Resources,
     restart: Option<super::record::RestartPolicy>,
+    fields: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<(), EngineError> {
     let config = engine.config().clone();
     let mut container = find_container(engine.store(), &config, text)?;
@@ -192,6 +214,25 @@ pub fn update_container(
             })?;
     }
     merge_resources(&mut container.record.run.resources, resources);
+    if let Some(host) = container.record.host_config.as_object_mut() {
+        for (key, value) in fields {
+            let unchanged = value.is_null()
+                || value.as_i64() == Some(0)
+                || value.as_str().is_some_and(str::is_empty);
+            if UPDATABLE_FIELDS.contains(&key.as_str()) && !unchanged {
+                host.insert(key.clone(), value.clone());
+            }
+        }
+        if let Some(restart) = &restart {
+            host.insert(
+                "RestartPolicy".to_owned(),
+                serde_json::json!({
+                    "Name": restart.name,
+                    "MaximumRetryCount": restart.maximum_retry_count,
+                }),
+            );
+        }
+    }
     if let Some(restart) = restart {
         container.record.run.restart = restart;
     }

@@ -403,7 +403,9 @@ fn supervise(
             restarts,
             ran_for: run_began.elapsed(),
         };
-        let next = lifecycle::after_exit(&record.run.restart, record.run.auto_remove, exit, delay);
+        // The policy as stored now: `update --restart` applies at the next exit, as dockerd's.
+        let policy = current_record(&store, record).run.restart;
+        let next = lifecycle::after_exit(&policy, record.run.auto_remove, exit, delay);
         let restart = matches!(next, lifecycle::AfterExit::Restart { .. });
         state.status = if restart {
             Status::Restarting

@@ -123,9 +123,10 @@ pub fn update(engine: &mut Engine, args: &UpdateArgs) -> anyhow::Result<i32> {
         resources.set_nano_cpus((cpus * 1e9) as u64);
     }
     let restart = args.restart.as_deref().map(parse_restart).transpose()?;
+    let fields = docker_fields(args, &resources);
     let mut status = 0;
     for name in &args.containers {
-        match update_container(engine, name, &resources, restart.clone()) {
+        match update_container(engine, name, &resources, restart.clone(), &fields) {
             Ok(()) => println!("{name}"),
             Err(error) => {
                 eprintln!("Error: {:#}", anyhow::Error::from(error));
@@ -134,6 +135,36 @@ pub fn update(engine: &mut Engine, args: &UpdateArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(status)
+}
+
+/// The update in Docker's `HostConfig` names, as inspect shows it after.
+fn docker_fields(
+    args: &UpdateArgs,
+    resources: &Resources,
+) -> serde_json::Map<String, serde_json::Value> {
+    let bytes = |limit: Option<Limit>| match limit {
+        Some(Limit::Value(value)) => serde_json::json!(value),
+        Some(Limit::Unlimited) => serde_json::json!(-1),
+        None => serde_json::Value::Null,
+    };
+    let mut fields = serde_json::Map::new();
+    let mut put = |key: &str, value: serde_json::Value| {
+        fields.insert(key.to_owned(), value);
+    };
+    put("CpuShares", serde_json::json!(args.cpu_shares));
+    put("CpuPeriod", serde_json::json!(args.cpu_period));
+    put("CpuQuota", serde_json::json!(args.cpu_quota));
+    put("CpusetCpus", serde_json::json!(args.cpuset_cpus));
+    put("CpusetMems", serde_json::json!(args.cpuset_mems));
+    put("Memory", bytes(resources.memory));
+    put("MemoryReservation", bytes(resources.memory_reservation));
+    put("MemorySwap", bytes(resources.memory_swap));
+    put("PidsLimit", serde_json::json!(args.pids_limit));
+    put(
+        "NanoCpus",
+        serde_json::json!(args.cpus.map(|cpus| (cpus * 1e9) as i64)),
+    );
+    fields
 }
 
 fn parse_restart(text: &str) -> anyhow::Result<RestartPolicy> {
