@@ -21,6 +21,7 @@ pub mod agent;
 pub mod child;
 pub mod cpio;
 pub mod dns_relay;
+pub mod flow;
 pub mod guest;
 pub mod initramfs;
 pub mod kernel;

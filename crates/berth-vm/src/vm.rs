@@ -4,7 +4,8 @@
 //! socket pairs, the vhost-user sockets lose their names at once), no file
 //! (its directory is removed).
 
-use std::io::{Read, Write};
+use std::collections::BTreeMap;
+use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::UnixStream;
@@ -16,13 +17,15 @@ use std::time::{Duration, Instant};
 use fs_err as fs;
 
 use crate::accel::{self, Accelerator};
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+pub use nix::poll::PollFlags;
+use nix::poll::{poll, PollFd, PollTimeout};
 use nix::sys::signalfd::SignalFd;
 
+use crate::flow::{ReceiveWindow, SendWindow};
 use crate::protocol::{
     encode_message, encode_stream, ExecRequest, FrameDecoder, FrameKind, GuestMessage, GuestStats,
-    HostMessage, ProcessId, ProcessTable, ProtocolError, Ready, RunRequest, MAIN_PROCESS,
-    PROTOCOL_VERSION,
+    HostMessage, ProcessId, ProcessTable, ProtocolError, Ready, RunRequest, DRAIN_ALLOWANCE,
+    INPUT_WINDOW, MAIN_PROCESS, OUTPUT_WINDOW, PROTOCOL_VERSION,
 };
 use crate::qemu::{self, FilesystemDevice, QemuArgs, QemuError, QemuProcess};
 use crate::qmp::{Qmp, QmpError};
@@ -192,6 +195,34 @@ pub enum OutputStream {
     Stderr,
 }
 
+impl OutputStream {
+    fn index(self) -> usize {
+        match self {
+            OutputStream::Stdout => 0,
+            OutputStream::Stderr => 1,
+        }
+    }
+}
+
+/// One running process's windows (see [`crate::flow`]).
+#[derive(Debug)]
+struct ProcessFlow {
+    /// Its stdout's and stderr's: what the guest sent and the caller has
+    /// not yet said it wrote out ([`Vm::acknowledge`]).
+    outputs: [ReceiveWindow; 2],
+    /// Its stdin's: what may be sent to it now.
+    input: SendWindow,
+}
+
+impl ProcessFlow {
+    fn new() -> ProcessFlow {
+        ProcessFlow {
+            outputs: [ReceiveWindow::new(OUTPUT_WINDOW); 2],
+            input: SendWindow::new(INPUT_WINDOW),
+        }
+    }
+}
+
 /// How a process in the guest ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exit {
@@ -238,10 +269,16 @@ fn watch<'a>(fds: &mut Vec<PollFd<'a>>, fd: BorrowedFd<'a>) -> usize {
     fds.len() - 1
 }
 
+/// One of the caller's descriptors for [`Vm::next_event`] to wait on, with
+/// what for: `POLLIN`, or `POLLOUT` (an output with bytes waiting).
+pub type Watched<'a> = (BorrowedFd<'a>, PollFlags);
+
 /// What [`Vm::next_event`] saw.
 #[derive(Debug)]
 pub enum Event {
-    /// A piece of a process's output.
+    /// A piece of a process's output; the caller says when it has written
+    /// it out ([`Vm::acknowledge`]), and the guest sends at most
+    /// [`OUTPUT_WINDOW`] of a stream ahead of that.
     Output {
         process: ProcessId,
         stream: OutputStream,
@@ -257,6 +294,8 @@ pub enum Event {
     Stats(GuestStats),
     /// The answer to [`Vm::drop_caches`].
     CachesDropped,
+    /// The process took some of its stdin: [`Vm::input_window`] is larger.
+    InputCredit { process: ProcessId },
     /// One of the caller's descriptors is ready: its index among them.
     Ready(usize),
 }
@@ -282,6 +321,10 @@ pub struct Vm {
     qmp: Qmp,
     agent: UnixStream,
     decoder: FrameDecoder,
+    /// The running processes' windows.
+    flows: BTreeMap<ProcessId, ProcessFlow>,
+    /// What the agent's bytes are read into.
+    read_buffer: Vec<u8>,
     dir: VmDir,
     ready: Ready,
     boot_times: BootTimes,
@@ -375,6 +418,8 @@ impl Vm {
             qmp,
             agent,
             decoder: FrameDecoder::default(),
+            flows: BTreeMap::new(),
+            read_buffer: vec![0u8; 64 * 1024],
             dir,
             ready: Ready {
                 protocol: 0,
@@ -491,12 +536,13 @@ impl Vm {
         let mut buffer = vec![0u8; 64 * 1024];
         loop {
             let mut watched = Vec::new();
-            let stdin_index = stdin.map(|fd| {
-                watched.push(fd);
+            let input_open = self.input_window(MAIN_PROCESS) > 0;
+            let stdin_index = stdin.filter(|_| input_open).map(|fd| {
+                watched.push((fd, PollFlags::POLLIN));
                 watched.len() - 1
             });
             let signals_index = signals.as_ref().map(|signals| {
-                watched.push(signals.as_fd());
+                watched.push((signals.as_fd(), PollFlags::POLLIN));
                 watched.len() - 1
             });
             match self.next_event(&watched, dns.as_deref_mut())? {
@@ -504,7 +550,11 @@ impl Vm {
                     process: MAIN_PROCESS,
                     stream,
                     bytes,
-                } => output(stream, &bytes),
+                } => {
+                    output(stream, &bytes);
+                    self.acknowledge(MAIN_PROCESS, stream, bytes.len())?;
+                }
+                Event::InputCredit { .. } => {}
                 Event::Started {
                     process: MAIN_PROCESS,
                     pid,
@@ -515,7 +565,8 @@ impl Vm {
                 } => return Ok(exit),
                 Event::Ready(index) if Some(index) == stdin_index => {
                     let fd = stdin.expect("watched only while open");
-                    let read = match nix::unistd::read(fd.as_raw_fd(), &mut buffer) {
+                    let limit = self.input_window(MAIN_PROCESS).min(buffer.len());
+                    let read = match nix::unistd::read(fd.as_raw_fd(), &mut buffer[..limit]) {
                         Ok(read) => read,
                         Err(nix::Error::EINTR | nix::Error::EAGAIN) => continue,
                         Err(_) => 0,
@@ -544,6 +595,8 @@ impl Vm {
     /// from [`Vm::next_event`].
     pub fn start(&mut self, request: &RunRequest) -> Result<(), VmError> {
         let request = self.checked(request)?;
+        self.flows.clear();
+        self.flows.insert(MAIN_PROCESS, ProcessFlow::new());
         self.deliver(&encode_message(&HostMessage::Run(request)))?;
         self.agent
             .set_read_timeout(None)
@@ -557,11 +610,51 @@ impl Vm {
             process,
             request: Box::new(request),
         };
+        self.flows.insert(process, ProcessFlow::new());
         self.deliver(&encode_message(&message))
     }
 
-    /// Input for a running process; empty: the end of it.
+    /// How many bytes of input `process` may be sent now: its stdin's
+    /// source is read only while this is not 0, at most this much at once
+    /// ([`Event::InputCredit`] says when it grew).
+    pub fn input_window(&self, process: ProcessId) -> usize {
+        self.flows
+            .get(&process)
+            .map_or(0, |flow| flow.input.available())
+    }
+
+    /// The caller wrote `bytes` of `process`'s `stream` out (or dropped
+    /// them): the guest may send as many more.
+    pub fn acknowledge(
+        &mut self,
+        process: ProcessId,
+        stream: OutputStream,
+        bytes: usize,
+    ) -> Result<(), VmError> {
+        let Some(flow) = self.flows.get_mut(&process) else {
+            return Ok(());
+        };
+        let Some(credit) = flow.outputs[stream.index()].passed_on(bytes) else {
+            return Ok(());
+        };
+        let (stdout, stderr) = match stream {
+            OutputStream::Stdout => (credit, 0),
+            OutputStream::Stderr => (0, credit),
+        };
+        let message = HostMessage::OutputCredit {
+            process,
+            stdout,
+            stderr,
+        };
+        self.deliver(&encode_message(&message))
+    }
+
+    /// Input for a running process, within [`Vm::input_window`]; empty: the
+    /// end of it.
     pub fn send_input(&mut self, process: ProcessId, bytes: &[u8]) -> Result<(), VmError> {
+        if let Some(flow) = self.flows.get_mut(&process) {
+            flow.input.spend(bytes.len());
+        }
         let mut frame = Vec::with_capacity(bytes.len() + 9);
         encode_stream(FrameKind::Stdin, process, bytes, &mut frame);
         self.deliver(&frame)
@@ -603,10 +696,21 @@ impl Vm {
     /// ending is an error (the guest would wait on its files for ever).
     pub fn next_event(
         &mut self,
-        watched: &[BorrowedFd<'_>],
-        mut dns: Option<&mut crate::dns_relay::HostDns>,
+        watched: &[Watched<'_>],
+        dns: Option<&mut crate::dns_relay::HostDns>,
     ) -> Result<Event, VmError> {
-        let mut buffer = vec![0u8; 64 * 1024];
+        let mut buffer = std::mem::take(&mut self.read_buffer);
+        let event = self.next_event_into(watched, dns, &mut buffer);
+        self.read_buffer = buffer;
+        event
+    }
+
+    fn next_event_into(
+        &mut self,
+        watched: &[Watched<'_>],
+        mut dns: Option<&mut crate::dns_relay::HostDns>,
+        buffer: &mut [u8],
+    ) -> Result<Event, VmError> {
         loop {
             while let Some(frame) = self.decoder.next_frame()? {
                 if let Some(event) = self.event(frame, dns.as_deref_mut())? {
@@ -622,8 +726,8 @@ impl Vm {
                 }
             }
             let watched_from = fds.len();
-            for fd in watched {
-                watch(&mut fds, *fd);
+            for &(fd, events) in watched {
+                fds.push(PollFd::new(fd, events));
             }
             match poll(&mut fds, PollTimeout::NONE) {
                 Ok(_) => {}
@@ -655,7 +759,7 @@ impl Vm {
                 return Err(VmError::ShareEnded { tags });
             }
             if ready[0] {
-                if !self.receive(&mut buffer)? {
+                if !self.receive(buffer)? {
                     return Err(self.agent_gone());
                 }
                 continue;
@@ -695,10 +799,19 @@ impl Vm {
                         process,
                         code,
                         error,
-                    } => Ok(Some(Event::Exited {
-                        process,
-                        exit: Exit { code, error },
-                    })),
+                    } => {
+                        self.flows.remove(&process);
+                        Ok(Some(Event::Exited {
+                            process,
+                            exit: Exit { code, error },
+                        }))
+                    }
+                    GuestMessage::InputCredit { process, bytes } => {
+                        if let Some(flow) = self.flows.get_mut(&process) {
+                            flow.input.grant(bytes);
+                        }
+                        Ok(Some(Event::InputCredit { process }))
+                    }
                     GuestMessage::Processes(table) => Ok(Some(Event::Processes(table))),
                     GuestMessage::Stats(stats) => Ok(Some(Event::Stats(stats))),
                     GuestMessage::CachesDropped => Ok(Some(Event::CachesDropped)),
@@ -712,6 +825,15 @@ impl Vm {
             }
         };
         let (process, bytes) = frame.stream()?;
+        if let Some(flow) = self.flows.get_mut(&process) {
+            if !flow.outputs[stream.index()].received(bytes.len(), DRAIN_ALLOWANCE) {
+                return Err(VmError::Unexpected {
+                    message: format!(
+                        "more {stream:?} of process {process} than the {OUTPUT_WINDOW} bytes granted"
+                    ),
+                });
+            }
+        }
         Ok(Some(Event::Output {
             process,
             stream,
@@ -836,10 +958,47 @@ impl Vm {
         self.write_frame(&encode_message(message))
     }
 
+    /// Writes `frame` to the agent, reading what it sends meanwhile into
+    /// the decoder (its frames wait there for [`Vm::next_event`]): the
+    /// agent's own writes block while nobody reads them, and it reads the
+    /// channel only between them, so a host that only waited to write would
+    /// wait for ever once both directions are full (a process's stdin and
+    /// its output at once).
     fn write_frame(&mut self, frame: &[u8]) -> Result<(), VmError> {
-        self.agent
-            .write_all(frame)
-            .map_err(|source| VmError::Channel { source })
+        let channel = |error: nix::Error| VmError::Channel {
+            source: error.into(),
+        };
+        let mut written = 0;
+        while written < frame.len() {
+            match nix::sys::socket::send(
+                self.agent.as_raw_fd(),
+                &frame[written..],
+                nix::sys::socket::MsgFlags::MSG_DONTWAIT | nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+            ) {
+                Ok(count) => written += count,
+                Err(nix::Error::EINTR) => {}
+                Err(nix::Error::EAGAIN) => {
+                    let mut fds = [PollFd::new(
+                        self.agent.as_fd(),
+                        PollFlags::POLLIN | PollFlags::POLLOUT,
+                    )];
+                    match poll(&mut fds, PollTimeout::NONE) {
+                        Ok(_) | Err(nix::Error::EINTR) => {}
+                        Err(error) => return Err(channel(error)),
+                    }
+                    let readable = fds[0].revents().is_some_and(|events| {
+                        events.intersects(PollFlags::POLLIN | PollFlags::POLLHUP)
+                    });
+                    // (Not `read_buffer`: a caller in `next_event` holds it.)
+                    let mut buffer = [0u8; 16 * 1024];
+                    if readable && !self.receive(&mut buffer)? {
+                        return Err(channel(nix::Error::EPIPE));
+                    }
+                }
+                Err(error) => return Err(channel(error)),
+            }
+        }
+        Ok(())
     }
 
     fn wait_ready(&mut self, deadline: Instant, timeout: Duration) -> Result<Ready, VmError> {

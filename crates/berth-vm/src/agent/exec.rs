@@ -15,11 +15,12 @@ use nix::sys::signalfd::SignalFd;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
+use crate::flow::{ReceiveWindow, SendWindow};
 use crate::protocol::{
     encode_message, encode_stream, ExecRequest, FrameDecoder, FrameKind, GuestMessage, HostMessage,
-    ProcessId, RunRequest, MAIN_PROCESS,
+    ProcessId, RunRequest, DRAIN_ALLOWANCE, INPUT_WINDOW, MAIN_PROCESS, OUTPUT_WINDOW,
 };
 
 /// Docker's default `PATH` (the one runc and Docker put in a container with
@@ -54,11 +55,25 @@ pub(super) enum Outcome {
 /// One running process of the session: the `Run`'s or an `Exec`'s.
 struct Process {
     pid: Pid,
-    /// Where its stdin frames go (a pipe, or the terminal's master).
+    /// Where its stdin frames go (a pipe, or the terminal's master), both
+    /// non-blocking: a process that does not read its stdin holds up no one.
     stdin: Option<fs_err::File>,
+    /// Stdin from the host not yet written to the process, at most
+    /// [`INPUT_WINDOW`] (the host keeps to its credit).
+    pending_input: VecDeque<u8>,
+    /// The host ended the input: close `stdin` once `pending_input` is out.
+    input_ended: bool,
+    /// Input that came after the process closed its stdin: dropped, and
+    /// credited back with the next write.
+    discarded_input: usize,
+    /// The host's credit for stdin: given back as the process takes it.
+    input_window: ReceiveWindow,
     /// What its output is read from: stdout and stderr pipes, or the
     /// terminal's master alone (as stdout).
     outputs: Pipes,
+    /// What may be sent of each output before the host has written it out:
+    /// a pipe is read only while its window is open.
+    output_windows: [SendWindow; 2],
     /// The terminal's master, for `Resize`.
     terminal: Option<OwnedFd>,
     /// Its exit code once reaped.
@@ -129,9 +144,19 @@ pub(super) fn run(
         for (&id, process) in &processes {
             for (slot, output) in process.outputs.iter().enumerate() {
                 if let Some((_, pipe)) = output {
-                    fds.push(PollFd::new(pipe.as_fd(), PollFlags::POLLIN));
-                    open.push((id, slot));
+                    if process.output_windows[slot].is_open() {
+                        fds.push(PollFd::new(pipe.as_fd(), PollFlags::POLLIN));
+                        open.push((id, slot));
+                    }
                 }
+            }
+        }
+        let inputs_from = fds.len();
+        let mut inputs = Vec::new();
+        for (&id, process) in &processes {
+            if let (Some(stdin), false) = (&process.stdin, process.pending_input.is_empty()) {
+                fds.push(PollFd::new(stdin.as_fd(), PollFlags::POLLOUT));
+                inputs.push(id);
             }
         }
         match poll(&mut fds, PollTimeout::NONE) {
@@ -145,14 +170,25 @@ pub(super) fn run(
         let dns_ready = dns_index.is_some_and(|index| ready(&fds[index]));
         let pipes_ready: Vec<(ProcessId, usize)> = open
             .iter()
-            .zip(&fds[pipes_from..])
+            .zip(&fds[pipes_from..inputs_from])
             .filter(|(_, fd)| ready(fd))
             .map(|(&slot, _)| slot)
+            .collect();
+        let inputs_ready: Vec<ProcessId> = inputs
+            .iter()
+            .zip(&fds[inputs_from..])
+            .filter(|(_, fd)| ready(fd))
+            .map(|(&id, _)| id)
             .collect();
         drop(fds);
         for (id, slot) in pipes_ready {
             if let Some(process) = processes.get_mut(&id) {
                 process.read_output(port, id, slot, &mut buffer)?;
+            }
+        }
+        for id in inputs_ready {
+            if let Some(process) = processes.get_mut(&id) {
+                process.write_input(port, id)?;
             }
         }
         if port_ready {
@@ -169,6 +205,7 @@ pub(super) fn run(
                         let (id, bytes) = frame.stream().map_err(io::Error::other)?;
                         if let Some(process) = processes.get_mut(&id) {
                             process.input(bytes);
+                            process.write_input(port, id)?;
                         }
                     }
                     FrameKind::Message => {
@@ -314,6 +351,16 @@ impl Session<'_> {
                     }
                 }
             }
+            HostMessage::OutputCredit {
+                process,
+                stdout,
+                stderr,
+            } => {
+                if let Some(process) = processes.get_mut(&process) {
+                    process.output_windows[0].grant(stdout);
+                    process.output_windows[1].grant(stderr);
+                }
+            }
             HostMessage::ListProcesses => {
                 let table = super::processes::table(self.main, self.root);
                 send_message(port, &GuestMessage::Processes(table))?;
@@ -338,34 +385,76 @@ impl Session<'_> {
 
 impl Process {
     fn running(spawned: Spawned) -> io::Result<Process> {
-        for (_, pipe) in spawned.outputs.iter().flatten() {
-            fcntl(
-                pipe.as_fd().as_raw_fd(),
-                FcntlArg::F_SETFL(OFlag::O_NONBLOCK),
-            )?;
+        let outputs = spawned
+            .outputs
+            .iter()
+            .flatten()
+            .map(|(_, pipe)| pipe.as_fd());
+        for fd in outputs.chain(spawned.stdin.as_ref().map(|stdin| stdin.as_fd())) {
+            // The agent's own ends (a terminal's master is the agent's too).
+            fcntl(fd.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
         }
         Ok(Process {
             pid: spawned.pid,
             stdin: spawned.stdin,
+            pending_input: VecDeque::new(),
+            input_ended: false,
+            discarded_input: 0,
+            input_window: ReceiveWindow::new(INPUT_WINDOW),
             outputs: spawned.outputs,
+            output_windows: [SendWindow::new(OUTPUT_WINDOW); 2],
             terminal: spawned.terminal,
             code: None,
         })
     }
 
-    /// Input from the host; empty: the end of it. A process that closed its
-    /// stdin loses the rest.
+    /// Input from the host, queued for [`Process::write_input`]; empty: the
+    /// end of it. A process that closed its stdin loses the rest.
     fn input(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
             // A terminal stays open to the end (as Docker's does: the
             // master is the process's output too).
             if self.terminal.is_none() {
-                self.stdin = None;
+                self.input_ended = true;
             }
-        } else if let Some(stdin) = &mut self.stdin {
-            if stdin.write_all(bytes).is_err() {
-                self.stdin = None;
+        } else if self.stdin.is_some() {
+            self.pending_input.extend(bytes);
+        } else {
+            // Taken, as far as the host's credit goes.
+            self.discarded_input += bytes.len();
+        }
+    }
+
+    /// Writes what it can of the pending input without blocking, closes
+    /// stdin at its end, and gives the host its credit back.
+    fn write_input(&mut self, port: &mut fs_err::File, id: ProcessId) -> io::Result<()> {
+        let mut written = std::mem::take(&mut self.discarded_input);
+        while let Some(stdin) = &mut self.stdin {
+            let (front, _) = self.pending_input.as_slices();
+            if front.is_empty() {
+                if self.input_ended {
+                    self.stdin = None;
+                }
+                break;
             }
+            match stdin.write(front) {
+                Ok(count) => {
+                    self.pending_input.drain(..count);
+                    written += count;
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
+                // The process closed its stdin: the rest is lost.
+                Err(_) => {
+                    written += self.pending_input.len();
+                    self.pending_input.clear();
+                    self.stdin = None;
+                }
+            }
+        }
+        match self.input_window.passed_on(written) {
+            Some(bytes) => send_message(port, &GuestMessage::InputCredit { process: id, bytes }),
+            None => Ok(()),
         }
     }
 
@@ -378,10 +467,15 @@ impl Process {
         buffer: &mut [u8],
     ) -> io::Result<()> {
         let output = &mut self.outputs[slot];
-        if let Some((kind, pipe)) = output {
-            match pipe.read(buffer) {
+        let window = &mut self.output_windows[slot];
+        let limit = window.available().min(buffer.len());
+        if let (Some((kind, pipe)), true) = (output.as_mut(), limit > 0) {
+            match pipe.read(&mut buffer[..limit]) {
                 Ok(0) => *output = None,
-                Ok(read) => send_stream(port, *kind, id, &buffer[..read])?,
+                Ok(read) => {
+                    window.spend(read);
+                    send_stream(port, *kind, id, &buffer[..read])?
+                }
                 Err(error)
                     if matches!(
                         error.kind(),
@@ -395,7 +489,10 @@ impl Process {
     }
 
     /// The process is gone: sends what it left in its outputs, without
-    /// waiting for an orphan that still holds them open.
+    /// waiting for an orphan that still holds them open, nor for credit (its
+    /// `Exited` follows, and a stopped reader must not hold up the
+    /// container's end): beyond its window by [`DRAIN_ALLOWANCE`] at most,
+    /// what a pipe can hold (an orphan writing on is not followed for ever).
     fn drain(
         &mut self,
         port: &mut fs_err::File,
@@ -403,11 +500,16 @@ impl Process {
         buffer: &mut [u8],
     ) -> io::Result<()> {
         for slot in 0..self.outputs.len() {
-            while self.outputs[slot].is_some() {
+            let mut left = self.output_windows[slot].available() + DRAIN_ALLOWANCE as usize;
+            while self.outputs[slot].is_some() && left > 0 {
                 let (kind, pipe) = self.outputs[slot].as_mut().expect("checked");
-                match pipe.read(buffer) {
+                let limit = left.min(buffer.len());
+                match pipe.read(&mut buffer[..limit]) {
                     Ok(0) => self.outputs[slot] = None,
-                    Ok(read) => send_stream(port, *kind, id, &buffer[..read])?,
+                    Ok(read) => {
+                        left -= read;
+                        send_stream(port, *kind, id, &buffer[..read])?
+                    }
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
                     Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                     Err(_) => self.outputs[slot] = None,

@@ -218,8 +218,10 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                     port.write_all(&encode_message(&exited))
                         .map_err(channel_error)?;
                 }
-                // Nothing runs: nothing to signal, resize or list.
-                HostMessage::Signal { .. } | HostMessage::Resize { .. } => {}
+                // Nothing runs: nothing to signal, resize, credit or list.
+                HostMessage::Signal { .. }
+                | HostMessage::Resize { .. }
+                | HostMessage::OutputCredit { .. } => {}
                 HostMessage::DropCaches => {
                     boot::drop_caches();
                     port.write_all(&encode_message(&GuestMessage::CachesDropped))

@@ -395,7 +395,20 @@ pub(super) fn send<T: Serialize>(
 pub(super) fn receive<T: for<'de> Deserialize<'de>>(
     socket: &OwnedFd,
 ) -> Result<Option<(T, Vec<OwnedFd>)>, String> {
-    let mut buffer = vec![0u8; MAX_MESSAGE];
+    // The message's length first (MSG_TRUNC: a seqpacket's whole length,
+    // Linux ≥ 3.4), so that a `Resize` does not cost a megabyte.
+    let length = loop {
+        match nix::sys::socket::recv(
+            socket.as_raw_fd(),
+            &mut [],
+            MsgFlags::MSG_PEEK | MsgFlags::MSG_TRUNC,
+        ) {
+            Err(nix::Error::EINTR) => continue,
+            other => break other,
+        }
+    }
+    .map_err(|error| format!("failed to hear from the container's VM: {error}"))?;
+    let mut buffer = vec![0u8; length.clamp(1, MAX_MESSAGE + 1)];
     let mut space = nix::cmsg_space!([RawFd; 3]);
     let (length, fds) = {
         let mut iov = [IoSliceMut::new(&mut buffer)];
@@ -469,6 +482,13 @@ mod tests {
             }
         ));
         assert_eq!(fds.len(), 1);
+        // A message of its own length (a process spec with its seccomp
+        // filter is tens of KiB), however small or large.
+        let mut bytes = serde_json::to_vec(&ToShim::Signal { signal: 1 }).unwrap();
+        bytes.resize(150_000, b' ');
+        nix::sys::socket::send(left.as_raw_fd(), &bytes, MsgFlags::empty()).unwrap();
+        let (message, _) = receive::<ToShim>(&right).unwrap().unwrap();
+        assert!(matches!(message, ToShim::Signal { signal: 1 }));
         drop(left);
         assert!(receive::<ToShim>(&right).unwrap().is_none());
     }

@@ -28,6 +28,7 @@
 pub mod exec;
 pub(crate) mod launch;
 pub(crate) mod network;
+mod output;
 mod relay;
 pub mod runtime;
 pub mod shim;

@@ -3,13 +3,19 @@
 //! (or its terminal) and the signals sent to the shim, and, while it runs,
 //! each exec and `top` that comes to the shim's socket (`exec.rs`), all
 //! multiplexed on the one agent channel. Returns the first process's exit.
+//!
+//! No process's reader holds up the loop: output is written without
+//! blocking (`output.rs`) and credited back to the guest as it is written
+//! out, stdin is read only within the guest's credit for it (the agent
+//! protocol's flow control, `berth_vm::flow`).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use berth_vm::protocol::{ExecRequest, ProcessId, MAIN_PROCESS};
+use berth_vm::vm::PollFlags;
 use berth_vm::{Event, Exit, OutputStream, RunRequest, Vm, VmError};
 use nix::sys::signalfd::SignalFd;
 use nix::sys::socket::{
@@ -17,13 +23,21 @@ use nix::sys::socket::{
 };
 
 use super::exec::{receive, send, FromShim, ToShim};
+use super::output::HostOutput;
 use super::terminal::HostTerminal;
+
+/// How long the execs' held output may still take to be written out once
+/// the container's first process has ended (and its own output is out),
+/// and how long none of their readers may take nothing: then the shim
+/// ends, and what a reader that stopped did not take is lost.
+const EXEC_OUTPUT_GRACE: Duration = Duration::from_secs(2);
+const EXEC_OUTPUT_STALL: Duration = Duration::from_millis(250);
 
 /// The first process's streams on the host.
 pub(super) struct MainStreams<'a> {
     pub stdin: BorrowedFd<'a>,
-    pub stdout: &'a mut dyn Write,
-    pub stderr: &'a mut dyn Write,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
     /// With `-t`: its terminal (stdin and both outputs are its slave).
     pub terminal: Option<&'a HostTerminal>,
 }
@@ -74,8 +88,33 @@ struct ExecClient {
     /// killed then).
     connection: Option<OwnedFd>,
     stdin: Option<fs_err::File>,
-    stdout: fs_err::File,
-    stderr: fs_err::File,
+    /// Its stdout and stderr.
+    outputs: [HostOutput; 2],
+    /// The process ended; told to the relay once its output is written out.
+    exit: Option<Exit>,
+}
+
+impl ExecClient {
+    /// Tells the relay how the process ended, once its output is out: true
+    /// when this exec is done.
+    fn finish_if_written(&mut self) -> bool {
+        let Some(exit) = &self.exit else {
+            return false;
+        };
+        let Some(connection) = &self.connection else {
+            // Nobody waits for it (the relay was killed).
+            return true;
+        };
+        if self.outputs.iter().any(HostOutput::is_pending) {
+            return false;
+        }
+        let message = FromShim::Exited {
+            code: exit.code,
+            error: exit.error.clone(),
+        };
+        let _ = send(connection, &message, &[]);
+        true
+    }
 }
 
 /// What a watched descriptor is.
@@ -86,7 +125,18 @@ enum Source {
     Listener,
     Connection(ProcessId),
     ExecStdin(ProcessId),
+    /// A process's output holding bytes, writable again.
+    Output(ProcessId, OutputStream),
 }
+
+fn index(stream: OutputStream) -> usize {
+    match stream {
+        OutputStream::Stdout => 0,
+        OutputStream::Stderr => 1,
+    }
+}
+
+const STREAMS: [OutputStream; 2] = [OutputStream::Stdout, OutputStream::Stderr];
 
 /// Runs `run` in `vm` (see the module doc); `started` is called once the
 /// process runs.
@@ -100,6 +150,10 @@ pub(super) fn run_container(
     started: &mut dyn FnMut(),
 ) -> Result<Exit, VmError> {
     vm.start(run)?;
+    let mut main_outputs = [
+        HostOutput::new(main.stdout, "container stdout"),
+        HostOutput::new(main.stderr, "container stderr"),
+    ];
     let mut main_stdin_open = true;
     let mut execs: BTreeMap<ProcessId, ExecClient> = BTreeMap::new();
     // Who asked a question (a table, counters, a cache drop), in order: the
@@ -109,22 +163,39 @@ pub(super) fn run_container(
     let mut next_process: ProcessId = MAIN_PROCESS + 1;
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
-        let mut watched: Vec<(BorrowedFd<'_>, Source)> = Vec::new();
-        if main_stdin_open {
-            watched.push((main.stdin, Source::MainStdin));
+        let input = |process: ProcessId| vm.input_window(process) > 0;
+        let mut watched: Vec<(BorrowedFd<'_>, PollFlags, Source)> = Vec::new();
+        let readable = PollFlags::POLLIN;
+        if main_stdin_open && input(MAIN_PROCESS) {
+            watched.push((main.stdin, readable, Source::MainStdin));
         }
-        watched.push((signals.as_fd(), Source::Signals));
-        watched.push((listener.socket.as_fd(), Source::Listener));
+        watched.push((signals.as_fd(), readable, Source::Signals));
+        watched.push((listener.socket.as_fd(), readable, Source::Listener));
+        for (output, stream) in main_outputs.iter().zip(STREAMS) {
+            if output.is_pending() {
+                let source = Source::Output(MAIN_PROCESS, stream);
+                watched.push((output.fd(), PollFlags::POLLOUT, source));
+            }
+        }
         for (&id, exec) in &execs {
             if let Some(connection) = &exec.connection {
-                watched.push((connection.as_fd(), Source::Connection(id)));
+                watched.push((connection.as_fd(), readable, Source::Connection(id)));
             }
-            if let Some(stdin) = &exec.stdin {
-                watched.push((stdin.as_fd(), Source::ExecStdin(id)));
+            if let (Some(stdin), true) = (&exec.stdin, input(id)) {
+                watched.push((stdin.as_fd(), readable, Source::ExecStdin(id)));
+            }
+            for (output, stream) in exec.outputs.iter().zip(STREAMS) {
+                if output.is_pending() {
+                    let source = Source::Output(id, stream);
+                    watched.push((output.fd(), PollFlags::POLLOUT, source));
+                }
             }
         }
-        let sources: Vec<Source> = watched.iter().map(|(_, source)| *source).collect();
-        let fds: Vec<BorrowedFd<'_>> = watched.iter().map(|(fd, _)| *fd).collect();
+        let sources: Vec<Source> = watched.iter().map(|(_, _, source)| *source).collect();
+        let fds: Vec<(BorrowedFd<'_>, PollFlags)> = watched
+            .iter()
+            .map(|(fd, events, _)| (*fd, *events))
+            .collect();
         drop(watched);
         let event = vm.next_event(&fds, dns.as_deref_mut())?;
         drop(fds);
@@ -134,20 +205,18 @@ pub(super) fn run_container(
                 stream,
                 bytes,
             } => {
-                // A reader that went away loses the output, as a namespace
-                // container's would.
-                let _ = match (process, stream) {
-                    (MAIN_PROCESS, OutputStream::Stdout) => main.stdout.write_all(&bytes),
-                    (MAIN_PROCESS, OutputStream::Stderr) => main.stderr.write_all(&bytes),
-                    (id, stream) => match execs.get_mut(&id) {
-                        Some(exec) if stream == OutputStream::Stdout => {
-                            exec.stdout.write_all(&bytes)
-                        }
-                        Some(exec) => exec.stderr.write_all(&bytes),
-                        None => Ok(()),
-                    },
+                let output = match process {
+                    MAIN_PROCESS => Some(&mut main_outputs[index(stream)]),
+                    id => execs
+                        .get_mut(&id)
+                        .map(|exec| &mut exec.outputs[index(stream)]),
                 };
+                // An exec that is gone loses the output, as a reader that
+                // went away does (`HostOutput`).
+                let passed = output.map_or(bytes.len(), |output| output.push(&bytes));
+                vm.acknowledge(process, stream, passed)?;
             }
+            Event::InputCredit { .. } => {}
             Event::Started {
                 process: MAIN_PROCESS,
                 ..
@@ -160,24 +229,42 @@ pub(super) fn run_container(
             Event::Exited {
                 process: MAIN_PROCESS,
                 exit,
-            } => return Ok(exit),
+            } => {
+                write_out(&mut main_outputs, &mut execs);
+                return Ok(exit);
+            }
             Event::Exited { process, exit } => {
-                if let Some(exec) = execs.remove(&process) {
-                    if let Some(connection) = &exec.connection {
-                        let message = FromShim::Exited {
-                            code: exit.code,
-                            error: exit.error,
-                        };
-                        let _ = send(connection, &message, &[]);
+                if let Some(exec) = execs.get_mut(&process) {
+                    exec.stdin = None;
+                    exec.exit = Some(exit);
+                    if exec.finish_if_written() {
+                        execs.remove(&process);
                     }
                 }
             }
             Event::Processes(table) => answer(&mut waiting, &FromShim::Processes(table)),
             Event::Stats(stats) => answer(&mut waiting, &FromShim::Stats(stats)),
             Event::CachesDropped => answer(&mut waiting, &FromShim::CachesDropped),
-            Event::Ready(index) => match sources[index] {
+            Event::Ready(ready) => match sources[ready] {
+                Source::Output(process, stream) => {
+                    let output = match process {
+                        MAIN_PROCESS => Some(&mut main_outputs[index(stream)]),
+                        id => execs
+                            .get_mut(&id)
+                            .map(|exec| &mut exec.outputs[index(stream)]),
+                    };
+                    let passed = output.map_or(0, HostOutput::flush);
+                    vm.acknowledge(process, stream, passed)?;
+                    if execs
+                        .get_mut(&process)
+                        .is_some_and(ExecClient::finish_if_written)
+                    {
+                        execs.remove(&process);
+                    }
+                }
                 Source::MainStdin => {
-                    let read = read_some(main.stdin, &mut buffer);
+                    let limit = vm.input_window(MAIN_PROCESS).min(buffer.len());
+                    let read = read_some(main.stdin, &mut buffer[..limit]);
                     if read == 0 {
                         main_stdin_open = false;
                     }
@@ -217,8 +304,11 @@ pub(super) fn run_container(
                                 ExecClient {
                                     connection: Some(connection),
                                     stdin: Some(file(stdin, "exec stdin")),
-                                    stdout: file(stdout, "exec stdout"),
-                                    stderr: file(stderr, "exec stderr"),
+                                    outputs: [
+                                        HostOutput::new(stdout, "exec stdout"),
+                                        HostOutput::new(stderr, "exec stderr"),
+                                    ],
+                                    exit: None,
                                 },
                             );
                             let request = ExecRequest {
@@ -259,7 +349,11 @@ pub(super) fn run_container(
                         // killed namespace exec's process does.
                         Ok(None) | Err(_) => {
                             exec.connection = None;
-                            vm.signal(id, libc::SIGKILL)?;
+                            if exec.exit.is_some() {
+                                execs.remove(&id);
+                            } else {
+                                vm.signal(id, libc::SIGKILL)?;
+                            }
                         }
                     }
                 }
@@ -270,13 +364,64 @@ pub(super) fn run_container(
                     let Some(stdin) = &exec.stdin else {
                         continue;
                     };
-                    let read = read_some(stdin.as_fd(), &mut buffer);
+                    let limit = vm.input_window(id).min(buffer.len());
+                    let read = read_some(stdin.as_fd(), &mut buffer[..limit]);
                     if read == 0 {
                         exec.stdin = None;
                     }
                     vm.send_input(id, &buffer[..read])?;
                 }
             },
+        }
+    }
+}
+
+/// The container's first process has ended: writes out what its outputs
+/// hold, waiting for their readers as long as it takes (its output is the
+/// container's, in its log), and what the execs' hold, for
+/// [`EXEC_OUTPUT_GRACE`] more at most and while their readers take some
+/// (within [`EXEC_OUTPUT_STALL`]), telling each relay its exit once its
+/// output is out.
+fn write_out(main: &mut [HostOutput; 2], execs: &mut BTreeMap<ProcessId, ExecClient>) {
+    let mut main_done_at = None;
+    loop {
+        for output in main.iter_mut() {
+            output.flush();
+        }
+        execs.retain(|_, exec| {
+            for output in &mut exec.outputs {
+                output.flush();
+            }
+            !exec.finish_if_written()
+        });
+        let main_pending = main.iter().any(HostOutput::is_pending);
+        let execs_pending = execs
+            .values()
+            .any(|exec| exec.connection.is_some() && exec.exit.is_some());
+        let timeout = if main_pending {
+            None
+        } else {
+            let done_at = *main_done_at.get_or_insert_with(Instant::now);
+            match EXEC_OUTPUT_GRACE.checked_sub(done_at.elapsed()) {
+                Some(left) if execs_pending && !left.is_zero() => Some(left.min(EXEC_OUTPUT_STALL)),
+                _ => return,
+            }
+        };
+        let mut fds: Vec<nix::poll::PollFd<'_>> = main
+            .iter()
+            .chain(execs.values().flat_map(|exec| exec.outputs.iter()))
+            .filter(|output| output.is_pending())
+            .map(|output| nix::poll::PollFd::new(output.fd(), PollFlags::POLLOUT))
+            .collect();
+        let timeout = match timeout {
+            None => nix::poll::PollTimeout::NONE,
+            Some(left) => {
+                nix::poll::PollTimeout::try_from(left).unwrap_or(nix::poll::PollTimeout::MAX)
+            }
+        };
+        if let (Ok(0), false) = (nix::poll::poll(&mut fds, timeout), main_pending) {
+            // No exec's reader took anything for a while: stopped ones.
+            return;
         }
     }
 }

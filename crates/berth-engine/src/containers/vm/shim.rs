@@ -523,31 +523,27 @@ fn run_container(
     // SAFETY: 0, 1 and 2 are this process's standard streams, open for its
     // whole life; the borrow ends with the run.
     let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
-    let (mut stdout, mut stderr) = (std::io::stdout().lock(), std::io::stderr().lock());
-    let (mut terminal_out, mut terminal_err);
     let main = match &terminal {
-        Some(terminal) => {
-            terminal_out = fs_err::File::from_parts(
-                std::fs::File::from(clone_fd(&terminal.slave)?),
-                "terminal",
-            );
-            terminal_err = fs_err::File::from_parts(
-                std::fs::File::from(clone_fd(&terminal.slave)?),
-                "terminal",
-            );
+        Some(terminal) => super::relay::MainStreams {
+            stdin: terminal.slave.as_fd(),
+            stdout: clone_fd(&terminal.slave)?,
+            stderr: clone_fd(&terminal.slave)?,
+            terminal: Some(terminal),
+        },
+        None => {
+            let copy = |fd: i32| {
+                // SAFETY: as above: 1 and 2 are open for the process's life.
+                unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+                    .try_clone_to_owned()
+                    .map_err(|error| format!("failed to copy the container's stdio: {error}"))
+            };
             super::relay::MainStreams {
-                stdin: terminal.slave.as_fd(),
-                stdout: &mut terminal_out,
-                stderr: &mut terminal_err,
-                terminal: Some(terminal),
+                stdin,
+                stdout: copy(1)?,
+                stderr: copy(2)?,
+                terminal: None,
             }
         }
-        None => super::relay::MainStreams {
-            stdin,
-            stdout: &mut stdout,
-            stderr: &mut stderr,
-            terminal: None,
-        },
     };
     let mut started = false;
     let exit = super::relay::run_container(
