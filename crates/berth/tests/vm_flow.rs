@@ -14,8 +14,7 @@ use std::os::fd::AsRawFd;
 use std::process::{Child, Command, Stdio};
 
 use support::containers::{wait_child, wait_until};
-use support::vm::{vm_environment, vm_processes};
-use support::{Berth, Run};
+use support::vm::{vm_processes, VmBerth};
 
 const VM: &[&str] = &["--isolation=vm", "--network", "none"];
 
@@ -24,38 +23,11 @@ const VM: &[&str] = &["--isolation=vm", "--network", "none"];
 /// 2.0 MB.
 const LINES: u32 = 300_000;
 
-struct VmBerth {
-    berth: Berth,
-    kernel: std::path::PathBuf,
-    cache: std::path::PathBuf,
-}
-
 impl VmBerth {
-    fn new() -> Option<VmBerth> {
-        let (kernel, cache) = vm_environment()?;
-        let berth = Berth::new();
-        berth.load("busybox-docker.tar");
-        Some(VmBerth {
-            berth,
-            kernel,
-            cache,
-        })
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = self.berth.command();
+    fn command_with(&self, args: &[&str]) -> Command {
+        let mut command = self.command();
+        command.args(args);
         command
-            .env("BERTH_VM_KERNEL_DIR", &self.kernel)
-            .env("BERTH_VM_CACHE", &self.cache)
-            .env("BERTH_VM_ACCEL", "tcg")
-            .args(args);
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        Run {
-            output: support::output_with_stdin(self.command(args), None),
-        }
     }
 
     /// `exec ID ARGS` with stdout piped to the test, which reads it only
@@ -65,7 +37,7 @@ impl VmBerth {
         all.extend_from_slice(options);
         all.push(id);
         all.extend_from_slice(args);
-        self.command(&all)
+        self.command_with(&all)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

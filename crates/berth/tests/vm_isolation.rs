@@ -20,58 +20,14 @@ use std::process::Command;
 use berth_runtime::console::window;
 use support::containers::{mounts_under, pid_alive, wait_until};
 use support::terminal::TerminalRun;
-use support::vm::{
-    children_of, command_of, free_port, http_get, kill9, vm_environment, vm_processes,
-};
-use support::{Berth, Run};
+use support::vm::{children_of, command_of, free_port, http_get, kill9, vm_processes, VmBerth};
+use support::Run;
 
 /// What every VM run here adds: berth's microVM backend, and no network
 /// (the network tests name theirs).
 const VM: &[&str] = &["--isolation=vm", "--network", "none"];
 
-/// A private root with busybox loaded whose commands find the guest kernel
-/// and the shared cache.
-struct VmBerth {
-    berth: Berth,
-    kernel: PathBuf,
-    cache: PathBuf,
-}
-
 impl VmBerth {
-    fn new() -> Option<VmBerth> {
-        let (kernel, cache) = vm_environment()?;
-        let berth = Berth::new();
-        berth.load("busybox-docker.tar");
-        Some(VmBerth {
-            berth,
-            kernel,
-            cache,
-        })
-    }
-
-    fn command(&self) -> Command {
-        let mut command = self.berth.command();
-        command
-            .env("BERTH_VM_KERNEL_DIR", &self.kernel)
-            .env("BERTH_VM_CACHE", &self.cache)
-            // TCG asked for: the runs' stderr is the container's alone
-            // (`tcg_is_warned_about_once_per_create` sees the warning).
-            .env("BERTH_VM_ACCEL", "tcg");
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        self.run_with_stdin(args, None)
-    }
-
-    fn run_with_stdin(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
-        let mut command = self.command();
-        command.args(args);
-        Run {
-            output: support::output_with_stdin(command, stdin),
-        }
-    }
-
     /// `run --rm [VM] OPTIONS busybox ARGS`.
     fn run_in(&self, vm: bool, options: &[&str], args: &[&str], stdin: Option<&[u8]>) -> Run {
         let mut all = vec!["run", "--rm"];
@@ -95,13 +51,6 @@ impl VmBerth {
         let id = self.run(&all).ok().trim().to_owned();
         assert_eq!(id.len(), 64, "{id:?}");
         id
-    }
-
-    fn inspect(&self, id: &str, format: &str) -> String {
-        self.run(&["inspect", "-f", format, id])
-            .ok()
-            .trim()
-            .to_owned()
     }
 
     #[track_caller]

@@ -14,48 +14,9 @@ mod support;
 use std::process::Command;
 
 use support::containers::{pid_alive, wait_until};
-use support::vm::{vm_environment, vm_processes};
-use support::{Berth, Run};
-
-/// A private root with busybox loaded whose commands find the guest kernel
-/// and the shared cache.
-struct VmBerth {
-    berth: Berth,
-    kernel: std::path::PathBuf,
-    cache: std::path::PathBuf,
-}
+use support::vm::{vm_processes, VmBerth};
 
 impl VmBerth {
-    fn new() -> Option<VmBerth> {
-        let (kernel, cache) = vm_environment()?;
-        let berth = Berth::new();
-        berth.load("busybox-docker.tar");
-        Some(VmBerth {
-            berth,
-            kernel,
-            cache,
-        })
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        let mut command = self.berth.command();
-        command
-            .env("BERTH_VM_KERNEL_DIR", &self.kernel)
-            .env("BERTH_VM_CACHE", &self.cache)
-            .env("BERTH_VM_ACCEL", "tcg")
-            .args(args);
-        Run {
-            output: support::output_with_stdin(command, None),
-        }
-    }
-
-    fn inspect(&self, what: &str, format: &str) -> String {
-        self.run(&["inspect", "-f", format, what])
-            .ok()
-            .trim()
-            .to_owned()
-    }
-
     /// The container's address on `network`.
     fn address(&self, container: &str, network: &str) -> String {
         let address = self.inspect(

@@ -355,16 +355,7 @@ pub fn remove_link(engine: &mut crate::Engine, text: &str) -> Result<(), crate::
     if container.record.run.links.len() == before {
         return Err(no_such());
     }
-    let json = serde_json::to_string(&container.record).map_err(|source| {
-        super::ContainerError::EncodeRecord {
-            id: container.record.id.clone(),
-            source,
-        }
-    })?;
-    engine
-        .store()
-        .set_container_record(&container.record.id, &json)?;
-    Ok(())
+    super::lookup::save_record(engine.store(), &container.record)
 }
 
 /// `HostConfig.Links` as `inspect` shows it: `/CHILD:/PARENT/ALIAS`, with

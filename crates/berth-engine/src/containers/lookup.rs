@@ -49,6 +49,18 @@ pub fn parse_row(row: &ContainerRow) -> Result<Container, EngineError> {
     Ok(container)
 }
 
+/// Stores a changed record in its row (the row's name and state are not
+/// touched): `update`, `network connect`, `rm --link`.
+pub(crate) fn save_record(store: &Store, record: &ContainerRecord) -> Result<(), EngineError> {
+    let json =
+        serde_json::to_string(record).map_err(|source| super::ContainerError::EncodeRecord {
+            id: record.id.clone(),
+            source,
+        })?;
+    store.set_container_record(&record.id, &json)?;
+    Ok(())
+}
+
 fn corrupt(id: &str, what: &str, error: serde_json::Error) -> EngineError {
     EngineError::Store(berth_store::StoreError::Corrupt(format!(
         "container {id} {what}: {error}"

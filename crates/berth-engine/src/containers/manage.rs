@@ -236,15 +236,7 @@ pub fn update_container(
     if let Some(restart) = restart {
         container.record.run.restart = restart;
     }
-    let json = serde_json::to_string(&container.record).map_err(|source| {
-        super::ContainerError::EncodeRecord {
-            id: container.record.id.clone(),
-            source,
-        }
-    })?;
-    engine
-        .store()
-        .set_container_record(&container.record.id, &json)?;
+    super::lookup::save_record(engine.store(), &container.record)?;
     crate::events::emit_container(engine.store(), "update", &container.record);
     Ok(())
 }

@@ -9,6 +9,7 @@ use super::record::NetworkRequest;
 use super::rules::sync_rules;
 use super::NetworkError;
 use crate::containers::find_container;
+use crate::containers::lookup::save_record;
 use crate::{Engine, EngineError};
 
 /// `network connect [--alias A] [--ip IP] [--link C:A] NETWORK CONTAINER`
@@ -137,13 +138,4 @@ fn find_both(
     let (store, kernel) = engine.network_parts();
     let network = find_network(store, kernel, network_text)?;
     Ok((container, network))
-}
-
-fn save_record(
-    store: &berth_store::Store,
-    record: &crate::containers::record::ContainerRecord,
-) -> Result<(), EngineError> {
-    let json = serde_json::to_string(record).map_err(NetworkError::Serialize)?;
-    store.set_container_record(&record.id, &json)?;
-    Ok(())
 }

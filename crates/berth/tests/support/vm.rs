@@ -1,4 +1,4 @@
-//! What the VM container tests (`vm_isolation.rs`, `vm_warm.rs`) share: the
+//! What the VM container tests (`vm_*.rs`) share: a root that runs VMs, the
 //! guest kernel and cache they find or make, and looking at the processes
 //! of a VM on the host.
 
@@ -100,4 +100,60 @@ pub fn http_get(port: u16, path: &str) -> Option<String> {
     answer
         .contains(" 200 ")
         .then(|| answer.replace("\r\n", "\n"))
+}
+
+/// A private root with busybox loaded whose commands find the guest kernel
+/// and the shared cache. Each test file adds the runs it needs in an `impl`
+/// of its own.
+pub struct VmBerth {
+    pub berth: super::Berth,
+    /// The guest kernel package.
+    pub kernel: PathBuf,
+    cache: PathBuf,
+}
+
+impl VmBerth {
+    /// None (the reason printed) where VMs cannot run.
+    pub fn new() -> Option<VmBerth> {
+        let (kernel, cache) = vm_environment()?;
+        let berth = super::Berth::new();
+        berth.load("busybox-docker.tar");
+        Some(VmBerth {
+            berth,
+            kernel,
+            cache,
+        })
+    }
+
+    /// A berth command for this root, with the kernel, the cache and TCG
+    /// asked for (so the runs' stderr is the container's alone:
+    /// `tcg_is_warned_about_once_per_create` sees the warning).
+    pub fn command(&self) -> Command {
+        let mut command = self.berth.command();
+        command
+            .env("BERTH_VM_KERNEL_DIR", &self.kernel)
+            .env("BERTH_VM_CACHE", &self.cache)
+            .env("BERTH_VM_ACCEL", "tcg");
+        command
+    }
+
+    pub fn run(&self, args: &[&str]) -> super::Run {
+        self.run_with_stdin(args, None)
+    }
+
+    pub fn run_with_stdin(&self, args: &[&str], stdin: Option<&[u8]>) -> super::Run {
+        let mut command = self.command();
+        command.args(args);
+        super::Run {
+            output: super::output_with_stdin(command, stdin),
+        }
+    }
+
+    /// `inspect -f FORMAT WHAT`, trimmed.
+    pub fn inspect(&self, what: &str, format: &str) -> String {
+        self.run(&["inspect", "-f", format, what])
+            .ok()
+            .trim()
+            .to_owned()
+    }
 }
