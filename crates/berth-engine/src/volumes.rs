@@ -28,6 +28,11 @@ pub enum VolumeError {
         #[source]
         source: std::io::Error,
     },
+    /// berth has the `local` driver only (no volume plugins).
+    #[error(
+        "create {name}: error looking up volume plugin {driver}: plugin \"{driver}\" not found"
+    )]
+    NoSuchDriver { name: String, driver: String },
     #[error("failed to run cp")]
     RunCopy(#[source] std::io::Error),
     #[error("failed to copy {image_path:?} into the volume")]
@@ -37,7 +42,7 @@ pub enum VolumeError {
 impl VolumeError {
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Self::NotFound(_) => ErrorKind::NotFound,
+            Self::NotFound(_) | Self::NoSuchDriver { .. } => ErrorKind::NotFound,
             Self::InUse { .. } => ErrorKind::Conflict,
             Self::InvalidName { .. } => ErrorKind::InvalidArgument,
             Self::Remove { .. } | Self::RunCopy(_) | Self::Populate { .. } => ErrorKind::Internal,
@@ -114,6 +119,19 @@ pub fn volume_json(engine: &Engine, row: &VolumeRow) -> Value {
         "Options": Value::Null,
         "Scope": "local",
     })
+}
+
+/// A volume of `driver` ("" is `local`): dockerd looks the driver up among
+/// its plugins and answers 404 when none has the name.
+pub fn check_driver(name: &str, driver: &str) -> Result<(), EngineError> {
+    if matches!(driver, "" | "local") {
+        return Ok(());
+    }
+    Err(VolumeError::NoSuchDriver {
+        name: name.to_owned(),
+        driver: driver.to_owned(),
+    }
+    .into())
 }
 
 pub fn find_volume(engine: &Engine, name: &str) -> Result<VolumeRow, EngineError> {

@@ -974,6 +974,80 @@ fn endpoints_are_shown_as_dockerd_shows_them_and_prune_counts_its_space() {
     server.berth.run(&["network", "rm", "shownet"]).ok();
 }
 
+/// Answers docker-py's tests read as dockerd gives them: a bad image archive
+/// is a 200 with the error in the stream, an unknown volume driver a 404,
+/// network names with spaces or a leading underscore are names, and a MAC
+/// asked for at connect shows before the container runs.
+#[test]
+fn load_errors_volume_drivers_network_names_and_macs_answer_as_dockerd() {
+    let Some(server) = Server::start_with(&[], false) else {
+        return;
+    };
+    let post = |path: &str, content_type: &str, body: &str| {
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        server.raw(request.as_bytes())
+    };
+    let (status, _, body) = post("/v1.41/images/load", "application/x-tar", "abc");
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let line: Value = serde_json::from_slice(body.trim_ascii()).unwrap();
+    assert!(
+        line["error"]
+            .as_str()
+            .is_some_and(|error| !error.is_empty()),
+        "{line}"
+    );
+    assert_eq!(line["errorDetail"]["message"], line["error"]);
+
+    let (status, _, body) = post(
+        "/v1.41/volumes/create",
+        "application/json",
+        r#"{"Name":"vv","Driver":"invalid.driver"}"#,
+    );
+    assert_eq!(status, 404);
+    assert_eq!(
+        message(&body),
+        r#"create vv: error looking up volume plugin invalid.driver: plugin "invalid.driver" not found"#
+    );
+
+    for name in ["test 01", "_underscore", "a/b"] {
+        let (status, _, body) = post(
+            "/v1.41/networks/create",
+            "application/json",
+            &serde_json::json!({ "Name": name }).to_string(),
+        );
+        assert_eq!(status, 201, "{name}: {}", message(&body));
+    }
+    server.berth.load("busybox-docker.tar");
+    server
+        .berth
+        .run(&["create", "--name", "macs", "busybox", "true"])
+        .ok();
+    let (status, _, body) = post(
+        "/v1.41/networks/test%2001/connect",
+        "application/json",
+        r#"{"Container":"macs","EndpointConfig":{"MacAddress":"02:42:ac:11:00:02"}}"#,
+    );
+    assert_eq!(status, 200, "{}", message(&body));
+    let mac = server
+        .berth
+        .run(&[
+            "inspect",
+            "-f",
+            "{{(index .NetworkSettings.Networks \"test 01\").MacAddress}}",
+            "macs",
+        ])
+        .ok();
+    assert_eq!(mac.trim(), "02:42:ac:11:00:02");
+    server.berth.run(&["rm", "macs"]).ok();
+    server
+        .berth
+        .run(&["network", "rm", "test 01", "_underscore", "a/b"])
+        .ok();
+}
+
 /// `GET /containers/json` lists Docker's MountPoints (compose v2 compares
 /// their Type and Name to decide whether to recreate), and tmpfs mounts
 /// are in neither the list nor inspect's Mounts, as Docker's.

@@ -544,11 +544,29 @@ pub fn save(server: &Server, exchange: &mut Exchange<'_>, name: Option<String>) 
     }
 }
 
+/// `POST /images/load`. As dockerd, a bad archive is answered 200 with the
+/// error in the stream (docker-py raises `ImageLoadError`, the CLI prints
+/// it and exits 1). `quiet` only drops progress bars, which berth has none
+/// of.
 pub fn load(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
-    let quiet = exchange.query_bool("quiet");
     let mut engine = server.engine()?;
     let body = std::io::BufReader::with_capacity(1 << 20, exchange.body());
-    let loaded = load_images(engine.store_mut(), body)?;
+    let loaded = match load_images(engine.store_mut(), body) {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            let message = berth_engine::ErrorChain(&error).to_string();
+            let mut body = serde_json::to_vec(
+                &json!({ "errorDetail": { "message": message }, "error": message }),
+            )
+            .unwrap_or_default();
+            body.extend_from_slice(b"\r\n");
+            return reply(Response {
+                status: 200,
+                headers: vec![("Content-Type".to_owned(), "application/json".to_owned())],
+                body,
+            });
+        }
+    };
     let mut lines = Vec::new();
     for image in loaded {
         for moved in &image.moved {
@@ -565,7 +583,6 @@ pub fn load(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
             lines.push(format!("Loaded image: {}\n", tag.familiar_string()));
         }
     }
-    let _ = quiet;
     let mut body = Vec::new();
     for line in lines {
         body.extend(serde_json::to_vec(&json!({ "stream": line })).unwrap_or_default());

@@ -56,12 +56,13 @@ struct CreateBody {
 
 pub fn create(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     let body: CreateBody = exchange.json_or_default()?;
-    if !matches!(body.driver.as_str(), "" | "local") {
-        return Err(ApiError::bad_request(format!(
-            "volume driver {:?} is not supported (only \"local\")",
-            body.driver
-        )));
-    }
+    let anonymous = body.name.is_empty();
+    let name = if anonymous {
+        berth_engine::containers::names::new_id()
+    } else {
+        body.name
+    };
+    berth_engine::volumes::check_driver(&name, &body.driver)?;
     if body
         .driver_opts
         .as_ref()
@@ -71,12 +72,6 @@ pub fn create(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
             "berth's local volumes take no driver options yet",
         ));
     }
-    let anonymous = body.name.is_empty();
-    let name = if anonymous {
-        berth_engine::containers::names::new_id()
-    } else {
-        body.name
-    };
     let engine = server.engine()?;
     let row = create_volume(&engine, &name, &body.labels.unwrap_or_default(), anonymous)?;
     reply(Response::json(201, &volume_json(&engine, &row)))

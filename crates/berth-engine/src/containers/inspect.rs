@@ -187,7 +187,11 @@ fn network_settings(store: &Store, container: &Container) -> Value {
             "IPv6Gateway": "",
             "GlobalIPv6Address": "",
             "GlobalIPv6PrefixLen": 0,
-            "MacAddress": field(endpoint.map(|e| e.record.mac_address.clone())),
+            // The MAC asked for until an endpoint has one, as dockerd's.
+            "MacAddress": endpoint.map_or_else(
+                || request.mac_address.clone(),
+                |e| e.record.mac_address.clone(),
+            ),
             "DriverOpts": or_null(json!(request.driver_opts), request.driver_opts.is_empty()),
         });
         if name == "bridge" {

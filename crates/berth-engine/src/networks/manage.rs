@@ -56,9 +56,14 @@ pub fn create_network(
         }
         .into());
     }
-    crate::containers::names::check_name(&request.name).map_err(|_| NetworkError::InvalidName {
-        name: request.name.clone(),
-    })?;
+    // dockerd 20.10 takes any name but an empty one ("test 01", "_x", "a/b");
+    // the bridge's device name is berth's own, not derived from it.
+    if request.name.is_empty() {
+        return Err(NetworkError::InvalidName {
+            name: request.name.clone(),
+        }
+        .into());
+    }
     let requested_subnet: Option<Ipv4Net> = request
         .subnet
         .as_deref()

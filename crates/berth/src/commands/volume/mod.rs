@@ -89,11 +89,6 @@ pub struct PruneArgs {
 pub fn run(engine: &mut Engine, command: &VolumeCommand) -> anyhow::Result<i32> {
     match command {
         VolumeCommand::Create(args) => {
-            anyhow::ensure!(
-                args.driver == "local",
-                "volume driver {:?} is not supported (only \"local\")",
-                args.driver
-            );
             let labels: BTreeMap<String, String> = args
                 .labels
                 .iter()
@@ -106,6 +101,7 @@ pub fn run(engine: &mut Engine, command: &VolumeCommand) -> anyhow::Result<i32> 
                 .name
                 .clone()
                 .unwrap_or_else(berth_engine::containers::names::new_id);
+            berth_engine::volumes::check_driver(&name, &args.driver)?;
             let row = create_volume(engine, &name, &labels, args.name.is_none())?;
             println!("{}", row.name);
             Ok(0)
