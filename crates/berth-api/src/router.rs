@@ -150,6 +150,9 @@ fn dispatch(server: &'static Server, exchange: &mut Exchange<'_>, path: &[&str])
         ("DELETE", ["images", name @ ..]) if !name.is_empty() => {
             images::remove(server, exchange, &name.join("/"))
         }
+        ("GET", ["distribution", name @ .., "json"]) if !name.is_empty() => {
+            images::distribution(exchange, &name.join("/"))
+        }
 
         ("GET", ["networks"]) => networks::list(server, exchange),
         ("POST", ["networks", "create"]) => networks::create(server, exchange),

@@ -150,6 +150,49 @@ fn pull_progress_and_run_pulls_a_missing_image() {
         "{}",
         missing.stderr()
     );
+
+    // `GET /distribution/NAME/json` asks the registry, as dockerd: the
+    // manifest's descriptor and the image's platform.
+    let (status, _, body) = server.raw(
+        format!("GET /v1.41/distribution/{name}/json HTTP/1.1\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    );
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let answer: Value = serde_json::from_slice(&body).unwrap();
+    let digest = server
+        .docker(&[
+            "image",
+            "inspect",
+            "--format",
+            "{{index .RepoDigests 0}}",
+            &name,
+        ])
+        .ok();
+    assert_eq!(
+        format!("@{}", answer["Descriptor"]["digest"].as_str().unwrap()),
+        digest
+            .trim()
+            .rsplit_once('@')
+            .map(|(_, digest)| format!("@{digest}"))
+            .unwrap()
+    );
+    assert!(
+        answer["Descriptor"]["size"].as_u64().unwrap() > 0,
+        "{answer}"
+    );
+    assert_eq!(
+        answer["Platforms"],
+        serde_json::json!([{"architecture": "amd64", "os": "linux"}]),
+        "{answer}"
+    );
+    let (status, _, _) = server.raw(
+        format!(
+            "GET /v1.41/distribution/{}/apitest/none:v1/json HTTP/1.1\r\nConnection: close\r\n\r\n",
+            registry.host()
+        )
+        .as_bytes(),
+    );
+    assert_eq!(status, 404);
 }
 
 #[test]

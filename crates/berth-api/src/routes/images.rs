@@ -547,6 +547,17 @@ pub fn save(server: &Server, exchange: &mut Exchange<'_>, name: Option<String>) 
 /// `POST /images/load`. As dockerd, a bad archive is answered 200 with the
 /// error in the stream (docker-py raises `ImageLoadError`, the CLI prints
 /// it and exits 1). `quiet` only drops progress bars, which berth has none
+/// `GET /distribution/{name}/json`: the registry's manifest descriptor and
+/// platforms for `name`, from the endpoints a pull would ask.
+pub fn distribution(exchange: &mut Exchange<'_>, name: &str) -> Handled {
+    let mut settings = RegistrySettings::load(&berth_engine::config_file())
+        .map_err(|error| ApiError::internal(error.to_string()))?;
+    settings.credentials = credentials(exchange)?;
+    let answer = berth_engine::images::pull::inspect_distribution(&settings, name)
+        .map_err(berth_engine::EngineError::from)?;
+    reply(Response::json(200, &answer))
+}
+
 /// of.
 pub fn load(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     let mut engine = server.engine()?;

@@ -6,6 +6,7 @@
 
 mod all_tags;
 mod connect;
+mod distribution;
 mod download;
 mod error;
 mod events;
@@ -22,6 +23,7 @@ use berth_types::{Digest, Reference};
 
 pub use all_tags::{pull_all_tags, PulledRepository};
 pub use connect::{CredentialSource, RegistrySettings};
+pub use distribution::inspect_distribution;
 pub use download::{resolve_concurrency, DEFAULT_CONCURRENCY, MAX_CONCURRENCY};
 pub use error::PullError;
 pub use events::{layer_id, LayerStatus, PullEvent, PushEvent, PushStatus};
