@@ -127,7 +127,7 @@ pub fn events(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     let pairs = crate::filters::parse(exchange.query("filters").unwrap_or_default())?;
     let filter = EventFilter::new(pairs)?;
     // Opened before the answer: events caused after it are all seen.
-    let opened = EventFollower::open(&server.config.engine.root);
+    let opened = EventFollower::open_for(&server.config.engine.root, since, until);
     let stream = exchange
         .connection
         .stream()
