@@ -8,7 +8,7 @@
  *     secret=N      ... and contained SECRET
  *     cmdline=N     /proc/PID/cmdline contained SECRET
  *     exe=N         /proc/PID/exe could be opened
- *     ptrace=N      PTRACE_ATTACH succeeded (then detached)
+ *     ptrace=N      PTRACE_ATTACH succeeded while it was still berth (then detached)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -97,8 +97,14 @@ int main(int argc, char **argv) {
                 close(exe);
             }
             if (ptrace(PTRACE_ATTACH, pid, 0, 0) == 0) {
-                attached++;
                 waitpid(pid, NULL, __WALL);
+                /* Stopped now, so its name holds still. If it is berth no more, the helper had
+                 * already run the container's program (which anyone there may trace) between
+                 * the look at its name and the attach: a slow probe, not a leak. */
+                snprintf(path, sizeof path, "/proc/%d/comm", pid);
+                n = read_file(path, buffer, sizeof buffer - 1);
+                if (n > 0 && strncmp(buffer, "berth\n", 6) == 0)
+                    attached++;
                 ptrace(PTRACE_DETACH, pid, 0, 0);
             }
         }
