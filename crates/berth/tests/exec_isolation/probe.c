@@ -8,7 +8,7 @@
  *     secret=N      ... and contained SECRET
  *     cmdline=N     /proc/PID/cmdline contained SECRET
  *     exe=N         /proc/PID/exe could be opened
- *     ptrace=N      PTRACE_ATTACH succeeded while it was still berth (then detached)
+ *     ptrace=N      PTRACE_SEIZE succeeded while it was still berth (then detached)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -96,16 +96,28 @@ int main(int argc, char **argv) {
                 exe_opened++;
                 close(exe);
             }
-            if (ptrace(PTRACE_ATTACH, pid, 0, 0) == 0) {
-                waitpid(pid, NULL, __WALL);
-                /* Stopped now, so its name holds still. If it is berth no more, the helper had
-                 * already run the container's program (which anyone there may trace) between
-                 * the look at its name and the attach: a slow probe, not a leak. */
-                snprintf(path, sizeof path, "/proc/%d/comm", pid);
-                n = read_file(path, buffer, sizeof buffer - 1);
-                if (n > 0 && strncmp(buffer, "berth\n", 6) == 0)
-                    attached++;
-                ptrace(PTRACE_DETACH, pid, 0, 0);
+            /* PTRACE_SEIZE asks the kernel's same permission as PTRACE_ATTACH, without
+             * PTRACE_ATTACH's SIGSTOP: a SIGSTOP still pending when the probe detaches (it may
+             * see the SIGTRAP of an execve under way first) would stop the process for good. */
+            if (ptrace(PTRACE_SEIZE, pid, 0, 0) == 0) {
+                ptrace(PTRACE_INTERRUPT, pid, 0, 0);
+                int status;
+                while (waitpid(pid, &status, __WALL) == pid && WIFSTOPPED(status)) {
+                    if ((status >> 16) == PTRACE_EVENT_STOP) {
+                        /* Stopped now, so its name holds still. If it is berth no more, the
+                         * helper had already run the container's program (which anyone there
+                         * may trace) between the look at its name and the seize: a slow probe,
+                         * not a leak. */
+                        snprintf(path, sizeof path, "/proc/%d/comm", pid);
+                        n = read_file(path, buffer, sizeof buffer - 1);
+                        if (n > 0 && strncmp(buffer, "berth\n", 6) == 0)
+                            attached++;
+                        ptrace(PTRACE_DETACH, pid, 0, 0);
+                        break;
+                    }
+                    /* A signal on its way first: pass it on and wait for the interrupt. */
+                    ptrace(PTRACE_CONT, pid, 0, WSTOPSIG(status));
+                }
             }
         }
         closedir(proc);
