@@ -1402,27 +1402,17 @@ fn wait_returns_at_the_end_of_a_run_that_restarts() {
         .ok();
     let id = id.trim();
     let started = Instant::now();
-    let mut wait = berth.command();
-    wait.args(["wait", id]);
-    let waited = support::output_with_stdin(
-        {
-            let mut timed = std::process::Command::new("timeout");
-            timed
-                .arg("60")
-                .arg(wait.get_program())
-                .args(wait.get_args());
-            for (key, value) in wait.get_envs() {
-                match value {
-                    Some(value) => timed.env(key, value),
-                    None => timed.env_remove(key),
-                };
-            }
-            timed
-        },
-        None,
-    );
-    assert!(waited.status.success(), "{waited:?}");
-    assert_eq!(String::from_utf8_lossy(&waited.stdout), "3\n");
+    let mut wait = berth
+        .command()
+        .args(["wait", id])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_child(&mut wait, 60.0, "wait to return at the run's end");
+    assert!(status.success(), "{status:?}");
+    let mut printed = String::new();
+    std::io::Read::read_to_string(&mut wait.stdout.take().unwrap(), &mut printed).unwrap();
+    assert_eq!(printed, "3\n");
     assert!(started.elapsed() < Duration::from_secs(30));
     // It restarts on: rm without -f refuses, as dockerd's for a restarting one.
     let error = berth.run(&["rm", id]).fails(1);

@@ -352,10 +352,7 @@ fn wait_for(
                 last_code = container.state.exit_code;
                 // A run that ended with a restart to come has ended for dockerd's
                 // waiters too.
-                let exited = !container.state.is_running()
-                    || (container.state.status
-                        == berth_engine::containers::state::Status::Restarting
-                        && container.state.finished_at != initial_finished);
+                let exited = container.state.run_ended_since(&initial_finished);
                 let holds = match condition {
                     Condition::NotRunning => exited,
                     Condition::NextExit => {

@@ -79,6 +79,14 @@ impl Default for ContainerState {
 }
 
 impl ContainerState {
+    /// Whether the run that followed the exit stamped `finished_before` has
+    /// ended, as dockerd's waiters see it: the container is not running,
+    /// or a later exit stamped its own time (a restart policy may have it
+    /// restarting or running again already).
+    pub fn run_ended_since(&self, finished_before: &str) -> bool {
+        !self.is_running() || self.finished_at != finished_before
+    }
+
     pub fn is_running(&self) -> bool {
         matches!(
             self.status,

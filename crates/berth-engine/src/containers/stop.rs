@@ -57,8 +57,7 @@ fn wait_for_run_end(engine: &Engine, config: &crate::EngineConfig, container: &C
             return;
         }
         match find_container(engine.store(), config, &container.record.id) {
-            // Each run's end stamps `finished_at`, a restart to come too.
-            Ok(now) if !now.state.is_running() || now.state.finished_at != began => return,
+            Ok(now) if now.state.run_ended_since(&began) => return,
             Ok(_) => {}
             Err(_) => return,
         }
