@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 pub const PORT_NAME: &str = "org.berth.agent";
 
 /// Bumped whenever a message changes shape; the host refuses another.
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// The largest frame either side accepts: a bound on what a confused or
 /// hostile peer can make the other allocate.
@@ -178,6 +178,11 @@ pub struct ExecRequest {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HostMessage {
     Run(RunRequest),
+    /// A warm member, before its claim: mount this root share (whose
+    /// `subdir` is still empty) and what every container root gets, so that
+    /// the claim's `Run` only binds and moves them; `RootStaged` follows, or
+    /// `SetupFailed`.
+    StageRoot(GuestRoot),
     /// Start a process in the running container (only while the `Run`'s
     /// process runs; a number no running process has).
     Exec {
@@ -255,6 +260,8 @@ pub enum GuestMessage {
     Stats(GuestStats),
     /// The answer to `DropCaches`.
     CachesDropped,
+    /// The answer to `StageRoot`.
+    RootStaged,
     /// The process has taken this many more bytes of its stdin: the host
     /// may send as many more.
     InputCredit {

@@ -23,9 +23,9 @@ use nix::sys::signalfd::SignalFd;
 
 use crate::flow::{ReceiveWindow, SendWindow};
 use crate::protocol::{
-    encode_message, encode_stream, ExecRequest, FrameDecoder, FrameKind, GuestMessage, GuestStats,
-    HostMessage, ProcessId, ProcessTable, ProtocolError, Ready, RunRequest, DRAIN_ALLOWANCE,
-    INPUT_WINDOW, MAIN_PROCESS, OUTPUT_WINDOW, PROTOCOL_VERSION,
+    encode_message, encode_stream, ExecRequest, FrameDecoder, FrameKind, GuestMessage, GuestRoot,
+    GuestStats, HostMessage, ProcessId, ProcessTable, ProtocolError, Ready, RunRequest,
+    DRAIN_ALLOWANCE, INPUT_WINDOW, MAIN_PROCESS, OUTPUT_WINDOW, PROTOCOL_VERSION,
 };
 use crate::qemu::{self, FilesystemDevice, QemuArgs, QemuError, QemuProcess};
 use crate::qmp::{Qmp, QmpError};
@@ -294,6 +294,8 @@ pub enum Event {
     Stats(GuestStats),
     /// The answer to [`Vm::drop_caches`].
     CachesDropped,
+    /// The answer to [`Vm::stage_root`]'s request.
+    RootStaged,
     /// The process took some of its stdin: [`Vm::input_window`] is larger.
     InputCredit { process: ProcessId },
     /// One of the caller's descriptors is ready: its index among them.
@@ -690,6 +692,20 @@ impl Vm {
         self.deliver(&encode_message(&HostMessage::DropCaches))
     }
 
+    /// A warm member's root share and the filesystems of a container root,
+    /// mounted in the guest before its claim (`HostMessage::StageRoot`);
+    /// the claim's `Run` must name the same share and subdir. Waits for the
+    /// guest's answer.
+    pub fn stage_root(&mut self, root: &GuestRoot) -> Result<(), VmError> {
+        self.deliver(&encode_message(&HostMessage::StageRoot(root.clone())))?;
+        match self.next_event(&[], None)? {
+            Event::RootStaged => Ok(()),
+            other => Err(VmError::Unexpected {
+                message: format!("{other:?}"),
+            }),
+        }
+    }
+
     /// Waits for what happens next in the guest, or for one of `watched`
     /// (the caller's descriptors) to be ready. On the way it relays the
     /// guest's DNS queries to `dns` and their answers back; a share's daemon
@@ -815,6 +831,7 @@ impl Vm {
                     GuestMessage::Processes(table) => Ok(Some(Event::Processes(table))),
                     GuestMessage::Stats(stats) => Ok(Some(Event::Stats(stats))),
                     GuestMessage::CachesDropped => Ok(Some(Event::CachesDropped)),
+                    GuestMessage::RootStaged => Ok(Some(Event::RootStaged)),
                     GuestMessage::SetupFailed { error } => {
                         Err(VmError::GuestSetup { message: error })
                     }

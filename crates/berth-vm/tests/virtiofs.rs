@@ -251,3 +251,82 @@ fn virtiofsd_ends_with_a_killed_qemu() {
     assert_nothing_left(pid, &dir, &shared.setup.config.run_dir);
     assert_eq!(wait_gone(&needle, Duration::ZERO), Vec::<u32>::new());
 }
+
+/// A root share whose `root` directory holds the fixture rootfs, as a warm
+/// member's share holds the claimed root.
+fn subdir_root(subdir: &str, read_only: bool) -> GuestRoot {
+    GuestRoot {
+        tag: "root".into(),
+        read_only,
+        subdir: Some(subdir.into()),
+    }
+}
+
+#[test]
+fn a_staged_root_becomes_the_runs_root() {
+    let Some(mut setup) = setup() else { return };
+    if let Err(error) = virtiofs::find_virtiofsd() {
+        eprintln!("skipped: {error}");
+        return;
+    }
+    let share = tempfile::tempdir().unwrap();
+    let root = share.path().join("root");
+    fs_err::create_dir(&root).unwrap();
+    if fixture_rootfs(&root).is_none() {
+        return;
+    }
+    setup.config.shares = vec![Share::root("root", share.path(), false)];
+    let mut vm = Vm::boot(&setup.config).unwrap();
+
+    // What stages nothing, or names no subdir, is refused.
+    let error = vm.stage_root(&GuestRoot {
+        subdir: None,
+        ..subdir_root("root", false)
+    });
+    assert!(
+        matches!(&error, Err(VmError::GuestSetup { message }) if message.contains("subdir")),
+        "{error:?}"
+    );
+    vm.stage_root(&subdir_root("root", false)).unwrap();
+    let error = vm.stage_root(&subdir_root("root", false));
+    assert!(
+        matches!(&error, Err(VmError::GuestSetup { message }) if message.contains("staged")),
+        "{error:?}"
+    );
+
+    // The run's root is the subdir, read-only as asked, with the staged
+    // /proc, /sys and /dev (its pts, shm and mqueue) in it.
+    let mut request = in_root(&[
+        "sh",
+        "-c",
+        "touch /x; cat /etc/passwd >/dev/null && echo own-files; \
+         awk '$2 ~ \"^/(proc|sys|dev)\" {print $2, $3}' /proc/mounts | sort",
+    ]);
+    request.root = Some(subdir_root("root", true));
+    request.mounts.clear();
+    let output = vm.run(&request).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "own-files\n/dev tmpfs\n/dev/mqueue mqueue\n/dev/pts devpts\n\
+         /dev/shm tmpfs\n/proc proc\n/sys sysfs\n",
+        "{output:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("Read-only file system"),
+        "{output:?}"
+    );
+    assert!(!root.join("x").exists());
+
+    // Another subdir is another root: refused.
+    let mut request = in_root(&["true"]);
+    request.root = Some(subdir_root("other", false));
+    request.mounts.clear();
+    let output = vm.run(&request);
+    assert!(
+        matches!(&output, Err(VmError::GuestSetup { .. })),
+        "{output:?}"
+    );
+    let (pid, dir) = (vm.pid().unwrap(), vm.dir().to_path_buf());
+    assert_eq!(vm.shutdown(), Shutdown::Guest);
+    assert_nothing_left(pid, &dir, &setup.config.run_dir);
+}

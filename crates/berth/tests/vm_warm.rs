@@ -254,6 +254,10 @@ fn a_claimed_vm_runs_as_a_cold_one_does() {
             ],
             None,
         ),
+        // A read-only root and the filesystems a member staged before its
+        // claim (/proc, /sys, /dev moved into the claimed root) as a cold
+        // VM mounts them.
+        (&[], MOUNTS_AND_DEVICES, None),
         // The process settings and stdin come with the claim.
         (
             &["-i", "-u", "1000", "-w", "/tmp/work", "-e", "FOO=bar baz"],
@@ -291,6 +295,14 @@ fn a_claimed_vm_runs_as_a_cold_one_does() {
     pool.run(&["warm", "rm"]).ok();
     assert!(pool.berth.all_ids().is_empty());
 }
+
+/// What a container sees of its root's mounts and /dev, and whether it can
+/// write to its root.
+const MOUNTS_AND_DEVICES: &[&str] = &[
+    "sh",
+    "-c",
+    "touch /x; echo $?; awk '{print $2, $3, $4}' /proc/mounts; ls /dev /dev/pts",
+];
 
 #[test]
 fn concurrent_claims_on_a_pool_of_two_never_share_a_vm() {

@@ -222,6 +222,25 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                 HostMessage::Signal { .. }
                 | HostMessage::Resize { .. }
                 | HostMessage::OutputCredit { .. } => {}
+                HostMessage::StageRoot(root) => {
+                    // `lo`, which every container has, up too; then a
+                    // rehearsal of a process's start.
+                    let staged = match links.prepare(&[], false) {
+                        Ok(()) => filesystems
+                            .stage(&root)
+                            .map_err(|error| error_chain(&error)),
+                        Err(error) => Err(error_chain(&error)),
+                    };
+                    if staged.is_ok() {
+                        exec::rehearse();
+                    }
+                    let answer = match staged {
+                        Ok(()) => GuestMessage::RootStaged,
+                        Err(error) => GuestMessage::SetupFailed { error },
+                    };
+                    port.write_all(&encode_message(&answer))
+                        .map_err(channel_error)?;
+                }
                 HostMessage::DropCaches => {
                     boot::drop_caches();
                     port.write_all(&encode_message(&GuestMessage::CachesDropped))

@@ -52,6 +52,10 @@ pub enum RootError {
         mounted: String,
         asked: String,
     },
+    #[error("the guest's root was staged or mounted already")]
+    Staged,
+    #[error("only a root share with a subdir is staged before its claim")]
+    StageWithoutSubdir,
     #[error("failed to create {path:?}")]
     Create {
         path: PathBuf,
@@ -60,29 +64,80 @@ pub enum RootError {
     },
 }
 
+impl RootError {
+    fn other_root(mounted: &GuestRoot, asked: &GuestRoot) -> RootError {
+        let name = |root: &GuestRoot| match &root.subdir {
+            Some(subdir) => format!("{}:{subdir}", root.tag),
+            None => root.tag.clone(),
+        };
+        RootError::OtherRoot {
+            mounted: name(mounted),
+            asked: name(asked),
+        }
+    }
+}
+
+/// Whether two roots are the same directory of the same share (read-only
+/// or not: the first run's mount stays).
+fn same_root(one: &GuestRoot, other: &GuestRoot) -> bool {
+    one.tag == other.tag && one.subdir == other.subdir
+}
+
 /// What is mounted so far.
 #[derive(Debug, Default)]
 pub(super) struct Filesystems {
     root: Option<GuestRoot>,
+    /// A warm member's root share, mounted before its claim ([`Self::stage`]).
+    staged: Option<GuestRoot>,
     mounts: Vec<GuestMount>,
 }
 
 impl Filesystems {
+    /// Before a warm member's claim: mounts `root`'s share (whose `subdir`
+    /// the claimed container's root appears on later, and is not looked at
+    /// before) and the `/proc`, `/sys` and `/dev` every container root gets,
+    /// in a staging directory. The claim's `Run` then binds the subdir and
+    /// moves them in, instead of paying for the share's first mount and for
+    /// those under TCG while the claim waits. Nothing of a container is
+    /// here yet: the member is as pristine as before.
+    pub(super) fn stage(&mut self, root: &GuestRoot) -> Result<(), RootError> {
+        if self.root.is_some() || self.staged.is_some() {
+            return Err(RootError::Staged);
+        }
+        if root.subdir.is_none() {
+            return Err(RootError::StageWithoutSubdir);
+        }
+        mount_share(root, Path::new(SHARE_DIR))?;
+        let stage = Path::new(STAGE_DIR);
+        let targets = KernelTargets {
+            proc: stage.join("proc"),
+            sys: stage.join("sys"),
+            dev: stage.join("dev"),
+        };
+        for dir in [&targets.proc, &targets.sys, &targets.dev] {
+            create_dir(dir)?;
+        }
+        mount_kernel_filesystems(&targets)?;
+        self.staged = Some(root.clone());
+        Ok(())
+    }
+
     /// Mounts what `request` names and is not mounted yet; the directory the
     /// process is to be `chroot`ed into, or `None` for the initramfs.
     pub(super) fn prepare(&mut self, request: &RunRequest) -> Result<Option<PathBuf>, RootError> {
         let root = match (&request.root, &self.root) {
             (None, _) => None,
-            (Some(asked), Some(mounted)) if asked.tag != mounted.tag => {
-                return Err(RootError::OtherRoot {
-                    mounted: mounted.tag.clone(),
-                    asked: asked.tag.clone(),
-                })
+            (Some(asked), Some(mounted)) if !same_root(asked, mounted) => {
+                return Err(RootError::other_root(mounted, asked))
             }
             (Some(_), Some(_)) => Some(PathBuf::from(GUEST_ROOT_DIR)),
             (Some(asked), None) => {
                 let dir = PathBuf::from(GUEST_ROOT_DIR);
-                mount_root(asked, &dir)?;
+                match &self.staged {
+                    Some(staged) if same_root(staged, asked) => receive_staged_root(asked, &dir)?,
+                    Some(staged) => return Err(RootError::other_root(staged, asked)),
+                    None => mount_root(asked, &dir)?,
+                }
                 self.root = Some(asked.clone());
                 Some(dir)
             }
@@ -126,65 +181,125 @@ impl Filesystems {
 /// Where a root share with a `subdir` is mounted.
 const SHARE_DIR: &str = "/mnt/share";
 
+/// Where a warm member's `/proc`, `/sys` and `/dev` wait for its claim.
+const STAGE_DIR: &str = "/mnt/stage";
+
 /// The root share at `dir`, then what every container has inside it.
 fn mount_root(root: &GuestRoot, dir: &Path) -> Result<(), RootError> {
-    fs::create_dir_all(dir).map_err(|source| RootError::Create {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let flags = if root.read_only {
-        MsFlags::MS_RDONLY
-    } else {
-        MsFlags::empty()
-    };
+    create_dir(dir)?;
     match &root.subdir {
-        None => do_mount(&root.tag, dir, "virtiofs", flags, None)?,
+        None => do_mount(&root.tag, dir, "virtiofs", share_flags(root), None)?,
         Some(subdir) => {
             // The share at a place of its own, its directory bound here.
             let share = Path::new(SHARE_DIR);
-            fs::create_dir_all(share).map_err(|source| RootError::Create {
-                path: share.to_path_buf(),
-                source,
-            })?;
-            do_mount(&root.tag, share, "virtiofs", flags, None)?;
-            let source = in_root(share, Path::new("/").join(subdir).as_path())?;
-            do_mount(
-                source.to_str().unwrap_or_default(),
-                dir,
-                "",
-                MsFlags::MS_BIND | MsFlags::MS_REC,
-                None,
-            )?;
+            mount_share(root, share)?;
+            bind_subdir(share, subdir, dir)?;
         }
     }
+    mount_kernel_filesystems(&KernelTargets::inside(dir)?)
+}
 
-    let hardened = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+/// A claimed member's root: its share's subdir (mounted by
+/// [`Filesystems::stage`]) bound at `dir`, read-only if asked, and the
+/// staged filesystems moved into it.
+fn receive_staged_root(root: &GuestRoot, dir: &Path) -> Result<(), RootError> {
+    create_dir(dir)?;
+    let subdir = root.subdir.as_deref().unwrap_or_default();
+    bind_subdir(Path::new(SHARE_DIR), subdir, dir)?;
+    if root.read_only {
+        do_mount(
+            "",
+            dir,
+            "",
+            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY,
+            None,
+        )?;
+    }
+    let stage = Path::new(STAGE_DIR);
+    let targets = KernelTargets::inside(dir)?;
+    for (name, target) in [
+        ("proc", &targets.proc),
+        ("sys", &targets.sys),
+        ("dev", &targets.dev),
+    ] {
+        // The whole tree moves: /dev's pts, shm and mqueue with it.
+        do_mount(
+            stage.join(name).to_str().unwrap_or_default(),
+            target,
+            "",
+            MsFlags::MS_MOVE,
+            None,
+        )?;
+    }
+    Ok(())
+}
+
+fn share_flags(root: &GuestRoot) -> MsFlags {
+    if root.read_only {
+        MsFlags::MS_RDONLY
+    } else {
+        MsFlags::empty()
+    }
+}
+
+fn mount_share(root: &GuestRoot, share: &Path) -> Result<(), RootError> {
+    create_dir(share)?;
+    do_mount(&root.tag, share, "virtiofs", share_flags(root), None)
+}
+
+/// The share's `subdir`, resolved inside it, bound at `dir`.
+fn bind_subdir(share: &Path, subdir: &str, dir: &Path) -> Result<(), RootError> {
+    let source = in_root(share, Path::new("/").join(subdir).as_path())?;
     do_mount(
-        "proc",
-        &in_root(dir, Path::new("/proc"))?,
-        "proc",
-        hardened,
+        source.to_str().unwrap_or_default(),
+        dir,
+        "",
+        MsFlags::MS_BIND | MsFlags::MS_REC,
         None,
-    )?;
+    )
+}
+
+/// Where a container root's `/proc`, `/sys` and `/dev` are mounted.
+struct KernelTargets {
+    proc: PathBuf,
+    sys: PathBuf,
+    dev: PathBuf,
+}
+
+impl KernelTargets {
+    /// Inside the root at `dir`, resolved there (and made if missing).
+    fn inside(dir: &Path) -> Result<KernelTargets, RootError> {
+        Ok(KernelTargets {
+            proc: in_root(dir, Path::new("/proc"))?,
+            sys: in_root(dir, Path::new("/sys"))?,
+            dev: in_root(dir, Path::new("/dev"))?,
+        })
+    }
+}
+
+/// The `/proc`, `/sys` and `/dev` every container has.
+fn mount_kernel_filesystems(targets: &KernelTargets) -> Result<(), RootError> {
+    let hardened = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    do_mount("proc", &targets.proc, "proc", hardened, None)?;
     // Read-only, as Docker mounts it for a container that is not privileged.
     do_mount(
         "sysfs",
-        &in_root(dir, Path::new("/sys"))?,
+        &targets.sys,
         "sysfs",
         hardened | MsFlags::MS_RDONLY,
         None,
     )?;
     // A /dev of the container's own, not the guest's devtmpfs: that one holds
     // the agent's port to the host and the guest's disks and memory.
-    let dev = in_root(dir, Path::new("/dev"))?;
+    let dev = &targets.dev;
     do_mount(
         "tmpfs",
-        &dev,
+        dev,
         "tmpfs",
         MsFlags::MS_NOSUID | MsFlags::MS_STRICTATIME,
         Some("mode=755,size=65536k"),
     )?;
-    populate_dev(&dev)?;
+    populate_dev(dev)?;
     let pts = dev.join("pts");
     create_dir(&pts)?;
     do_mount(

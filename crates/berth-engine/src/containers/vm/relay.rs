@@ -245,6 +245,8 @@ pub(super) fn run_container(
             Event::Processes(table) => answer(&mut waiting, &FromShim::Processes(table)),
             Event::Stats(stats) => answer(&mut waiting, &FromShim::Stats(stats)),
             Event::CachesDropped => answer(&mut waiting, &FromShim::CachesDropped),
+            // Asked only before a member's claim.
+            Event::RootStaged => {}
             Event::Ready(ready) => match sources[ready] {
                 Source::Output(process, stream) => {
                     let output = match process {

@@ -240,7 +240,12 @@ fn serve(
         root: &request.spec.rootfs,
         networks: &request.networks,
     })?;
-    run_container(booted, request, signals, terminal, reporter, None)
+    let root = GuestRoot {
+        tag: ROOT_TAG.to_owned(),
+        read_only: request.spec.readonly_rootfs,
+        subdir: None,
+    };
+    run_container(booted, request, root, signals, terminal, reporter)
 }
 
 /// A warm pool member (`--member`): the VM boots with an empty root
@@ -262,13 +267,20 @@ fn serve_member(
     };
     enter_mount_namespace()?;
     let share = MemberShare::make(&member.run_dir)?;
-    let booted = boot(&BootSettings {
+    let mut booted = boot(&BootSettings {
         cache: &member.cache,
         run_dir: &member.run_dir,
         memory_mib: member.memory_mib,
         root: &share.dir,
         networks: &member.networks,
     })?;
+    booted.vm.stage_root(&member_root(false)).map_err(|error| {
+        format!(
+            "failed to stage the pool member's root: {}",
+            crate::ErrorChain(&error)
+        )
+    })?;
+    tracing::debug!("member's root staged in the guest");
     reporter.booted()?;
     let Some((request, mut stdio)) = wait_for_claim(channel, &booted.vm)? else {
         // Retired, expired or discarded before any claim: nothing ran.
@@ -295,18 +307,21 @@ fn serve_member(
         .map_err(|failure| format!("failed to build the container's root for the VM: {failure}"))?;
     share.receive(&request.spec.rootfs)?;
     tracing::debug!("container root arranged on the share");
-    run_container(
-        booted,
-        &request,
-        signals,
-        terminal,
-        reporter,
-        Some(MEMBER_ROOT),
-    )
+    let root = member_root(request.spec.readonly_rootfs);
+    run_container(booted, &request, root, signals, terminal, reporter)
 }
 
 /// The directory of a member's share under which the claimed root appears.
 const MEMBER_ROOT: &str = "root";
+
+/// A member's root as the guest mounts it: [`MEMBER_ROOT`] of its share.
+fn member_root(read_only: bool) -> GuestRoot {
+    GuestRoot {
+        tag: ROOT_TAG.to_owned(),
+        read_only,
+        subdir: Some(MEMBER_ROOT.to_owned()),
+    }
+}
 
 /// A warm member's root share: `<run_dir>/share`, a mount of its own made
 /// shared in the shim's (otherwise private) mount namespace, with an empty
@@ -482,10 +497,10 @@ fn boot(settings: &BootSettings<'_>) -> Result<Booted, String> {
 fn run_container(
     booted: Booted,
     request: &ShimRequest,
+    root: GuestRoot,
     signals: SigSet,
     terminal: Option<super::terminal::HostTerminal>,
     reporter: &mut Reporter,
-    root_subdir: Option<&str>,
 ) -> Result<i32, String> {
     let Booted { mut vm, _taps } = booted;
     let spec = &request.spec;
@@ -496,11 +511,7 @@ fn run_container(
         args: spec.process.args.clone(),
         env: spec.process.env.clone(),
         cwd: spec.process.cwd.clone(),
-        root: Some(GuestRoot {
-            tag: ROOT_TAG.to_owned(),
-            read_only: spec.readonly_rootfs,
-            subdir: root_subdir.map(str::to_owned),
-        }),
+        root: Some(root),
         mounts: Vec::new(),
         container: Some(Box::new(spec.clone())),
         stdin: true,
