@@ -415,6 +415,69 @@ fn inspect_reports_state_config_and_host_config() {
     run.fails(1);
 }
 
+#[test]
+fn plain_inspect_finds_networks_and_volumes_and_knows_the_other_types() {
+    let berth = Berth::new();
+    berth.run(&["network", "create", "inspnet"]).ok();
+    berth.run(&["volume", "create", "inspvol"]).ok();
+    assert_eq!(
+        berth
+            .run(&[
+                "inspect",
+                "-f",
+                "{{.Name}} {{.Driver}}",
+                "inspnet",
+                "inspvol"
+            ])
+            .ok(),
+        "inspnet bridge\ninspvol local\n"
+    );
+    assert_eq!(
+        berth
+            .run(&[
+                "inspect",
+                "--type",
+                "network",
+                "-f",
+                "{{.Scope}}",
+                "inspnet"
+            ])
+            .ok(),
+        "local\n"
+    );
+    // Docker's words for each type, an empty list, and exit 1.
+    for (args, message) in [
+        (
+            &["inspect", "--type", "volume", "inspnet"][..],
+            "Error: No such volume: inspnet",
+        ),
+        (
+            &["inspect", "--type", "network", "inspvol"],
+            "Error: No such network: inspvol",
+        ),
+        (
+            &["inspect", "--type", "node", "n1"],
+            "This node is not a swarm manager.",
+        ),
+        (
+            &["inspect", "--type", "plugin", "p1"],
+            r#"plugin "p1" not found"#,
+        ),
+    ] {
+        let run = berth.run(args);
+        assert_eq!(run.stdout(), "[]\n", "{args:?}");
+        assert!(run.stderr().contains(message), "{args:?}: {}", run.stderr());
+        run.fails(1);
+    }
+    let stderr = berth.run(&["inspect", "--type", "bogus", "x"]).fails(1);
+    assert!(
+        stderr.contains(r#"unknown type: "bogus": must be one of "config", "container""#),
+        "{stderr}"
+    );
+    berth.run(&["network", "rm", "inspnet"]).ok();
+    berth.run(&["volume", "rm", "inspvol"]).ok();
+}
+
 // ---------------------------------------------------------------- names and ids
 
 #[test]

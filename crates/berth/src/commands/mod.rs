@@ -65,9 +65,11 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Image(Lazy(ImageCommand::Inspect(args))) => {
             image::inspect::run(&open(&global)?, &args)
         }
-        Command::Inspect(Lazy(args)) => container::inspect::run(&open(&global)?, &args, Kind::Any),
+        Command::Inspect(Lazy(args)) => {
+            container::inspect::run(&mut open(&global)?, &args, Kind::Any)
+        }
         Command::Container(Lazy(ContainerCommand::Inspect(args))) => {
-            container::inspect::run(&open(&global)?, &args, Kind::Container)
+            container::inspect::run(&mut open(&global)?, &args, Kind::Container)
         }
         Command::Run(Lazy(options)) | Command::Container(Lazy(ContainerCommand::Run(options))) => {
             container::run::run(&mut open(&global)?, &options)
