@@ -30,6 +30,10 @@ fn post(target: &str, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+fn get(target: &str) -> Vec<u8> {
+    format!("GET {target} HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n\r\n").into_bytes()
+}
+
 fn message(body: &[u8]) -> String {
     let value: Value = serde_json::from_slice(body)
         .unwrap_or_else(|_| panic!("not JSON: {:?}", String::from_utf8_lossy(body)));
@@ -201,6 +205,16 @@ fn commit_answers_as_docker_does() {
             engine.inspect(&tagged, "{{.Parent}}"),
             engine.inspect(&source, "{{.Image}}"),
             "{who}"
+        );
+        // ... and the image list's ParentId.
+        let (status, _, body) = engine.raw(&get("/v1.41/images/json"));
+        assert_eq!(status, 200, "{who}");
+        let images: Vec<Value> = serde_json::from_slice(&body).unwrap();
+        let listed = images.iter().find(|image| image["Id"] == id.as_str());
+        assert_eq!(
+            listed.map(|image| image["ParentId"].clone()),
+            Some(Value::from(engine.inspect(&source, "{{.Image}}"))),
+            "{who}: {images:?}"
         );
 
         // A config in the body, merged over the container's (moby's

@@ -435,9 +435,13 @@ pub fn list(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
                         .collect()
                 })
                 .unwrap_or_default();
+            let parent = record
+                .as_ref()
+                .and_then(|record| berth_engine::images::image_parent(store, record).ok())
+                .unwrap_or_default();
             json!({
                 "Id": id,
-                "ParentId": "",
+                "ParentId": parent,
                 "RepoTags": [],
                 "RepoDigests": repo_digests,
                 "Created": unix_time(row.created.as_deref()),

@@ -158,9 +158,15 @@ pub fn disk_usage(server: &Server) -> Handled {
     for image in &images {
         if seen.insert(image.id.to_string()) {
             layers_size += image.size;
+            let parent = store
+                .image(&image.id)
+                .ok()
+                .flatten()
+                .and_then(|record| berth_engine::images::image_parent(store, &record).ok())
+                .unwrap_or_default();
             image_rows.push(json!({
                 "Id": image.id.to_string(),
-                "ParentId": "",
+                "ParentId": parent,
                 "RepoTags": [format!("{}:{}", image.repository, image.tag)],
                 "RepoDigests": [],
                 "Created": crate::routes::unix_time(image.created.as_deref()),

@@ -19,6 +19,18 @@ pub(crate) fn read_config(store: &Store, image: &ImageRecord) -> Result<ImageCon
     })
 }
 
+/// The image `image` was committed from (its config's `parent`, as
+/// Docker's `ParentId`), or "" for a pulled or loaded one.
+pub fn image_parent(store: &Store, image: &ImageRecord) -> Result<String, EngineError> {
+    let config = read_config(store, image)?;
+    Ok(config
+        .extra
+        .get("parent")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned())
+}
+
 pub fn inspect_image(store: &Store, image: &ImageRecord) -> Result<Value, EngineError> {
     let config = read_config(store, image)?;
     let repo_tags: Vec<String> = image.tags.iter().map(|tag| familiar(tag)).collect();
