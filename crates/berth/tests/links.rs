@@ -115,6 +115,34 @@ fn a_link_gives_hosts_lines_and_the_linked_containers_environment() {
 }
 
 #[test]
+fn a_running_parent_sees_its_linked_container_at_its_new_address() {
+    let berth = busybox();
+    berth.run_detached(&["--name", "lp-c", "busybox", "sleep", "300"]);
+    berth.run_detached(&[
+        "--name", "lp-p", "--link", "lp-c:db", "busybox", "sleep", "300",
+    ]);
+    let first = address(&berth, "lp-c");
+    let db_line = || {
+        berth
+            .run(&["exec", "lp-p", "grep", "db", "/etc/hosts"])
+            .ok()
+            .trim()
+            .to_owned()
+    };
+    let hostname = berth.inspect("lp-c", "{{.Config.Hostname}}");
+    assert_eq!(db_line(), format!("{first}\tdb {hostname} lp-c"));
+    // Another container takes the stopped one's address, so its restart
+    // gets another (as docker 20.10 did here: .2, then .4).
+    berth.run(&["stop", "-t", "0", "lp-c"]).ok();
+    berth.run_detached(&["--name", "lp-z", "busybox", "sleep", "300"]);
+    berth.run(&["start", "lp-c"]).ok();
+    let second = address(&berth, "lp-c");
+    assert_ne!(first, second);
+    assert_eq!(db_line(), format!("{second}\tdb {hostname} lp-c"));
+    remove(&berth, &["lp-p", "lp-c", "lp-z"]);
+}
+
+#[test]
 fn links_are_checked_at_create_and_at_start_as_dockerd_checks_them() {
     let berth = busybox();
     let error = berth

@@ -196,18 +196,8 @@ pub(crate) fn linked_containers(
             }
             .into());
         }
-        let bridge = child
-            .record
-            .run
-            .networks
-            .iter()
-            .find(|network| network.name == "bridge")
-            .map(|network| network.network_id.as_str());
-        let address = crate::networks::container_endpoints(store, &child.record.id)
-            .into_iter()
-            .find(|endpoint| Some(endpoint.network_id.as_str()) == bridge)
-            .map(|endpoint| endpoint.address)
-            .ok_or_else(|| LinkError::NotOnBridge {
+        let address =
+            bridge_address(store, &child.record).ok_or_else(|| LinkError::NotOnBridge {
                 id: child.record.id.clone(),
             })?;
         linked.push(LinkedContainer {
@@ -220,6 +210,107 @@ pub(crate) fn linked_containers(
         });
     }
     Ok(linked)
+}
+
+/// The container's address on the default bridge, if it is connected there.
+fn bridge_address(store: &Store, record: &ContainerRecord) -> Option<String> {
+    let bridge = record
+        .run
+        .networks
+        .iter()
+        .find(|network| network.name == "bridge")?;
+    crate::networks::container_endpoints(store, &record.id)
+        .into_iter()
+        .find(|endpoint| endpoint.network_id == bridge.network_id)
+        .map(|endpoint| endpoint.address)
+}
+
+/// dockerd's parent update: `child` runs again, perhaps at another address
+/// on the default bridge, so each running container that links to it has
+/// the /etc/hosts line of that link rewritten (in place: the file is bound
+/// into the container) with the address it has now. Failures are logged,
+/// not the start's.
+pub(crate) fn update_parents_hosts(store: &Store, config: &EngineConfig, child: &ContainerRecord) {
+    let Some(address) = bridge_address(store, child) else {
+        return;
+    };
+    let rows = match store.containers() {
+        Ok(rows) => rows,
+        Err(error) => {
+            tracing::warn!(%error, "could not list the containers linking to this one");
+            return;
+        }
+    };
+    // Only records that name the child's id can link to it.
+    for row in rows
+        .iter()
+        .filter(|row| row.id != child.id && row.record.contains(&child.id))
+    {
+        let Ok(parent) = super::lookup::parse_row(row) else {
+            continue;
+        };
+        if !parent.state.is_running() {
+            continue;
+        }
+        let lines: Vec<String> = parent
+            .record
+            .run
+            .links
+            .iter()
+            .filter(|link| link.container == child.id)
+            .flat_map(|link| {
+                hosts_lines(&[LinkedContainer {
+                    alias: link.alias.clone(),
+                    name: child.name.clone(),
+                    hostname: child.run.hostname.clone(),
+                    address: address.clone(),
+                    exposed_ports: Vec::new(),
+                    env: Vec::new(),
+                }])
+            })
+            .collect();
+        if lines.is_empty() {
+            continue;
+        }
+        let hosts =
+            super::paths::ContainerPaths::new(&config.root, &config.run_root, &parent.record.id)
+                .hosts();
+        if let Err(error) = rewrite_hosts_lines(&hosts, &lines) {
+            tracing::warn!(parent = %parent.record.id, %error, "could not update a linking container's hosts file");
+        }
+    }
+}
+
+/// Replaces, in the hosts file at `path`, each line whose names are those
+/// of one of `lines` with that line (its new address); the file is written
+/// in place.
+fn rewrite_hosts_lines(path: &std::path::Path, lines: &[String]) -> std::io::Result<()> {
+    let names = |line: &str| line.split_once('\t').map(|(_, names)| names.to_owned());
+    let text = fs_err::read_to_string(path)?;
+    let mut changed = false;
+    let rewritten: Vec<String> = text
+        .lines()
+        .map(|line| {
+            match lines
+                .iter()
+                .find(|new| names(new).is_some() && names(new) == names(line))
+            {
+                Some(new) if new != line => {
+                    changed = true;
+                    new.clone()
+                }
+                _ => line.to_owned(),
+            }
+        })
+        .collect();
+    if changed {
+        let mut file = fs_err::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(path)?;
+        std::io::Write::write_all(&mut file, format!("{}\n", rewritten.join("\n")).as_bytes())?;
+    }
+    Ok(())
 }
 
 /// The /etc/hosts line of each link, dockerd's: the alias, the linked

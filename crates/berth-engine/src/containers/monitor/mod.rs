@@ -310,6 +310,8 @@ fn supervise(
             .map(fs_err::File::into_file)
             .ok();
         let mut state = read_state(&store, &record.id).unwrap_or_default();
+        // Only a container that ran before can be linked to by one that runs.
+        let ran_before = !state.started_at.is_empty();
         state.status = Status::Running;
         state.pid = launched.pid.as_raw();
         state.exit_code = 0;
@@ -325,6 +327,9 @@ fn supervise(
             state.health = Some(super::health::Health::restarted(state.health.take()));
         }
         write_state(&store, &record.id, &state);
+        if ran_before {
+            super::links::update_parents_hosts(&store, config, record);
+        }
         run_began = std::time::Instant::now();
         crate::events::emit_container(&store, "start", record);
         if first {
