@@ -83,6 +83,48 @@ pub fn resolve_in_root(root: &Path, path: &Path) -> std::io::Result<std::path::P
     fs_err::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
+/// The host path of `path` inside `root`, created (a directory, or an empty
+/// file with `as_file`) when missing, one component at a time through the
+/// root: a mount point, as the runtime makes one at start and `cp` for a
+/// container that has not run. Symlinks in the image resolve inside the root.
+pub fn create_mount_point(
+    root: &Path,
+    path: &Path,
+    as_file: bool,
+) -> std::io::Result<std::path::PathBuf> {
+    let relative = path.strip_prefix("/").unwrap_or(path);
+    resolve_in_root(root, relative).or_else(|_| {
+        let mut current = std::path::PathBuf::new();
+        let components: Vec<_> = relative.components().collect();
+        for (index, component) in components.iter().enumerate() {
+            current.push(component);
+            let last = index + 1 == components.len();
+            if resolve_in_root(root, &current).is_ok() {
+                continue;
+            }
+            let parent = resolve_in_root(root, current.parent().unwrap_or(Path::new(".")))?;
+            let host = parent.join(component);
+            if last && as_file {
+                #[allow(clippy::disallowed_methods)]
+                // bare errno for the runtime's InitFailure::io
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(&host)?;
+            } else {
+                #[allow(clippy::disallowed_methods)]
+                // bare errno for the runtime's InitFailure::io
+                std::fs::create_dir(&host).or_else(|error| match error.kind() {
+                    std::io::ErrorKind::AlreadyExists => Ok(()),
+                    _ => Err(error),
+                })?;
+            }
+        }
+        resolve_in_root(root, relative)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

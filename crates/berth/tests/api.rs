@@ -766,6 +766,68 @@ fn a_stream_keeps_the_idle_server_alive() {
     assert!(status.success());
 }
 
+/// docker-py's `ArchiveTest`, through the docker CLI: `PUT`/`HEAD`/`GET
+/// /containers/{id}/archive` of a path in an anonymous volume of a created
+/// container, and of an exited one, reach the volume as dockerd's do.
+#[test]
+fn archive_of_a_created_container_reaches_its_volumes() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let id = server
+        .docker(&["create", "-v", "/vol1", "busybox", "cat", "/vol1/in.txt"])
+        .ok()
+        .trim()
+        .to_owned();
+    let host = tempfile::tempdir().unwrap();
+    let file = host.path().join("in.txt");
+    fs_err::write(&file, "Deaf To All But The Song\n").unwrap();
+    server
+        .docker(&["cp", file.to_str().unwrap(), &format!("{id}:/vol1")])
+        .ok();
+    server.docker(&["start", "-a", &id]).ok();
+    assert_eq!(
+        server.docker(&["logs", &id]).ok(),
+        "Deaf To All But The Song\n"
+    );
+    let back = host.path().join("back.txt");
+    server
+        .docker(&["cp", &format!("{id}:/vol1/in.txt"), back.to_str().unwrap()])
+        .ok();
+    assert_eq!(
+        fs_err::read_to_string(&back).unwrap(),
+        "Deaf To All But The Song\n"
+    );
+    let (status, head, _) = raw_request(
+        &server.socket,
+        format!("HEAD /v1.43/containers/{id}/archive?path=/vol1/in.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+    );
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        header(&head, "X-Docker-Container-Path-Stat").is_some(),
+        "{head}"
+    );
+    let ro = server
+        .docker(&[
+            "create",
+            "-v",
+            &format!("{}:/ro:ro", host.path().display()),
+            "busybox",
+            "true",
+        ])
+        .ok()
+        .trim()
+        .to_owned();
+    let stderr = server
+        .docker(&["cp", file.to_str().unwrap(), &format!("{ro}:/ro/")])
+        .fails(1);
+    assert!(
+        stderr.contains("mounted volume is marked read-only"),
+        "{stderr}"
+    );
+    server.docker(&["rm", "-v", &id, &ro]).ok();
+}
+
 /// A chunked upload whose reader stops at the tar's end marker (`PUT
 /// /archive`, `POST /images/load`): the rest of the body is read away, so
 /// the next request on the same keep-alive connection is answered (the

@@ -96,6 +96,119 @@ fn cp_works_on_a_stopped_container() {
     berth.run(&["rm", "done"]).ok();
 }
 
+/// Whether anything is mounted under the container's directories on the
+/// host (a copy's mounts must all be gone when it returns).
+fn host_mounts_of(id: &str) -> Vec<String> {
+    fs_err::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|line| line.contains(id))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// As Docker's: a created (never started) container's volumes — anonymous,
+/// named — and bind mounts are where `cp` puts and finds files, a read-only
+/// one refuses a copy in with dockerd's words, and nothing stays mounted.
+#[test]
+fn cp_sees_the_volumes_and_binds_of_a_created_container() {
+    let berth = busybox();
+    let host = tempfile::tempdir().unwrap();
+    let bound = host.path().join("bound");
+    fs_err::create_dir(&bound).unwrap();
+    fs_err::write(bound.join("from-bind"), "bind\n").unwrap();
+    let read_only = host.path().join("ro");
+    fs_err::create_dir(&read_only).unwrap();
+    let volume = format!("cpvol{}", std::process::id());
+    let id = berth
+        .run(&[
+            "create",
+            "-v",
+            "/vol1",
+            "-v",
+            &format!("{volume}:/named"),
+            "-v",
+            &format!("{}:/bind", bound.display()),
+            "-v",
+            &format!("{}:/ro:ro", read_only.display()),
+            "busybox",
+            "sh",
+            "-c",
+            "cat /vol1/in.txt /named/in.txt; echo later > /vol1/later",
+        ])
+        .ok()
+        .trim()
+        .to_owned();
+    let file = host.path().join("in.txt");
+    fs_err::write(&file, "copied in\n").unwrap();
+    for destination in ["/vol1/", "/named/"] {
+        berth
+            .run(&["cp", file.to_str().unwrap(), &format!("{id}:{destination}")])
+            .ok();
+    }
+    assert!(host_mounts_of(&id).is_empty(), "{:?}", host_mounts_of(&id));
+    // The volume got it, not the layer under its mount point.
+    let data = berth.root().join("volumes").join(&volume).join("_data");
+    assert_eq!(
+        fs_err::read_to_string(data.join("in.txt")).unwrap(),
+        "copied in\n"
+    );
+    // A bind's host files are there, and a read-only mount refuses.
+    let from_bind = berth
+        .run(&["cp", &format!("{id}:/bind/from-bind"), "-"])
+        .ok();
+    assert!(from_bind.contains("bind\n"), "{from_bind}");
+    let stderr = berth
+        .run(&["cp", file.to_str().unwrap(), &format!("{id}:/ro/")])
+        .fails(1);
+    assert!(
+        stderr.contains("mounted volume is marked read-only"),
+        "{stderr}"
+    );
+    assert!(fs_err::read_dir(&read_only).unwrap().next().is_none());
+
+    assert_eq!(
+        berth.run(&["start", "-a", &id]).ok(),
+        "copied in\ncopied in\n"
+    );
+    // Stopped now: what it wrote to its volume comes out.
+    let later = host.path().join("later");
+    berth
+        .run(&["cp", &format!("{id}:/vol1/later"), later.to_str().unwrap()])
+        .ok();
+    assert_eq!(fs_err::read_to_string(&later).unwrap(), "later\n");
+    assert!(host_mounts_of(&id).is_empty(), "{:?}", host_mounts_of(&id));
+    berth.run(&["rm", "-v", &id]).ok();
+    berth.run(&["volume", "rm", &volume]).ok();
+}
+
+/// dockerd's `ErrRootFSReadOnly`: a `--read-only` container takes files
+/// in its volumes only.
+#[test]
+fn cp_into_a_read_only_container_goes_to_its_volumes_only() {
+    let berth = busybox();
+    let id = berth
+        .run(&["create", "--read-only", "-v", "/vol1", "busybox", "true"])
+        .ok()
+        .trim()
+        .to_owned();
+    let host = tempfile::tempdir().unwrap();
+    let file = host.path().join("f");
+    fs_err::write(&file, "x").unwrap();
+    berth
+        .run(&["cp", file.to_str().unwrap(), &format!("{id}:/vol1/")])
+        .ok();
+    let stderr = berth
+        .run(&["cp", file.to_str().unwrap(), &format!("{id}:/")])
+        .fails(1);
+    assert!(
+        stderr.contains("container rootfs is marked read-only"),
+        "{stderr}"
+    );
+    assert!(berth.run(&["cp", &format!("{id}:/f"), "-"]).code() != 0);
+    berth.run(&["rm", "-v", &id]).ok();
+}
+
 #[test]
 fn commit_makes_an_image_with_the_changes_and_config() {
     let berth = busybox();

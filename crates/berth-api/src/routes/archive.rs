@@ -4,7 +4,8 @@
 
 use base64::Engine as _;
 use berth_engine::containers::{
-    container_copied, export_container, find_container, with_container_root, CopyDirection,
+    check_copy_destination, container_copied, export_container, find_container, with_copy_root,
+    CopyDirection,
 };
 use berth_engine::copy::{
     archive_from_container, extract_into_container, stat_path, ContainerFs, ExtractOptions,
@@ -37,8 +38,8 @@ pub fn head(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, id)?;
     let user = Some(container.record.run.user.clone()).filter(|user| !user.is_empty());
-    let stat = with_container_root(&engine, &container, |root| {
-        let fs = ContainerFs::new(root, id).with_user(user.as_deref());
+    let stat = with_copy_root(&engine, &container, |root| {
+        let fs = ContainerFs::new(root.path, id).with_user(user.as_deref());
         Ok(stat_path(&fs, &path))
     })??;
     reply(Response::empty(200).with_header(STAT_HEADER, &stat_header(&stat)))
@@ -50,8 +51,8 @@ pub fn get(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, id)?;
     let user = Some(container.record.run.user.clone()).filter(|user| !user.is_empty());
-    let outcome = with_container_root(&engine, &container, |root| {
-        let fs = ContainerFs::new(root, id).with_user(user.as_deref());
+    let outcome = with_copy_root(&engine, &container, |root| {
+        let fs = ContainerFs::new(root.path, id).with_user(user.as_deref());
         // The stat goes in the head, before the tar: errors found here are
         // still proper responses.
         let stat = match stat_path(&fs, &path) {
@@ -90,12 +91,12 @@ pub fn put(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
     let engine = server.engine()?;
     let config = engine.config().clone();
     let container = find_container(engine.store(), &config, id)?;
-    if container.record.run.readonly_rootfs {
-        return Err(ApiError::new(403, "container rootfs is marked read-only"));
-    }
+    check_copy_destination(&container.record.run, &path)?;
     let user = Some(container.record.run.user.clone()).filter(|user| !user.is_empty());
-    with_container_root(&engine, &container, |root| {
-        let fs = ContainerFs::new(root, id).with_user(user.as_deref());
+    with_copy_root(&engine, &container, |root| {
+        let fs = ContainerFs::new(root.path, id)
+            .with_user(user.as_deref())
+            .with_journal(Some(root.journal));
         let body = exchange.body();
         Ok(extract_into_container(&fs, &path, body, &options))
     })??;

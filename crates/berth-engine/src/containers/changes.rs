@@ -6,6 +6,7 @@ use std::io::Write;
 use berth_image::changes::{changes, export_rootfs, Change};
 use berth_runtime::rootfs::{is_mounted, mount_rootfs, RootfsError};
 
+use super::copy_mounts::{has_copy_mounts, mount_copy_mounts, PrivateMounts};
 use super::lookup::{find_container, Container};
 use super::paths::ContainerPaths;
 use super::repair::CopyHold;
@@ -24,12 +25,25 @@ pub enum ChangesError {
     },
     #[error("failed to export")]
     Export(#[source] berth_image::changes::ChangesError),
+    #[error("failed to make a mount namespace for the copy")]
+    PrivateNamespace(#[source] nix::Error),
+    #[error("failed to mount {source_path:?} at {destination} for the copy")]
+    MountVolume {
+        source_path: std::path::PathBuf,
+        destination: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl ChangesError {
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Self::Diff(_) | Self::Mount { .. } | Self::Export(_) => ErrorKind::Internal,
+            Self::Diff(_)
+            | Self::Mount { .. }
+            | Self::Export(_)
+            | Self::PrivateNamespace(_)
+            | Self::MountVolume { .. } => ErrorKind::Internal,
         }
     }
 }
@@ -49,13 +63,14 @@ pub fn container_diff(engine: &Engine, text: &str) -> Result<Vec<Change>, Engine
 
 /// Runs `action` with the container's root as a host path: the running
 /// container's own view (`/proc/PID/root`), or, when it is stopped, its
-/// overlay mounted on the host for the duration.
+/// overlay mounted on the host for the duration (without its volumes:
+/// what `export` sends).
 pub fn with_container_root<T>(
     engine: &Engine,
     container: &Container,
     action: impl FnOnce(&std::path::Path) -> Result<T, EngineError>,
 ) -> Result<T, EngineError> {
-    with_copy_root(engine, container, |root| action(root.path))
+    with_root(engine, container, false, |root| action(root.path))
 }
 
 /// The container's root as a copy sees it, and the journal the copy
@@ -66,13 +81,25 @@ pub struct CopyRoot<'a> {
     pub journal: &'a std::path::Path,
 }
 
-/// [`with_container_root`] for a copy: the copy is registered (its journal)
-/// before the root is mounted, so a copy killed at any point leaves nothing
-/// the next command does not remove: the host mount of a stopped
-/// container's root, or a temporary file (see [`super::repair`]).
+/// [`with_container_root`] for a copy, which sees the container's volumes
+/// and bind mounts as Docker's does, running or not (a stopped container's
+/// are mounted over its root in a mount namespace of the copy's own, see
+/// [`super::copy_mounts`]). The copy is registered (its journal) before
+/// the root is mounted, so a copy killed at any point leaves nothing the
+/// next command does not remove: the host mount of a stopped container's
+/// root, or a temporary file (see [`super::repair`]).
 pub fn with_copy_root<T>(
     engine: &Engine,
     container: &Container,
+    action: impl FnOnce(&CopyRoot<'_>) -> Result<T, EngineError>,
+) -> Result<T, EngineError> {
+    with_root(engine, container, true, action)
+}
+
+fn with_root<T>(
+    engine: &Engine,
+    container: &Container,
+    with_mounts: bool,
     action: impl FnOnce(&CopyRoot<'_>) -> Result<T, EngineError>,
 ) -> Result<T, EngineError> {
     let config = engine.config();
@@ -103,10 +130,26 @@ pub fn with_copy_root<T>(
         })
     };
     let hold = CopyHold::register(&paths, Some(&mount))?;
-    let result = action(&CopyRoot {
-        path: &rootfs.merged,
-        journal: hold.journal(),
-    });
+    let with_mounts = with_mounts && has_copy_mounts(&container.record.run);
+    let result = (|| {
+        if !with_mounts {
+            return action(&CopyRoot {
+                path: &rootfs.merged,
+                journal: hold.journal(),
+            });
+        }
+        // Docker fills a new volume from the image before anything reaches
+        // it; berth does at the first start or copy, whichever comes first.
+        let layers = super::start::container_layers(engine.store(), &container.record)?;
+        super::start::populate_new_volumes(&config.root, &container.record, &paths, &layers)?;
+        // Left (and its mounts gone) before the root is unmounted below.
+        let _namespace = PrivateMounts::enter()?;
+        mount_copy_mounts(&rootfs.merged, &config.root, &container.record)?;
+        action(&CopyRoot {
+            path: &rootfs.merged,
+            journal: hold.journal(),
+        })
+    })();
     // The last copy out unmounts.
     hold.release(&paths);
     result

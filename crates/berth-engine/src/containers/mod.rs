@@ -4,6 +4,7 @@
 
 mod changes;
 mod commit;
+mod copy_mounts;
 pub(crate) mod create;
 mod error;
 mod exec;
@@ -43,6 +44,7 @@ pub use changes::{
     ChangesError, CopyDirection, CopyRoot,
 };
 pub use commit::{commit_container, CommitError, CommitOptions};
+pub use copy_mounts::check_copy_destination;
 pub use create::{
     create_container, create_warnings, local_platform_mismatch, runtime_resources, CreateError,
 };

@@ -275,7 +275,7 @@ pub(crate) fn prepare_record(
 /// Docker copies the image's content at a volume's mount point into the
 /// volume the first time an empty volume is mounted. Only then is the root
 /// mounted on the host, briefly.
-fn populate_new_volumes(
+pub(crate) fn populate_new_volumes(
     root: &std::path::Path,
     record: &super::record::ContainerRecord,
     paths: &ContainerPaths,

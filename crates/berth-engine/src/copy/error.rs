@@ -34,6 +34,12 @@ pub enum CopyError {
         #[source]
         source: io::Error,
     },
+    /// moby `ErrVolumeReadonly`.
+    #[error("mounted volume is marked read-only")]
+    VolumeReadOnly,
+    /// moby `ErrRootFSReadOnly`.
+    #[error("container rootfs is marked read-only")]
+    RootfsReadOnly,
     #[error("unsupported archive compression {format}: send an uncompressed tar stream")]
     CompressedArchive { format: &'static str },
 
@@ -149,6 +155,7 @@ impl CopyError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Self::NotFound { .. } => ErrorKind::NotFound,
+            Self::VolumeReadOnly | Self::RootfsReadOnly => ErrorKind::Forbidden,
             Self::ExtractionPointNotDirectory { .. }
             | Self::UnknownUser { .. }
             | Self::UnknownGroup { .. }

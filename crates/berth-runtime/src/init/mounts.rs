@@ -62,39 +62,7 @@ fn mount_shm(spec: &ContainerSpec, dev: &Path, common: MsFlags) -> InitResult<()
 /// directory or an empty file) when missing. The parent chain is created
 /// through the root with no symlink escaping it.
 pub(super) fn target_in_root(rootfs: &Path, path: &Path, as_file: bool) -> InitResult<PathBuf> {
-    let relative = path.strip_prefix("/").unwrap_or(path);
-    let target = crate::in_root::resolve_in_root(rootfs, relative).or_else(|_| {
-        // Create what is missing, one component at a time, inside the root.
-        let mut current = PathBuf::new();
-        let components: Vec<_> = relative.components().collect();
-        for (index, component) in components.iter().enumerate() {
-            current.push(component);
-            let last = index + 1 == components.len();
-            if crate::in_root::resolve_in_root(rootfs, &current).is_ok() {
-                continue;
-            }
-            let parent = crate::in_root::resolve_in_root(
-                rootfs,
-                current.parent().unwrap_or(Path::new(".")),
-            )?;
-            let host = parent.join(component);
-            if last && as_file {
-                #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .truncate(false)
-                    .write(true)
-                    .open(&host)?;
-            } else {
-                #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
-                std::fs::create_dir(&host).or_else(|error| match error.kind() {
-                    std::io::ErrorKind::AlreadyExists => Ok(()),
-                    _ => Err(error),
-                })?;
-            }
-        }
-        crate::in_root::resolve_in_root(rootfs, relative)
-    });
+    let target = crate::in_root::create_mount_point(rootfs, path, as_file);
     let target = target.map_err(|error| {
         InitFailure::io(&format!("create mount point {}", path.display()), error)
     })?;

@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use berth_engine::containers::{container_copied, find_container, with_copy_root, CopyDirection};
+use berth_engine::containers::{
+    check_copy_destination, container_copied, find_container, with_copy_root, CopyDirection,
+};
 use berth_engine::copy::{
     copy_container_to_host, copy_container_to_stream, copy_host_to_container,
     copy_stream_to_container, ContainerFs, CopyError,
@@ -81,6 +83,7 @@ pub fn run(engine: &Engine, args: &CpArgs) -> anyhow::Result<i32> {
         }
         ((None, source), (Some(name), path)) => {
             let container = find_container(engine.store(), &config, name)?;
+            check_copy_destination(&container.record.run, path)?;
             let user = Some(container.record.run.user.clone()).filter(|user| !user.is_empty());
             with_copy_root(engine, &container, |root| {
                 let fs = ContainerFs::new(root.path, name)
