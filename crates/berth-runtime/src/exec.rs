@@ -79,7 +79,7 @@ fn exec_joining(
 ) -> Result<Pid, LaunchError> {
     let open = |name: &str| {
         fs_err::File::open(format!("/proc/{container_pid}/ns/{name}")).map_err(|source| {
-            LaunchError::JoinNetwork {
+            LaunchError::JoinNamespace {
                 path: format!("/proc/{container_pid}/ns/{name}").into(),
                 source,
             }
@@ -89,7 +89,7 @@ fn exec_joining(
     // The caller's own (active) pid namespace, which setns may always re-enter (kernel
     // `pidns_install`: the active namespace or a descendant of it).
     let own_pid_namespace =
-        fs_err::File::open("/proc/self/ns/pid").map_err(|source| LaunchError::JoinNetwork {
+        fs_err::File::open("/proc/self/ns/pid").map_err(|source| LaunchError::JoinNamespace {
             path: "/proc/self/ns/pid".into(),
             source,
         })?;

@@ -3,6 +3,7 @@
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
 
 use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
@@ -18,8 +19,8 @@ pub enum LaunchError {
     Pipe(#[source] nix::Error),
     #[error("failed to create the container's namespaces")]
     Clone(#[source] nix::Error),
-    #[error("failed to join the network namespace {path:?}")]
-    JoinNetwork {
+    #[error("failed to join the namespace {path:?}")]
+    JoinNamespace {
         path: std::path::PathBuf,
         #[source]
         source: std::io::Error,
@@ -146,10 +147,34 @@ fn spawn_init(
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(LaunchError::Pipe)?;
 
     let mut namespaces = libc::CLONE_NEWNS;
-    // `--pid/--ipc/--uts host`: the child stays in the host's namespace of that kind.
+    // `--pid/--ipc/--uts host`: the child stays in the host's namespace of
+    // that kind; `container:`: in the one entered here.
+    let joined = &spec.joined_namespaces;
+    if let Some(path) = &joined.ipc {
+        join_namespace(path, nix::sched::CloneFlags::CLONE_NEWIPC)?;
+    }
+    // The pid namespace only for the clone: a process whose children's pid
+    // namespace is not its own cannot start threads (the cgroup placement
+    // below may), so the monitor goes back to its own right after.
+    let own_pid_namespace = match &joined.pid {
+        Some(path) => {
+            let own = PathBuf::from("/proc/self/ns/pid");
+            let own = fs_err::File::open(&own)
+                .map_err(|source| LaunchError::JoinNamespace { path: own, source })?;
+            join_namespace(path, nix::sched::CloneFlags::CLONE_NEWPID)?;
+            Some(own)
+        }
+        None => None,
+    };
     for (shared, flag) in [
-        (spec.host_namespaces.pid, libc::CLONE_NEWPID),
-        (spec.host_namespaces.ipc, libc::CLONE_NEWIPC),
+        (
+            spec.host_namespaces.pid || joined.pid.is_some(),
+            libc::CLONE_NEWPID,
+        ),
+        (
+            spec.host_namespaces.ipc || joined.ipc.is_some(),
+            libc::CLONE_NEWIPC,
+        ),
         (spec.host_namespaces.uts, libc::CLONE_NEWUTS),
     ] {
         if !shared {
@@ -160,7 +185,7 @@ fn spawn_init(
     match &spec.network {
         NetworkMode::New => namespaces |= libc::CLONE_NEWNET,
         NetworkMode::Host => {}
-        NetworkMode::Join(path) => join_network(path)?,
+        NetworkMode::Join(path) => join_namespace(path, nix::sched::CloneFlags::CLONE_NEWNET)?,
     }
     let cgroup_fd = cgroup.open_for_clone_into().map_err(LaunchError::Cgroup)?;
     // Without CLONE_INTO_CGROUP the child moves itself, which on v1 is
@@ -181,6 +206,14 @@ fn spawn_init(
         }
         Err(error) => return Err(LaunchError::Clone(error)),
     };
+    if let (Some(own), Forked::Parent { .. }) = (own_pid_namespace, &forked) {
+        nix::sched::setns(own, nix::sched::CloneFlags::CLONE_NEWPID).map_err(|error| {
+            LaunchError::JoinNamespace {
+                path: PathBuf::from("/proc/self/ns/pid"),
+                source: error.into(),
+            }
+        })?;
+    }
     match forked {
         Forked::Child => {
             drop((go_write, report_read));
@@ -339,17 +372,16 @@ impl Drop for Sandbox {
     }
 }
 
-/// `--network container:NAME`: the child inherits the namespace we enter
-/// here (the monitor is a throwaway process, so entering it is harmless).
-fn join_network(path: &std::path::Path) -> Result<(), LaunchError> {
-    let file = fs_err::File::open(path).map_err(|source| LaunchError::JoinNetwork {
+/// `--network/--pid/--ipc container:NAME`: the child inherits the
+/// namespace we enter here (the monitor is a throwaway process, so entering
+/// it is harmless; a pid namespace is the one of the children it makes).
+fn join_namespace(path: &std::path::Path, kind: nix::sched::CloneFlags) -> Result<(), LaunchError> {
+    let file = fs_err::File::open(path).map_err(|source| LaunchError::JoinNamespace {
         path: path.to_owned(),
         source,
     })?;
-    nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).map_err(|error| {
-        LaunchError::JoinNetwork {
-            path: path.to_owned(),
-            source: std::io::Error::from(error),
-        }
+    nix::sched::setns(file, kind).map_err(|error| LaunchError::JoinNamespace {
+        path: path.to_owned(),
+        source: std::io::Error::from(error),
     })
 }

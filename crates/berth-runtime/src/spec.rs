@@ -58,9 +58,25 @@ pub struct ContainerSpec {
     /// `--ipc none`: a private IPC namespace with no /dev/shm.
     #[serde(default)]
     pub no_shm: bool,
+    /// Another container's namespaces the container joins instead
+    /// (`--pid container:`, `--ipc container:`).
+    #[serde(default)]
+    pub joined_namespaces: JoinedNamespaces,
     /// `--domainname`: the NIS domain name of the container's UTS namespace (empty: none).
     #[serde(default)]
     pub domainname: String,
+}
+
+/// Another container's namespaces a container joins, as the `/proc/PID/ns`
+/// files of that container's process: its pid namespace (`--pid
+/// container:`), and its IPC namespace with its /dev/shm (`--ipc
+/// container:`; the /dev/shm is found in the donor's mount namespace).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JoinedNamespaces {
+    pub pid: Option<PathBuf>,
+    pub ipc: Option<PathBuf>,
+    /// The donor's mount namespace, whose /dev/shm becomes the container's.
+    pub shm_of: Option<PathBuf>,
 }
 
 /// Which of the host's namespaces a container joins rather than getting its own.

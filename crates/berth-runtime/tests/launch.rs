@@ -115,6 +115,7 @@ fn container(args: &[&str]) -> Container {
         device_rules: berth_runtime::devices::container_rules(false, &[]),
         host_namespaces: Default::default(),
         no_shm: false,
+        joined_namespaces: Default::default(),
         domainname: String::new(),
     };
     Container {

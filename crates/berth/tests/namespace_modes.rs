@@ -1,4 +1,4 @@
-//! `--pid`, `--ipc`, `--uts` host/none modes, `--domainname`, `--oom-score-adj`, and the
+//! `--pid`, `--ipc`, `--uts` host/none modes, `--pid/--ipc container:`, `--domainname`, `--oom-score-adj`, and the
 //! create settings berth refuses rather than accept and ignore (`--runtime`, log drivers and
 //! options, joining another container's namespaces). Where a
 //! Docker engine is reachable the same probes run against it and must print the same.
@@ -195,6 +195,132 @@ fn domainname_and_oom_score_adj_are_set() {
 }
 
 #[test]
+fn pid_and_ipc_of_another_container_are_joined() {
+    let berth = busybox();
+    let donor = berth.run_detached(&[
+        "--network",
+        "none",
+        "--name",
+        "donor",
+        "busybox",
+        "sh",
+        "-c",
+        "echo from-the-donor > /dev/shm/f; sleep 300",
+    ]);
+    let namespace = |container: &str, kind: &str| {
+        berth
+            .run(&[
+                "exec",
+                container,
+                "readlink",
+                &format!("/proc/self/ns/{kind}"),
+            ])
+            .ok()
+    };
+    // --pid: the donor's processes, its sleep (which its sh became) as pid 1.
+    let out = berth
+        .run(&[
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--pid",
+            "container:donor",
+            "busybox",
+            "sh",
+            "-c",
+            "cat /proc/1/cmdline | tr '\\0' ' '; readlink /proc/self/ns/pid",
+        ])
+        .ok();
+    assert_eq!(out, format!("sleep 300 {}", namespace("donor", "pid")));
+    // --ipc: the donor's IPC namespace and its /dev/shm (one tmpfs: a file
+    // written by either is the other's).
+    let out = berth
+        .run(&[
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--ipc",
+            "container:donor",
+            "busybox",
+            "sh",
+            "-c",
+            "cat /dev/shm/f; echo from-the-joiner > /dev/shm/g; readlink /proc/self/ns/ipc",
+        ])
+        .ok();
+    assert_eq!(
+        out,
+        format!("from-the-donor\n{}", namespace("donor", "ipc"))
+    );
+    assert_eq!(
+        berth.run(&["exec", "donor", "cat", "/dev/shm/g"]).ok(),
+        "from-the-joiner\n"
+    );
+    // The mode as given, in inspect.
+    let joiner = berth.run_detached(&[
+        "--network",
+        "none",
+        "--pid",
+        "container:donor",
+        "--ipc",
+        &format!("container:{donor}"),
+        "busybox",
+        "sleep",
+        "300",
+    ]);
+    assert_eq!(
+        berth.inspect(&joiner, "{{.HostConfig.PidMode}} {{.HostConfig.IpcMode}}"),
+        format!("container:donor container:{donor}")
+    );
+    berth.run(&["rm", "-f", &joiner]).ok();
+
+    // What cannot be joined, in dockerd's words; nothing is left.
+    let private = berth.run_detached(&[
+        "--network",
+        "none",
+        "--ipc",
+        "private",
+        "busybox",
+        "sleep",
+        "300",
+    ]);
+    let error = berth
+        .run(&[
+            "run",
+            "--rm",
+            "--ipc",
+            &format!("container:{private}"),
+            "busybox",
+            "true",
+        ])
+        .fails(125);
+    assert!(
+        error.contains(&format!("can't join IPC of container {private}: non-shareable IPC (hint: use IpcMode:shareable for the donor container)")),
+        "{error}"
+    );
+    berth.run(&["stop", "-t", "0", "donor"]).ok();
+    let error = berth
+        .run(&["run", "--rm", "--pid", "container:donor", "busybox", "true"])
+        .fails(125);
+    assert!(
+        error.contains(&format!("container {donor} is not running")),
+        "{error}"
+    );
+    let error = berth
+        .run(&["run", "--rm", "--ipc", "container:donor", "busybox", "true"])
+        .fails(125);
+    assert!(
+        error.contains(&format!(
+            "can't join IPC of container {donor}: container {donor} is not running"
+        )),
+        "{error}"
+    );
+    berth.run(&["rm", "-f", &private, &donor]).ok();
+    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "");
+}
+
+#[test]
 fn settings_berth_cannot_honour_are_refused_by_name() {
     let berth = busybox();
     let other = berth.run_detached(&[
@@ -221,14 +347,7 @@ fn settings_berth_cannot_honour_are_refused_by_name() {
             "unknown log opt 'x' for json-file log driver",
         ),
         (&["--pid", "container:nosuch"], "No such container: nosuch"),
-        (
-            &["--pid", "container:other"],
-            "--pid container:other is not supported yet",
-        ),
-        (
-            &["--ipc", "container:other"],
-            "--ipc container:other is not supported yet",
-        ),
+        (&["--ipc", "container:nosuch"], "No such container: nosuch"),
     ];
     for (options, wanted) in cases {
         let mut args = vec!["run", "--rm"];

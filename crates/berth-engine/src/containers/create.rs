@@ -360,10 +360,10 @@ pub(crate) fn build_record(
         devices: device_mappings(&host.resources)?,
         device_cgroup_rules: device_cgroup_rules(&host.resources)?,
         pid_mode: host.pid_mode.clone(),
-        // `private` and `shareable` are berth's own namespace, which is what either means
-        // until another container joins it (refused above).
+        // `shareable` is the default (empty): a namespace of its own that
+        // others may join; `private` is one that others may not.
         ipc_mode: match host.ipc_mode.as_str() {
-            "private" | "shareable" => String::new(),
+            "shareable" => String::new(),
             mode => mode.to_owned(),
         },
         uts_mode: host.uts_mode.clone(),

@@ -258,6 +258,7 @@ pub fn build_spec(
             uts: run.uts_mode == "host",
         },
         no_shm: run.ipc_mode == "none",
+        joined_namespaces: Default::default(),
         domainname: run.domainname.clone(),
     })
 }

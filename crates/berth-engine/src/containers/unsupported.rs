@@ -27,18 +27,18 @@ pub(crate) fn refuse_unsupported(
     {
         super::vm::refuse_unsupported(request).map_err(EngineError::InvalidArgument)?;
     }
-    for (flag, mode) in [
-        ("pid", &host.pid_mode),
-        ("ipc", &host.ipc_mode),
-        ("uts", &host.uts_mode),
-    ] {
+    // The container to join must exist at create (dockerd's words); that
+    // it runs is checked at each start (`monitor/joined.rs`).
+    for mode in [&host.pid_mode, &host.ipc_mode] {
         if let Some(other) = mode.strip_prefix("container:") {
-            // Docker's answer for a container that does not exist comes first.
             super::find_container(store, config, other)?;
-            return refuse(format!(
-                "--{flag} container:{other} is not supported yet: berth cannot join another container's {flag} namespace"
-            ));
         }
+    }
+    if let Some(other) = host.uts_mode.strip_prefix("container:") {
+        super::find_container(store, config, other)?;
+        return refuse(format!(
+            "--uts container:{other} is not supported yet: berth cannot join another container's uts namespace"
+        ));
     }
     Ok(())
 }

@@ -40,6 +40,9 @@ fn mount_shm(spec: &ContainerSpec, dev: &Path, common: MsFlags) -> InitResult<()
     let shm = dev.join("shm");
     #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
     std::fs::create_dir_all(&shm).map_err(|error| InitFailure::io("create /dev/shm", error))?;
+    if let Some(donor) = &spec.joined_namespaces.shm_of {
+        return import_shm(donor, &shm);
+    }
     if spec.host_namespaces.ipc {
         return do_mount(
             "/dev/shm",
@@ -57,6 +60,82 @@ fn mount_shm(spec: &ContainerSpec, dev: &Path, common: MsFlags) -> InitResult<()
         Some(&format!("mode=1777,size={}", spec.shm_size)),
     )
 }
+
+/// `--ipc container:`: the donor container's /dev/shm, as it sees it,
+/// mounted at `target`. A mount of another mount namespace cannot be bound
+/// from here, so this process (the container's init, single-threaded, before
+/// its root is entered) goes into the donor's namespace (`donor`, its
+/// `/proc/PID/ns/mnt`) for a detached copy of that mount (open_tree(2)),
+/// comes back to its own, and attaches the copy (move_mount(2)): the two
+/// containers then share one tmpfs, as Docker's do.
+fn import_shm(donor: &Path, target: &Path) -> InitResult<()> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let open = |path: &Path| {
+        #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
+        std::fs::File::open(path).map_err(|error| {
+            InitFailure::io(
+                &format!("open the IPC donor's namespace {}", path.display()),
+                error,
+            )
+        })
+    };
+    let own = open(Path::new("/proc/self/ns/mnt"))?;
+    let donor_namespace = open(donor)?;
+    let enter = |namespace: &std::fs::File, whose: &str| {
+        nix::sched::setns(namespace, nix::sched::CloneFlags::CLONE_NEWNS)
+            .map_err(|error| InitFailure::nix(&format!("enter {whose} mount namespace"), error))
+    };
+    enter(&donor_namespace, "the IPC donor's")?;
+    // SAFETY: open_tree(2) reads a NUL-terminated path and returns a new
+    // descriptor (or -1), which the OwnedFd then owns.
+    let tree = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            c"/dev/shm".as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_RECURSIVE as libc::c_uint,
+        )
+    };
+    let copied = (tree >= 0).then(|| {
+        // SAFETY: a descriptor open_tree(2) just returned, owned by no one else.
+        unsafe { OwnedFd::from_raw_fd(tree as i32) }
+    });
+    let copy_error = std::io::Error::last_os_error();
+    // Back home before anything else, whatever open_tree did.
+    enter(&own, "its own")?;
+    let tree =
+        copied.ok_or_else(|| InitFailure::io("copy the IPC donor's /dev/shm", copy_error))?;
+    let target_c = std::ffi::CString::new(target.as_os_str().as_encoded_bytes()).map_err(|_| {
+        InitFailure::new(
+            "attach the IPC donor's /dev/shm",
+            "the path holds NUL",
+            libc::EINVAL,
+        )
+    })?;
+    // SAFETY: move_mount(2) reads two NUL-terminated paths.
+    let moved = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            target_c.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    if moved < 0 {
+        return Err(InitFailure::io(
+            "attach the IPC donor's /dev/shm",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+/// open_tree(2)'s flag for a detached copy of the mount (linux/mount.h).
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+/// move_mount(2)'s flag: the source is the descriptor itself (linux/mount.h).
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x0000_0004;
 
 /// `path` inside the container root as a host path, creating it (as a
 /// directory or an empty file) when missing. The parent chain is created

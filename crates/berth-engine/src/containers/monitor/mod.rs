@@ -7,6 +7,7 @@
 
 mod health;
 mod io;
+mod joined;
 pub mod launch;
 pub(crate) mod lock;
 pub(crate) mod member;
@@ -540,6 +541,8 @@ fn start_once(
         .map_err(|error| (crate::ErrorChain(&error).to_string(), 125))?;
     spec.process.env = super::links::environment(&record.name, &linked, &spec.process.env);
     network.set_link_hosts(super::links::hosts_lines(&linked));
+    spec.joined_namespaces =
+        joined::joined_namespaces(store, config, record).map_err(|message| (message, 125))?;
     if let Some(joined) =
         network::joined_network(store, config, record).map_err(|message| (message, 125))?
     {
