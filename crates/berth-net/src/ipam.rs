@@ -66,15 +66,40 @@ impl Ipv4Net {
         u32::from(self.address) | !mask(self.prefix_len)
     }
 
-    /// The lowest address that is neither the network, the broadcast, the
-    /// gateway nor in `used`.
-    pub fn next_free(&self, gateway: Ipv4Addr, used: &[Ipv4Addr]) -> Result<Ipv4Addr, IpamError> {
-        let first = u32::from(self.address) + 1;
-        let last = self.broadcast().saturating_sub(1);
+    /// The lowest address of `range` (the whole subnet when None) that is
+    /// neither the subnet's network or broadcast address nor in `reserved`
+    /// (the gateway, the auxiliary addresses, the addresses in use). As
+    /// libnetwork's allocator, a range's own first and last addresses are
+    /// hosts like any other: only the subnet's two are never given.
+    pub fn next_free(
+        &self,
+        range: Option<Ipv4Net>,
+        reserved: &[Ipv4Addr],
+    ) -> Result<Ipv4Addr, IpamError> {
+        let (mut first, mut last) = (
+            u32::from(self.address) + 1,
+            self.broadcast().saturating_sub(1),
+        );
+        if let Some(range) = range {
+            first = first.max(u32::from(range.address));
+            last = last.min(range.broadcast());
+        }
         (first..=last)
             .map(Ipv4Addr::from)
-            .find(|candidate| *candidate != gateway && !used.contains(candidate))
-            .ok_or(IpamError::Exhausted(*self))
+            .find(|candidate| !reserved.contains(candidate))
+            .ok_or(IpamError::Exhausted(range.unwrap_or(*self)))
+    }
+
+    /// Whether `range` (`--ip-range`) lies wholly inside this subnet.
+    pub fn holds(&self, range: &Ipv4Net) -> bool {
+        range.prefix_len >= self.prefix_len && self.contains(range.address)
+    }
+
+    /// Whether `address` is the subnet's network or broadcast address,
+    /// which no endpoint, gateway or auxiliary address may take.
+    pub fn is_network_or_broadcast(&self, address: Ipv4Addr) -> bool {
+        let raw = u32::from(address);
+        raw == u32::from(self.address) || raw == self.broadcast()
     }
 
     /// Checks a requested address (`--ip`).
@@ -84,8 +109,7 @@ impl Ipv4Net {
         gateway: Ipv4Addr,
         used: &[Ipv4Addr],
     ) -> Result<(), IpamError> {
-        let raw = u32::from(address);
-        if !self.contains(address) || raw == u32::from(self.address) || raw == self.broadcast() {
+        if !self.contains(address) || self.is_network_or_broadcast(address) {
             return Err(IpamError::OutsideSubnet {
                 address,
                 subnet: *self,
@@ -209,21 +233,71 @@ mod tests {
         let subnet = net("10.5.0.0/29");
         let gateway = subnet.first_host();
         assert_eq!(gateway, Ipv4Addr::new(10, 5, 0, 1));
-        let mut used = Vec::new();
+        let mut used = vec![gateway];
         for expected in 2..=6 {
-            let address = subnet.next_free(gateway, &used).unwrap();
+            let address = subnet.next_free(None, &used).unwrap();
             assert_eq!(address, Ipv4Addr::new(10, 5, 0, expected));
             used.push(address);
         }
         assert_eq!(
-            subnet.next_free(gateway, &used),
+            subnet.next_free(None, &used),
             Err(IpamError::Exhausted(subnet))
         );
         used.retain(|address| *address != Ipv4Addr::new(10, 5, 0, 3));
         assert_eq!(
-            subnet.next_free(gateway, &used).unwrap(),
+            subnet.next_free(None, &used).unwrap(),
             Ipv4Addr::new(10, 5, 0, 3)
         );
+    }
+
+    /// Docker 20.10 here: `--subnet 10.241.0.0/24 --ip-range 10.241.0.128/25`
+    /// gives the bridge 10.241.0.128 and the first container .130 when .129
+    /// is an auxiliary address; a /30 range at the subnet's start holds the
+    /// gateway .1 and containers .2 and .3, then "no available IPv4
+    /// addresses".
+    #[test]
+    fn ranges_bound_dynamic_addresses_as_libnetwork_does() {
+        let subnet = net("10.241.0.0/24");
+        let range = Some(net("10.241.0.128/25"));
+        let gateway = subnet.next_free(range, &[]).unwrap();
+        assert_eq!(gateway, Ipv4Addr::new(10, 241, 0, 128));
+        let aux = Ipv4Addr::new(10, 241, 0, 129);
+        assert_eq!(
+            subnet.next_free(range, &[gateway, aux]).unwrap(),
+            Ipv4Addr::new(10, 241, 0, 130)
+        );
+        let last = Ipv4Addr::new(10, 241, 0, 254);
+        let full: Vec<Ipv4Addr> = (128..=254).map(|d| Ipv4Addr::new(10, 241, 0, d)).collect();
+        assert_eq!(
+            subnet.next_free(range, &full),
+            Err(IpamError::Exhausted(net("10.241.0.128/25")))
+        );
+        assert!(
+            full.contains(&last),
+            "the broadcast .255 is never a candidate"
+        );
+
+        let small = Some(net("10.251.0.0/30"));
+        let subnet = net("10.251.0.0/24");
+        let gateway = subnet.next_free(small, &[]).unwrap();
+        assert_eq!(gateway, Ipv4Addr::new(10, 251, 0, 1));
+        let second = subnet.next_free(small, &[gateway]).unwrap();
+        let third = subnet.next_free(small, &[gateway, second]).unwrap();
+        assert_eq!(
+            (second, third),
+            (Ipv4Addr::new(10, 251, 0, 2), Ipv4Addr::new(10, 251, 0, 3))
+        );
+        assert!(subnet.next_free(small, &[gateway, second, third]).is_err());
+    }
+
+    #[test]
+    fn a_range_must_lie_inside_its_subnet() {
+        let subnet = net("10.242.0.0/24");
+        assert!(subnet.holds(&net("10.242.0.128/25")));
+        assert!(subnet.holds(&net("10.242.0.0/24")));
+        assert!(subnet.holds(&net("10.242.0.7/32")));
+        assert!(!subnet.holds(&net("10.242.0.0/23")));
+        assert!(!subnet.holds(&net("10.243.0.0/25")));
     }
 
     #[test]

@@ -887,10 +887,13 @@ fn the_request_after_a_chunked_upload_on_one_connection_is_answered() {
 }
 
 /// `POST /networks/create` as docker-py sends it: every unset IPAM field
-/// as JSON null, `Driver` null; IPAM settings berth does not implement are
-/// refused by name, not dropped.
+/// as JSON null, `Driver` null; `IPRange`, `AuxiliaryAddresses` and IPAM
+/// `Options` kept and shown as Docker 20.10 shows them (compose's
+/// test_up_with_ipam_config and _options); bad ones refused in
+/// libnetwork's words, leaving nothing.
 #[test]
-fn network_create_takes_nulls_and_refuses_what_it_cannot_do() {
+fn network_create_takes_nulls_ranges_aux_addresses_and_ipam_options() {
+    use serde_json::json;
     let Some(server) = Server::start_with(&[], false) else {
         return;
     };
@@ -902,24 +905,61 @@ fn network_create_takes_nulls_and_refuses_what_it_cannot_do() {
         let (status, _, body) = server.raw(request.as_bytes());
         (status, message(&body))
     };
+    let ipam = |name: &str| -> serde_json::Value {
+        let text = server
+            .berth
+            .run(&["network", "inspect", "-f", "{{json .IPAM}}", name])
+            .ok();
+        serde_json::from_str(&text).unwrap()
+    };
     let (status, _) = post(
         r#"{"Name":"pynet","Driver":null,"Options":null,"CheckDuplicate":true,"IPAM":{"Driver":"default","Config":[{"Subnet":"10.239.7.0/24","IPRange":null,"Gateway":null,"AuxiliaryAddresses":null}],"Options":null}}"#,
     );
     assert_eq!(status, 201);
-    let inspect = server.berth.run(&["network", "inspect", "pynet"]).ok();
-    assert!(inspect.contains("10.239.7.0/24"), "{inspect}");
+    assert_eq!(
+        ipam("pynet"),
+        json!({"Driver": "default", "Options": null, "Config": [{"Subnet": "10.239.7.0/24", "Gateway": "10.239.7.1"}]})
+    );
+    let (status, _) = post(
+        r#"{"Name":"n2","IPAM":{"Driver":"default","Config":[{"Subnet":"10.239.8.0/24","IPRange":"10.239.8.128/25","Gateway":"10.239.8.254","AuxiliaryAddresses":{"a":"10.239.8.5","b":"10.239.8.6"}}],"Options":null}}"#,
+    );
+    assert_eq!(status, 201);
+    assert_eq!(
+        ipam("n2"),
+        json!({"Driver": "default", "Options": null, "Config": [{
+            "Subnet": "10.239.8.0/24",
+            "IPRange": "10.239.8.128/25",
+            "Gateway": "10.239.8.254",
+            "AuxiliaryAddresses": {"a": "10.239.8.5", "b": "10.239.8.6"},
+        }]})
+    );
+    let (status, _) = post(r#"{"Name":"n4","IPAM":{"Options":{"x":"y"}}}"#);
+    assert_eq!(status, 201);
+    assert_eq!(ipam("n4")["Options"], json!({"x": "y"}));
     for (body, words) in [
         (
-            r#"{"Name":"n2","IPAM":{"Config":[{"Subnet":"10.239.8.0/24","IPRange":"10.239.8.0/25"}]}}"#,
-            "--ip-range",
+            r#"{"Name":"bad","IPAM":{"Config":[{"Subnet":"10.239.9.0/24","IPRange":"10.239.10.0/25"}]}}"#,
+            "no matching subnet for range 10.239.10.0/25",
         ),
         (
-            r#"{"Name":"n3","IPAM":{"Config":[{"Subnet":"10.239.9.0/24","AuxiliaryAddresses":{"a":"10.239.9.5"}}]}}"#,
-            "auxiliary addresses",
+            r#"{"Name":"bad","IPAM":{"Config":[{"IPRange":"10.239.9.0/25"}]}}"#,
+            "every ip-range or gateway must have a corresponding subnet",
         ),
         (
-            r#"{"Name":"n4","IPAM":{"Options":{"x":"y"}}}"#,
-            "IPAM driver options",
+            r#"{"Name":"bad","IPAM":{"Config":[{"Subnet":"10.239.9.0/24","AuxiliaryAddresses":{"a":"10.239.10.5"}}]}}"#,
+            "auxiliary address: (a:10.239.10.5) must belong to the master pool: 10.239.9.0/24",
+        ),
+        (
+            r#"{"Name":"bad","IPAM":{"Config":[{"Subnet":"10.239.9.0/24","AuxiliaryAddresses":{"a":"bogus"}}]}}"#,
+            "non parsable secondary ip address (a:bogus) passed for network bad",
+        ),
+        (
+            r#"{"Name":"bad","IPAM":{"Config":[{"Subnet":"10.239.9.0/24","AuxiliaryAddresses":{"gw":"10.239.9.1"}}]}}"#,
+            "failed to allocate secondary ip address (gw:10.239.9.1): Address already in use",
+        ),
+        (
+            r#"{"Name":"bad","IPAM":{"Driver":"dhcp"}}"#,
+            "berth supports the default IPAM driver only",
         ),
     ] {
         let (status, message) = post(body);
@@ -930,11 +970,11 @@ fn network_create_takes_nulls_and_refuses_what_it_cannot_do() {
         .berth
         .run(&["network", "ls", "--format", "{{.Name}}"])
         .ok();
-    assert!(
-        !networks.contains("n2") && !networks.contains("n3"),
-        "{networks}"
-    );
-    server.berth.run(&["network", "rm", "pynet"]).ok();
+    assert!(!networks.contains("bad"), "{networks}");
+    server
+        .berth
+        .run(&["network", "rm", "pynet", "n2", "n4"])
+        .ok();
 }
 
 /// Endpoint settings berth does not do are refused by name, at create and

@@ -307,6 +307,149 @@ fn create_takes_docker_options_and_refuses_clashes() {
     assert!(!host_has_address("10.213.102.1/24"));
 }
 
+/// `--ip-range`, `--aux-address` and `--ipam-opt` as Docker 20.10 has them
+/// (seen on its engine here): containers get dynamic addresses from the
+/// range alone, the bridge its first address, a fixed `--ip` may be
+/// anywhere in the subnet, an auxiliary address goes to no one; inspect
+/// shows all three.
+#[test]
+fn ip_ranges_aux_addresses_and_ipam_options() {
+    let berth = Networks::new();
+    berth.create(&[
+        "--subnet",
+        "10.213.121.0/24",
+        "--ip-range",
+        "10.213.121.64/26",
+        "--aux-address",
+        "router=10.213.121.65",
+        "--aux-address",
+        "printer=10.213.121.10",
+        "--ipam-opt",
+        "foo=bar",
+        "--ipam-driver",
+        "default",
+        "ranged",
+    ]);
+    let json = berth.inspect("ranged");
+    assert_eq!(
+        json["IPAM"],
+        serde_json::json!({
+            "Driver": "default",
+            "Options": { "foo": "bar" },
+            "Config": [{
+                "Subnet": "10.213.121.0/24",
+                "IPRange": "10.213.121.64/26",
+                "Gateway": "10.213.121.64",
+                "AuxiliaryAddresses": { "printer": "10.213.121.10", "router": "10.213.121.65" },
+            }],
+        })
+    );
+    assert!(host_has_address("10.213.121.64/24"));
+    let run = |name: &str, ip: Option<&str>| {
+        let mut args = vec!["--name", name, "--network", "ranged"];
+        if let Some(ip) = ip {
+            args.extend_from_slice(&["--ip", ip]);
+        }
+        args.extend_from_slice(&["busybox", "sleep", "100"]);
+        berth.run_detached(&args);
+        berth.addresses(name, "eth0")
+    };
+    // The range's next free address after the bridge's and the reserved .65.
+    assert_eq!(run("dynamic", None), ["10.213.121.66/24"]);
+    let route = berth.run(&["exec", "dynamic", "ip", "route"]).ok();
+    assert!(route.contains("default via 10.213.121.64 "), "{route}");
+    // Outside the range, inside the subnet.
+    assert_eq!(run("fixed", Some("10.213.121.200")), ["10.213.121.200/24"]);
+    for reserved in ["10.213.121.65", "10.213.121.10", "10.213.121.64"] {
+        let stderr = berth
+            .run(&[
+                "run",
+                "--rm",
+                "--network",
+                "ranged",
+                "--ip",
+                reserved,
+                "busybox",
+                "true",
+            ])
+            .fails(125);
+        assert!(stderr.contains("Address already in use"), "{stderr}");
+    }
+    berth.run(&["rm", "-f", "dynamic", "fixed"]).ok();
+
+    // Without --ipam-opt the CLI sends an empty map, shown as such.
+    berth.create(&["--subnet", "10.213.122.0/24", "plain"]);
+    assert_eq!(
+        berth.inspect("plain")["IPAM"]["Options"],
+        serde_json::json!({})
+    );
+
+    // The CLI's checks, in the docker CLI's words; then the engine's.
+    for (args, words) in [
+        (
+            vec![
+                "--subnet",
+                "10.213.123.0/24",
+                "--ip-range",
+                "10.213.124.0/25",
+            ],
+            "no matching subnet for range 10.213.124.0/25",
+        ),
+        (
+            vec!["--ip-range", "10.213.123.0/25"],
+            "every ip-range or gateway must have a corresponding subnet",
+        ),
+        (
+            vec!["--subnet", "10.213.123.0/24", "--ip-range", "bogus"],
+            "no matching subnet for range bogus",
+        ),
+        (
+            vec![
+                "--subnet",
+                "10.213.123.0/24",
+                "--aux-address",
+                "a=10.213.124.1",
+            ],
+            "no matching subnet for aux-address 10.213.124.1",
+        ),
+        (
+            vec![
+                "--subnet",
+                "10.213.123.0/24",
+                "--ip-range",
+                "10.213.123.0/23",
+            ],
+            "no matching subnet for range 10.213.123.0/23",
+        ),
+        (
+            vec![
+                "--subnet",
+                "10.213.123.0/24",
+                "--aux-address",
+                "a=10.213.123.1",
+            ],
+            "failed to allocate secondary ip address (a:10.213.123.1): Address already in use",
+        ),
+        (
+            vec!["--ipam-driver", "dhcp"],
+            "berth supports the default IPAM driver only; got \"dhcp\"",
+        ),
+    ] {
+        let mut full = vec!["network", "create"];
+        full.extend_from_slice(&args);
+        full.push("refused");
+        let stderr = berth.run(&full).fails(1);
+        assert_eq!(stderr, format!("Error: {words}\n"), "{args:?}");
+    }
+    assert_eq!(berth.names(&["-f", "type=custom"]), ["plain", "ranged"]);
+    assert!(!host_has_address("10.213.123.1/24"));
+    assert_eq!(
+        berth.run(&["network", "rm", "ranged", "plain"]).ok(),
+        "ranged\nplain\n"
+    );
+    assert!(!host_has_address("10.213.121.64/24"));
+}
+
 #[test]
 fn predefined_networks_cannot_be_removed() {
     let berth = Networks::new();
@@ -816,9 +959,10 @@ fn messages_and_shapes_match_docker() {
     let Some(host) = docker_host() else { return };
     let berth = Networks::new();
     let name = format!("berth-conformance-{}", std::process::id());
+    let ranged = format!("{name}-ipam");
     let _cleanup = DockerNetworks {
         host: &host,
-        names: vec![name.clone()],
+        names: vec![name.clone(), ranged.clone()],
     };
     let create = [
         "network",
@@ -845,6 +989,40 @@ fn messages_and_shapes_match_docker() {
         ],
         vec!["network", "create", "host"],
         vec!["network", "create", "--gateway", "10.213.119.1", "nosubnet"],
+        vec![
+            "network",
+            "create",
+            "--ip-range",
+            "10.213.119.0/25",
+            "nosubnet",
+        ],
+        vec![
+            "network",
+            "create",
+            "--subnet",
+            "10.213.119.0/24",
+            "--ip-range",
+            "10.213.120.0/25",
+            "badrange",
+        ],
+        vec![
+            "network",
+            "create",
+            "--subnet",
+            "10.213.119.0/24",
+            "--ip-range",
+            "bogus",
+            "badrange",
+        ],
+        vec![
+            "network",
+            "create",
+            "--subnet",
+            "10.213.119.0/24",
+            "--aux-address",
+            "a=10.213.120.5",
+            "badaux",
+        ],
         vec!["network", "inspect", "berth-conformance-nosuch"],
         vec!["network", "rm", "berth-conformance-nosuch"],
         vec!["network", "rm", "none"],
@@ -886,6 +1064,53 @@ fn messages_and_shapes_match_docker() {
     assert_eq!(
         ours["IPAM"]["Config"][0]["Subnet"],
         theirs[0]["IPAM"]["Config"][0]["Subnet"]
+    );
+
+    // A range, auxiliary addresses and IPAM options: the same IPAM object,
+    // the same first address (the range's first: the gateway is given).
+    let create = [
+        "network",
+        "create",
+        "--subnet",
+        "10.213.119.0/24",
+        "--ip-range",
+        "10.213.119.128/25",
+        "--gateway",
+        "10.213.119.254",
+        "--aux-address",
+        "a=10.213.119.129",
+        "--aux-address",
+        "b=10.213.119.5",
+        "--ipam-opt",
+        "k=v",
+        ranged.as_str(),
+    ];
+    let made = docker(&host, &create);
+    assert!(made.status.success(), "{}", docker_words(&made.stderr));
+    berth.run(&create).ok();
+    let theirs: Value =
+        serde_json::from_slice(&docker(&host, &["network", "inspect", ranged.as_str()]).stdout)
+            .unwrap();
+    assert_eq!(berth.inspect(&ranged)["IPAM"], theirs[0]["IPAM"]);
+    let address = ["run", "--rm", "--network", ranged.as_str(), "busybox"];
+    let address = [&address[..], &["ip", "-4", "-o", "addr", "show", "eth0"]].concat();
+    let inet = |text: &str| -> Option<String> {
+        let mut words = text.split_whitespace();
+        words.find(|word| *word == "inet")?;
+        words.next().map(str::to_owned)
+    };
+    let theirs = docker(&host, &address);
+    assert!(theirs.status.success(), "{}", docker_words(&theirs.stderr));
+    let ours = berth.run(&address).ok();
+    assert_eq!(inet(&ours), inet(&String::from_utf8_lossy(&theirs.stdout)));
+    assert_eq!(inet(&ours).as_deref(), Some("10.213.119.128/24"));
+    // Gone from both before the name filter below, which it would match.
+    berth.run(&["network", "rm", ranged.as_str()]).ok();
+    let removed = docker(&host, &["network", "rm", ranged.as_str()]);
+    assert!(
+        removed.status.success(),
+        "{}",
+        docker_words(&removed.stderr)
     );
 
     // ls rows: the same fields.

@@ -129,61 +129,32 @@ pub fn create(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
             "berth networks do not support IPv6 yet",
         ));
     }
-    let configs = body
-        .ipam
-        .as_ref()
+    let ipam = body.ipam.as_ref();
+    let configs = ipam
         .and_then(|ipam| ipam.config.as_ref())
         .map(Vec::as_slice)
         .unwrap_or_default();
-    if body
-        .ipam
-        .as_ref()
-        .is_some_and(|ipam| !matches!(ipam.driver.as_deref(), None | Some("" | "default")))
-    {
-        return Err(ApiError::bad_request(
-            "berth supports the default IPAM driver only",
-        ));
-    }
     if configs.len() > 1 {
         return Err(ApiError::bad_request("berth networks have one subnet"));
     }
-    if configs
-        .first()
-        .is_some_and(|config| set(&config.ip_range).is_some())
-    {
-        return Err(ApiError::bad_request(
-            "berth networks do not support --ip-range",
-        ));
-    }
-    if configs.first().is_some_and(|config| {
-        config
-            .auxiliary_addresses
-            .as_ref()
-            .is_some_and(|addresses| !addresses.is_empty())
-    }) {
-        return Err(ApiError::bad_request(
-            "berth networks do not support auxiliary addresses (--aux-address)",
-        ));
-    }
-    if body
-        .ipam
-        .as_ref()
-        .and_then(|ipam| ipam.options.as_ref())
-        .is_some_and(|options| !options.is_empty())
-    {
-        return Err(ApiError::bad_request(
-            "berth networks do not support IPAM driver options (--ipam-opt)",
-        ));
-    }
+    let config = configs.first();
     let request = NetworkCreate {
         name: body.name.clone(),
         driver: body.driver.clone().unwrap_or_default(),
-        subnet: configs.first().and_then(|config| set(&config.subnet)),
-        gateway: configs.first().and_then(|config| set(&config.gateway)),
+        subnet: config.and_then(|config| set(&config.subnet)),
+        gateway: config.and_then(|config| set(&config.gateway)),
         internal: body.internal,
         attachable: body.attachable,
         labels: body.labels.unwrap_or_default(),
         options: body.options.unwrap_or_default(),
+        ipam_driver: ipam
+            .and_then(|ipam| ipam.driver.clone())
+            .unwrap_or_default(),
+        ip_range: config.and_then(|config| set(&config.ip_range)),
+        aux_addresses: config
+            .and_then(|config| config.auxiliary_addresses.clone())
+            .unwrap_or_default(),
+        ipam_options: ipam.and_then(|ipam| ipam.options.clone()),
     };
     let mut engine = server.engine()?;
     let (store, kernel) = engine.network_parts();

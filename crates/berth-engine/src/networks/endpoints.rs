@@ -137,14 +137,23 @@ pub(crate) fn connect_one(
         ports: ports.to_vec(),
     };
     let mut mac = [0u8; 6];
+    // A fixed address may be anywhere in the subnet; the others come from
+    // the range (`--ip-range`). Neither takes the gateway or an auxiliary
+    // address.
+    let range = network.ip_range();
+    let reserved = network.reserved_addresses();
     let address = store
         .add_endpoint(&network.id, container.id, |used| {
-            let used: Vec<Ipv4Addr> = used.iter().filter_map(|text| text.parse().ok()).collect();
+            let used: Vec<Ipv4Addr> = used
+                .iter()
+                .filter_map(|text| text.parse().ok())
+                .chain(reserved.iter().copied())
+                .collect();
             let address = match requested_ip {
                 Some(address) => subnet
                     .check_requested(address, gateway, &used)
                     .map(|()| address),
-                None => subnet.next_free(gateway, &used),
+                None => subnet.next_free(range, &used),
             }
             .map_err(|error| error.to_string())?;
             mac = requested_mac.unwrap_or_else(|| mac_for(address));

@@ -36,6 +36,30 @@ pub enum NetworkError {
     GatewayOutsideSubnet { gateway: Ipv4Addr, subnet: Ipv4Net },
     #[error("invalid bridge name {name:?}")]
     InvalidBridgeName { name: String },
+    /// The docker CLI's words: dockerd itself takes a range outside the
+    /// subnet and maps its host part into it; berth refuses it, and a range
+    /// wider than the subnet.
+    #[error("no matching subnet for range {range}")]
+    RangeOutsideSubnet { range: String },
+    #[error("no matching subnet for aux-address {address}")]
+    AuxAddressWithoutSubnet { address: String },
+    /// libnetwork's words (`ipamAllocateVersion`), as the next three.
+    #[error("non parsable secondary ip address ({name}:{address}) passed for network {network}")]
+    InvalidAuxAddress {
+        name: String,
+        address: String,
+        network: String,
+    },
+    #[error("auxiliary address: ({name}:{address}) must belong to the master pool: {subnet}")]
+    AuxAddressOutsideSubnet {
+        name: String,
+        address: Ipv4Addr,
+        subnet: Ipv4Net,
+    },
+    #[error("failed to allocate secondary ip address ({name}:{address}): Address already in use")]
+    AuxAddressInUse { name: String, address: Ipv4Addr },
+    #[error("berth supports the default IPAM driver only; got {driver:?}")]
+    UnsupportedIpamDriver { driver: String },
     /// The store refused the write: a name taken (Docker's 409), or the
     /// check the write ran (a range or an address already in use), in the
     /// store's or the check's words.
@@ -158,6 +182,12 @@ impl NetworkError {
             | Self::GatewayWithoutSubnet
             | Self::GatewayOutsideSubnet { .. }
             | Self::InvalidBridgeName { .. }
+            | Self::RangeOutsideSubnet { .. }
+            | Self::AuxAddressWithoutSubnet { .. }
+            | Self::InvalidAuxAddress { .. }
+            | Self::AuxAddressOutsideSubnet { .. }
+            | Self::AuxAddressInUse { .. }
+            | Self::UnsupportedIpamDriver { .. }
             | Self::PrivateMode
             | Self::HostNetwork
             | Self::AlreadyConnected { .. }

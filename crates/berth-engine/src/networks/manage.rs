@@ -28,6 +28,77 @@ pub struct NetworkCreate {
     pub attachable: bool,
     pub labels: BTreeMap<String, String>,
     pub options: BTreeMap<String, String>,
+    /// Empty or `default`: the only IPAM driver berth has.
+    pub ipam_driver: String,
+    /// `--ip-range`: inside the subnet, which must be given.
+    pub ip_range: Option<String>,
+    /// `--aux-address NAME=IP`: addresses of the subnet no container gets.
+    pub aux_addresses: BTreeMap<String, String>,
+    /// `--ipam-opt`: kept and shown (see [`NetworkRecord::ipam_options`]).
+    pub ipam_options: Option<BTreeMap<String, String>>,
+}
+
+/// The IPAM settings of a request with a subnet, checked as libnetwork
+/// checks them: the gateway (given, else the range's first free address,
+/// as the allocator hands it out, else the subnet's first host), the range
+/// and the auxiliary addresses, which may take neither the subnet's
+/// network or broadcast address, the gateway nor each other's.
+fn check_ipam(
+    request: &NetworkCreate,
+    subnet: Option<Ipv4Net>,
+    gateway: Option<Ipv4Addr>,
+) -> Result<(Option<Ipv4Net>, Option<Ipv4Addr>), NetworkError> {
+    let range = match request.ip_range.as_deref().filter(|text| !text.is_empty()) {
+        None => None,
+        Some(text) => {
+            let range: Ipv4Net = text.parse().map_err(NetworkError::InvalidAddress)?;
+            let subnet = subnet.ok_or(NetworkError::GatewayWithoutSubnet)?;
+            if !subnet.holds(&range) {
+                return Err(NetworkError::RangeOutsideSubnet {
+                    range: text.to_owned(),
+                });
+            }
+            Some(range)
+        }
+    };
+    let Some(subnet) = subnet else {
+        return match request.aux_addresses.values().next() {
+            Some(address) => Err(NetworkError::AuxAddressWithoutSubnet {
+                address: address.clone(),
+            }),
+            None => Ok((None, None)),
+        };
+    };
+    let gateway = match (gateway, range) {
+        (Some(gateway), _) => gateway,
+        (None, Some(range)) => subnet
+            .next_free(Some(range), &[])
+            .map_err(NetworkError::InvalidAddress)?,
+        (None, None) => subnet.first_host(),
+    };
+    let mut taken = vec![gateway];
+    for (name, text) in &request.aux_addresses {
+        let address: Ipv4Addr = text.parse().map_err(|_| NetworkError::InvalidAuxAddress {
+            name: name.clone(),
+            address: text.clone(),
+            network: request.name.clone(),
+        })?;
+        if !subnet.contains(address) {
+            return Err(NetworkError::AuxAddressOutsideSubnet {
+                name: name.clone(),
+                address,
+                subnet,
+            });
+        }
+        if subnet.is_network_or_broadcast(address) || taken.contains(&address) {
+            return Err(NetworkError::AuxAddressInUse {
+                name: name.clone(),
+                address,
+            });
+        }
+        taken.push(address);
+    }
+    Ok((range, Some(gateway)))
 }
 
 /// Creates a bridge network and its bridge device; returns the id.
@@ -84,6 +155,13 @@ pub fn create_network(
             return Err(NetworkError::GatewayOutsideSubnet { gateway, subnet }.into());
         }
     }
+    if !matches!(request.ipam_driver.as_str(), "" | "default") {
+        return Err(NetworkError::UnsupportedIpamDriver {
+            driver: request.ipam_driver.clone(),
+        }
+        .into());
+    }
+    let (range, configured_gateway) = check_ipam(request, requested_subnet, requested_gateway)?;
     all_networks(store, kernel)?;
     let host_lock = berth_net::instance::lock_host_networks().map_err(NetworkError::LockHost)?;
     let routes = kernel.host_routes().map_err(NetworkError::HostRoutes)?;
@@ -109,7 +187,7 @@ pub fn create_network(
                 None => choose_subnet(default_pools(), &routes, &taken)
                     .map_err(|error| error.to_string())?,
             };
-            let gateway = requested_gateway.unwrap_or_else(|| subnet.first_host());
+            let gateway = configured_gateway.unwrap_or_else(|| subnet.first_host());
             let network = Network {
                 id: id.clone(),
                 name: request.name.clone(),
@@ -125,6 +203,9 @@ pub fn create_network(
                     options: request.options.clone(),
                     subnet_configured: requested_subnet.is_some(),
                     predefined: false,
+                    ip_range: range.and(request.ip_range.clone()).unwrap_or_default(),
+                    aux_addresses: request.aux_addresses.clone(),
+                    ipam_options: request.ipam_options.clone(),
                 },
             };
             network.to_row().map_err(|error| error.to_string())
@@ -246,10 +327,20 @@ pub fn network_json(store: &Store, network: &Network) -> Value {
         })
         .collect();
     let record = &network.record;
+    // Docker's order and omissions (libnetwork `IpamConf`, omitempty).
     let ipam_config = if record.subnet.is_empty() {
         json!([])
     } else {
-        json!([{ "Subnet": record.subnet, "Gateway": record.gateway }])
+        let mut config = serde_json::Map::new();
+        config.insert("Subnet".to_owned(), json!(record.subnet));
+        if !record.ip_range.is_empty() {
+            config.insert("IPRange".to_owned(), json!(record.ip_range));
+        }
+        config.insert("Gateway".to_owned(), json!(record.gateway));
+        if !record.aux_addresses.is_empty() {
+            config.insert("AuxiliaryAddresses".to_owned(), json!(record.aux_addresses));
+        }
+        json!([config])
     };
     json!({
         "Name": network.name,
@@ -260,7 +351,7 @@ pub fn network_json(store: &Store, network: &Network) -> Value {
         "EnableIPv6": false,
         "IPAM": {
             "Driver": "default",
-            "Options": if record.predefined { Value::Null } else { json!({}) },
+            "Options": record.ipam_options,
             "Config": ipam_config,
         },
         "Internal": record.internal,
@@ -272,4 +363,179 @@ pub fn network_json(store: &Store, network: &Network) -> Value {
         "Options": record.options,
         "Labels": record.labels,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use berth_net::kernel::RecordingKernel;
+
+    /// A request on 10.219.77.0/24 (no other test uses it).
+    fn request(name: &str) -> NetworkCreate {
+        NetworkCreate {
+            name: name.to_owned(),
+            subnet: Some("10.219.77.0/24".to_owned()),
+            ..NetworkCreate::default()
+        }
+    }
+
+    /// Docker 20.10 here: `--subnet 10.241.0.0/24 --ip-range
+    /// 10.241.0.128/25 --aux-address host1=10.241.0.129 --aux-address
+    /// h2=10.241.0.5 --ipam-opt foo=bar` shows the range as given, the
+    /// addresses, the options; the bridge takes the range's first address.
+    #[test]
+    fn ranges_aux_addresses_and_ipam_options_are_kept_and_shown() {
+        let root = tempfile::tempdir().unwrap();
+        let mut store = Store::open(root.path()).unwrap();
+        let mut kernel = RecordingKernel::default();
+        let mut create = request("ranged");
+        create.ip_range = Some("10.219.77.128/25".to_owned());
+        create.aux_addresses = [("host1", "10.219.77.128"), ("h2", "10.219.77.5")]
+            .into_iter()
+            .map(|(key, value)| (key.to_owned(), value.to_owned()))
+            .collect();
+        // The gateway takes the range's first address before the auxiliary
+        // addresses are reserved (libnetwork's order): one there is in use.
+        let refused = create_network(&mut store, &mut kernel, &create).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "failed to allocate secondary ip address (host1:10.219.77.128): Address already in use"
+        );
+        create
+            .aux_addresses
+            .insert("host1".to_owned(), "10.219.77.129".to_owned());
+        create.ipam_options = Some([("foo".to_owned(), "bar".to_owned())].into());
+        create_network(&mut store, &mut kernel, &create).unwrap();
+        let network = find_network(&mut store, &mut kernel, "ranged").unwrap();
+        let json = network_json(&store, &network);
+        assert_eq!(
+            json["IPAM"],
+            json!({
+                "Driver": "default",
+                "Options": { "foo": "bar" },
+                "Config": [{
+                    "Subnet": "10.219.77.0/24",
+                    "IPRange": "10.219.77.128/25",
+                    "Gateway": "10.219.77.128",
+                    "AuxiliaryAddresses": { "h2": "10.219.77.5", "host1": "10.219.77.129" },
+                }],
+            })
+        );
+        let order: Vec<&String> = json["IPAM"]["Config"][0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(
+            order,
+            ["Subnet", "IPRange", "Gateway", "AuxiliaryAddresses"]
+        );
+        assert_eq!(
+            network.reserved_addresses(),
+            [
+                "10.219.77.128".parse::<Ipv4Addr>().unwrap(),
+                "10.219.77.5".parse().unwrap(),
+                "10.219.77.129".parse().unwrap()
+            ]
+        );
+        remove_network(&mut store, &mut kernel, "ranged").unwrap();
+
+        // No options asked (an API request without them): inspect's null.
+        create_network(&mut store, &mut kernel, &request("plain")).unwrap();
+        let network = find_network(&mut store, &mut kernel, "plain").unwrap();
+        let json = network_json(&store, &network);
+        assert_eq!(json["IPAM"]["Options"], Value::Null);
+        assert_eq!(
+            json["IPAM"]["Config"],
+            json!([{ "Subnet": "10.219.77.0/24", "Gateway": "10.219.77.1" }])
+        );
+        remove_network(&mut store, &mut kernel, "plain").unwrap();
+    }
+
+    #[test]
+    fn bad_ranges_and_aux_addresses_are_refused_in_dockers_words_and_leave_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let mut store = Store::open(root.path()).unwrap();
+        let mut kernel = RecordingKernel::default();
+        let with = |range: Option<&str>, aux: &[(&str, &str)], gateway: Option<&str>| {
+            let mut create = request("bad");
+            create.ip_range = range.map(str::to_owned);
+            create.gateway = gateway.map(str::to_owned);
+            create.aux_addresses = aux
+                .iter()
+                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                .collect();
+            create
+        };
+        let cases = [
+            (
+                with(Some("bogus"), &[], None),
+                "invalid CIDR address: bogus",
+            ),
+            (
+                with(Some("10.219.78.0/25"), &[], None),
+                "no matching subnet for range 10.219.78.0/25",
+            ),
+            (
+                with(Some("10.219.76.0/23"), &[], None),
+                "no matching subnet for range 10.219.76.0/23",
+            ),
+            (
+                with(None, &[("a", "bogus")], None),
+                "non parsable secondary ip address (a:bogus) passed for network bad",
+            ),
+            (
+                with(None, &[("a", "10.219.78.1")], None),
+                "auxiliary address: (a:10.219.78.1) must belong to the master pool: 10.219.77.0/24",
+            ),
+            (
+                with(None, &[("a", "10.219.77.1")], None),
+                "failed to allocate secondary ip address (a:10.219.77.1): Address already in use",
+            ),
+            (
+                with(None, &[("a", "10.219.77.7")], Some("10.219.77.7")),
+                "failed to allocate secondary ip address (a:10.219.77.7): Address already in use",
+            ),
+            (
+                with(None, &[("a", "10.219.77.0")], None),
+                "failed to allocate secondary ip address (a:10.219.77.0): Address already in use",
+            ),
+            (
+                with(None, &[("a", "10.219.77.9"), ("b", "10.219.77.9")], None),
+                "failed to allocate secondary ip address (b:10.219.77.9): Address already in use",
+            ),
+        ];
+        for (create, words) in cases {
+            let error = create_network(&mut store, &mut kernel, &create).unwrap_err();
+            assert_eq!(error.to_string(), words);
+            assert_eq!(error.kind(), crate::ErrorKind::InvalidArgument, "{words}");
+        }
+        let mut no_subnet = with(Some("10.219.77.0/25"), &[], None);
+        no_subnet.subnet = None;
+        assert_eq!(
+            create_network(&mut store, &mut kernel, &no_subnet)
+                .unwrap_err()
+                .to_string(),
+            "every ip-range or gateway must have a corresponding subnet"
+        );
+        let mut no_subnet = with(None, &[("a", "10.219.77.5")], None);
+        no_subnet.subnet = None;
+        assert_eq!(
+            create_network(&mut store, &mut kernel, &no_subnet)
+                .unwrap_err()
+                .to_string(),
+            "no matching subnet for aux-address 10.219.77.5"
+        );
+        let mut driver = request("bad");
+        driver.ipam_driver = "dhcp".to_owned();
+        assert_eq!(
+            create_network(&mut store, &mut kernel, &driver)
+                .unwrap_err()
+                .to_string(),
+            "berth supports the default IPAM driver only; got \"dhcp\""
+        );
+        assert!(find_network(&mut store, &mut kernel, "bad").is_err());
+        assert!(kernel.links.is_empty(), "{:?}", kernel.calls);
+    }
 }

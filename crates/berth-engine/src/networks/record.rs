@@ -37,6 +37,21 @@ pub struct NetworkRecord {
     /// `bridge`, `host` and `none`: made by berth, never removed.
     #[serde(default)]
     pub predefined: bool,
+    /// `--ip-range` (IPAM `IPRange`) as given, inside the subnet: dynamic
+    /// addresses come from it alone; a fixed `--ip` may be anywhere in the
+    /// subnet. Empty for the whole subnet.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ip_range: String,
+    /// `--aux-address NAME=IP` (IPAM `AuxiliaryAddresses`): reserved in
+    /// the subnet, never given to a container.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub aux_addresses: BTreeMap<String, String>,
+    /// IPAM `Options`: Docker's default IPAM driver reads none of them and
+    /// keeps them for inspect. None (inspect's `null`) when the request
+    /// had none, as an API request without them; `network create` sends
+    /// `{}`. Records from before the field load as None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipam_options: Option<BTreeMap<String, String>>,
 }
 
 /// A stored network.
@@ -79,6 +94,26 @@ impl Network {
 
     pub fn gateway(&self) -> Option<Ipv4Addr> {
         self.record.gateway.parse().ok()
+    }
+
+    /// The range dynamic addresses come from (`--ip-range`); None for the
+    /// whole subnet.
+    pub fn ip_range(&self) -> Option<Ipv4Net> {
+        self.record.ip_range.parse().ok()
+    }
+
+    /// Addresses no endpoint may take: the gateway and the auxiliary
+    /// addresses.
+    pub fn reserved_addresses(&self) -> Vec<Ipv4Addr> {
+        self.gateway()
+            .into_iter()
+            .chain(
+                self.record
+                    .aux_addresses
+                    .values()
+                    .filter_map(|address| address.parse().ok()),
+            )
+            .collect()
     }
 
     pub fn is_bridge(&self) -> bool {
@@ -276,6 +311,26 @@ pub fn parse_mac(text: &str) -> Result<[u8; 6], NetworkError> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_from_before_the_ipam_fields_loads() {
+        let row = NetworkRow {
+            id: "a".repeat(64),
+            name: "old".to_owned(),
+            created: "2026-01-01T00:00:00Z".to_owned(),
+            record: r#"{"driver":"bridge","subnet":"10.213.50.0/24","gateway":"10.213.50.1","device":"berth-aaaaaaaaa","subnet_configured":true}"#.to_owned(),
+        };
+        let network = Network::from_row(&row).unwrap();
+        assert_eq!(network.ip_range(), None);
+        assert!(network.record.aux_addresses.is_empty());
+        assert_eq!(network.record.ipam_options, None);
+        assert_eq!(
+            network.reserved_addresses(),
+            [Ipv4Addr::new(10, 213, 50, 1)]
+        );
+        // And is written back without them.
+        assert!(!network.to_row().unwrap().record.contains("ip_range"));
+    }
 
     #[test]
     fn macs_follow_docker_and_parse_back() {
