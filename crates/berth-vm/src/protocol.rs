@@ -179,10 +179,15 @@ pub struct ExecRequest {
 pub enum HostMessage {
     Run(RunRequest),
     /// A warm member, before its claim: mount this root share (whose
-    /// `subdir` is still empty) and what every container root gets, so that
-    /// the claim's `Run` only binds and moves them; `RootStaged` follows, or
-    /// `SetupFailed`.
-    StageRoot(GuestRoot),
+    /// `subdir` is still empty) and what every container root gets, and
+    /// give the member's network cards their addresses, so that the claim's
+    /// `Run` (which must name the same root and networks) only binds and
+    /// moves them; `RootStaged` follows, or `SetupFailed`.
+    StageRoot {
+        root: GuestRoot,
+        #[serde(default)]
+        networks: Vec<GuestNetwork>,
+    },
     /// Start a process in the running container (only while the `Run`'s
     /// process runs; a number no running process has).
     Exec {

@@ -23,9 +23,10 @@ use nix::sys::signalfd::SignalFd;
 
 use crate::flow::{ReceiveWindow, SendWindow};
 use crate::protocol::{
-    encode_message, encode_stream, ExecRequest, FrameDecoder, FrameKind, GuestMessage, GuestRoot,
-    GuestStats, HostMessage, ProcessId, ProcessTable, ProtocolError, Ready, RunRequest,
-    DRAIN_ALLOWANCE, INPUT_WINDOW, MAIN_PROCESS, OUTPUT_WINDOW, PROTOCOL_VERSION,
+    encode_message, encode_stream, ExecRequest, FrameDecoder, FrameKind, GuestMessage,
+    GuestNetwork, GuestRoot, GuestStats, HostMessage, ProcessId, ProcessTable, ProtocolError,
+    Ready, RunRequest, DRAIN_ALLOWANCE, INPUT_WINDOW, MAIN_PROCESS, OUTPUT_WINDOW,
+    PROTOCOL_VERSION,
 };
 use crate::qemu::{self, FilesystemDevice, QemuArgs, QemuError, QemuProcess};
 use crate::qmp::{Qmp, QmpError};
@@ -693,11 +694,19 @@ impl Vm {
     }
 
     /// A warm member's root share and the filesystems of a container root,
-    /// mounted in the guest before its claim (`HostMessage::StageRoot`);
-    /// the claim's `Run` must name the same share and subdir. Waits for the
-    /// guest's answer.
-    pub fn stage_root(&mut self, root: &GuestRoot) -> Result<(), VmError> {
-        self.deliver(&encode_message(&HostMessage::StageRoot(root.clone())))?;
+    /// mounted in the guest before its claim, and its network cards given
+    /// their addresses (`HostMessage::StageRoot`); the claim's `Run` must
+    /// name the same share, subdir and networks. Waits for the guest's
+    /// answer.
+    pub fn stage_root(
+        &mut self,
+        root: &GuestRoot,
+        networks: &[GuestNetwork],
+    ) -> Result<(), VmError> {
+        self.deliver(&encode_message(&HostMessage::StageRoot {
+            root: root.clone(),
+            networks: networks.to_vec(),
+        }))?;
         match self.next_event(&[], None)? {
             Event::RootStaged => Ok(()),
             other => Err(VmError::Unexpected {

@@ -279,16 +279,19 @@ fn a_staged_root_becomes_the_runs_root() {
     let mut vm = Vm::boot(&setup.config).unwrap();
 
     // What stages nothing, or names no subdir, is refused.
-    let error = vm.stage_root(&GuestRoot {
-        subdir: None,
-        ..subdir_root("root", false)
-    });
+    let error = vm.stage_root(
+        &GuestRoot {
+            subdir: None,
+            ..subdir_root("root", false)
+        },
+        &[],
+    );
     assert!(
         matches!(&error, Err(VmError::GuestSetup { message }) if message.contains("subdir")),
         "{error:?}"
     );
-    vm.stage_root(&subdir_root("root", false)).unwrap();
-    let error = vm.stage_root(&subdir_root("root", false));
+    vm.stage_root(&subdir_root("root", false), &[]).unwrap();
+    let error = vm.stage_root(&subdir_root("root", false), &[]);
     assert!(
         matches!(&error, Err(VmError::GuestSetup { message }) if message.contains("staged")),
         "{error:?}"

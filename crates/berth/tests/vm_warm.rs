@@ -305,6 +305,66 @@ const MOUNTS_AND_DEVICES: &[&str] = &[
 ];
 
 #[test]
+fn a_claimed_vm_on_a_user_network_has_its_address_and_names() {
+    let Some(pool) = VmPool::new() else { return };
+    pool.run(&["network", "create", "wnet"]).ok();
+    let peer = pool
+        .run(&[
+            "run",
+            "-d",
+            "--name",
+            "wpeer",
+            "--network",
+            "wnet",
+            "busybox",
+            "sleep",
+            "300",
+        ])
+        .ok()
+        .trim()
+        .to_owned();
+    let peer_address = pool.inspect("wpeer", "{{.NetworkSettings.Networks.wnet.IPAddress}}");
+    // The member's card has its address before the claim; the claim adds
+    // the embedded DNS.
+    pool.fill(&["--isolation", "vm", "--network", "wnet"], 1, &[]);
+    let member = pool.offered().into_iter().next().unwrap();
+    let id = pool
+        .run(&[
+            "run",
+            "-d",
+            "--isolation=vm",
+            "--network",
+            "wnet",
+            "busybox",
+            "sleep",
+            "300",
+        ])
+        .ok()
+        .trim()
+        .to_owned();
+    assert_eq!(id, member, "the run claimed the member");
+    let address = pool.inspect(&id, "{{.NetworkSettings.Networks.wnet.IPAddress}}");
+    let out = pool
+        .run(&[
+            "exec",
+            &id,
+            "sh",
+            "-c",
+            "ip -4 -o addr show eth0 | awk '{print $4}'; ping -c 1 -W 20 wpeer | head -1",
+        ])
+        .ok();
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with(&format!("{address}/")), "{out}");
+    assert!(lines[1].contains(&format!("({peer_address})")), "{out}");
+    let processes = vm_processes(pool.inspect(&id, "{{.State.Pid}}").parse().unwrap());
+    let netns = vec![netns_of(processes[0])];
+    pool.run(&["rm", "-f", &id, &peer]).ok();
+    pool.assert_nothing_left(&id, &processes, &netns);
+    pool.run(&["warm", "rm"]).ok();
+    pool.run(&["network", "rm", "wnet"]).ok();
+}
+
+#[test]
 fn concurrent_claims_on_a_pool_of_two_never_share_a_vm() {
     let Some(pool) = VmPool::new() else { return };
     pool.fill(VM_POOL, 2, &[]);

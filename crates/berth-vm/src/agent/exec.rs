@@ -378,7 +378,7 @@ impl Session<'_> {
                 return Ok(true);
             }
             HostMessage::Run(_) => return Err(io::Error::other("a second run during a run")),
-            HostMessage::StageRoot(_) => {
+            HostMessage::StageRoot { .. } => {
                 return Err(io::Error::other("a root staged during a run"))
             }
         }

@@ -222,10 +222,10 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                 HostMessage::Signal { .. }
                 | HostMessage::Resize { .. }
                 | HostMessage::OutputCredit { .. } => {}
-                HostMessage::StageRoot(root) => {
-                    // `lo`, which every container has, up too; then a
-                    // rehearsal of a process's start.
-                    let staged = match links.prepare(&[], false) {
+                HostMessage::StageRoot { root, networks } => {
+                    // `lo`, which every container has, and the member's
+                    // cards up too; then a rehearsal of a process's start.
+                    let staged = match links.prepare(&networks, false) {
                         Ok(()) => filesystems
                             .stage(&root)
                             .map_err(|error| error_chain(&error)),

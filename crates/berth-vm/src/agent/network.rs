@@ -22,6 +22,8 @@ pub enum NetworkError {
     NoCard { mac: String },
     #[error("malformed MAC address {mac:?} for a guest network card")]
     MalformedMac { mac: String },
+    #[error("the guest's cards have other networks already (a warm member's are its own)")]
+    OtherNetworks,
     #[error("failed to listen on the embedded DNS address 127.0.0.11:53")]
     Dns(#[source] std::io::Error),
 }
@@ -30,46 +32,54 @@ pub enum NetworkError {
 #[derive(Debug, Default)]
 pub(super) struct GuestLinks {
     loopback_up: bool,
-    configured: bool,
+    /// The networks whose cards have their addresses: one container per
+    /// VM, so its first networks stay.
+    configured: Option<Vec<GuestNetwork>>,
     /// 127.0.0.11:53, when a network of the container has the embedded DNS.
     pub(super) dns: Option<crate::dns_relay::GuestDns>,
 }
 
 impl GuestLinks {
-    /// `lo` up, then (once: one container per VM, its first addresses
-    /// stay) each of `networks` on its card, and the DNS listener.
+    /// `lo` up, then (once) each of `networks` on its card, and the DNS
+    /// listener when asked. A warm member has its networks configured
+    /// before its claim (`StageRoot`); a run naming other networks than the
+    /// configured ones is refused.
     pub(super) fn prepare(
         &mut self,
         networks: &[GuestNetwork],
         embedded_dns: bool,
     ) -> Result<(), NetworkError> {
-        if self.loopback_up && (networks.is_empty() || self.configured) {
-            return Ok(());
-        }
-        let mut netlink = Netlink::open()?;
-        if !self.loopback_up {
-            if let Some(index) = netlink.link_index("lo")? {
-                netlink.set_up(index)?;
+        let configure = !networks.is_empty() && self.configured.is_none();
+        if let Some(configured) = &self.configured {
+            if !networks.is_empty() && configured != networks {
+                return Err(NetworkError::OtherNetworks);
             }
-            self.loopback_up = true;
         }
-        if networks.is_empty() || self.configured {
-            return Ok(());
-        }
-        let cards = find_cards(&netlink.links()?, networks)?;
-        name_cards(&mut netlink, &cards)?;
-        for (card, network) in cards.iter().zip(networks) {
-            netlink.add_address(card.index, network.address, network.prefix_len)?;
-            netlink.set_up(card.index)?;
-        }
-        // Once every card has its address: the gateway is on one of them.
-        for gateway in networks.iter().filter_map(|network| network.gateway) {
-            netlink.add_default_route(gateway)?;
+        if !self.loopback_up || configure {
+            let mut netlink = Netlink::open()?;
+            if !self.loopback_up {
+                if let Some(index) = netlink.link_index("lo")? {
+                    netlink.set_up(index)?;
+                }
+                self.loopback_up = true;
+            }
+            if configure {
+                let cards = find_cards(&netlink.links()?, networks)?;
+                name_cards(&mut netlink, &cards)?;
+                for (card, network) in cards.iter().zip(networks) {
+                    netlink.add_address(card.index, network.address, network.prefix_len)?;
+                    netlink.set_up(card.index)?;
+                }
+                // Once every card has its address: the gateway is on one of them.
+                for gateway in networks.iter().filter_map(|network| network.gateway) {
+                    netlink.add_default_route(gateway)?;
+                }
+                self.configured = Some(networks.to_vec());
+            }
         }
         if embedded_dns && self.dns.is_none() {
             self.dns = Some(crate::dns_relay::GuestDns::bind().map_err(NetworkError::Dns)?);
         }
-        self.configured = true;
         Ok(())
     }
 }

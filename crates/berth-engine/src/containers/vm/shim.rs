@@ -274,12 +274,20 @@ fn serve_member(
         root: &share.dir,
         networks: &member.networks,
     })?;
-    booted.vm.stage_root(&member_root(false)).map_err(|error| {
-        format!(
-            "failed to stage the pool member's root: {}",
-            crate::ErrorChain(&error)
-        )
-    })?;
+    let networks: Vec<_> = member
+        .networks
+        .iter()
+        .map(|network| network.guest.clone())
+        .collect();
+    booted
+        .vm
+        .stage_root(&member_root(false), &networks)
+        .map_err(|error| {
+            format!(
+                "failed to stage the pool member's root: {}",
+                crate::ErrorChain(&error)
+            )
+        })?;
     tracing::debug!("member's root staged in the guest");
     reporter.booted()?;
     let Some((request, mut stdio)) = wait_for_claim(channel, &booted.vm)? else {
