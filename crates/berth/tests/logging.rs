@@ -753,7 +753,12 @@ fn logging_matches_docker_through_the_api() {
         serde_json::json!({"Type": "json-file", "Config": {}})
     );
     if let Some(docker) = compare::Engine::reference("logging") {
-        let docker_observed = observe(&docker);
+        let mut docker_observed = observe(&docker);
+        // dockerd 20.10's follower can lose records where a file rotates
+        // when it reads late (moby's pre-23.0 `followLogs`; a CI run here,
+        // 2026-12-02, saw it on a loaded machine): berth's own follow is
+        // asserted above, Docker's is not compared.
+        docker_observed.followed = berth_observed.followed;
         assert_eq!(berth_observed, docker_observed);
     }
 }
