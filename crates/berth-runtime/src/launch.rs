@@ -153,19 +153,6 @@ fn spawn_init(
     if let Some(path) = &joined.ipc {
         join_namespace(path, nix::sched::CloneFlags::CLONE_NEWIPC)?;
     }
-    // The pid namespace only for the clone: a process whose children's pid
-    // namespace is not its own cannot start threads (the cgroup placement
-    // below may), so the monitor goes back to its own right after.
-    let own_pid_namespace = match &joined.pid {
-        Some(path) => {
-            let own = PathBuf::from("/proc/self/ns/pid");
-            let own = fs_err::File::open(&own)
-                .map_err(|source| LaunchError::JoinNamespace { path: own, source })?;
-            join_namespace(path, nix::sched::CloneFlags::CLONE_NEWPID)?;
-            Some(own)
-        }
-        None => None,
-    };
     for (shared, flag) in [
         (
             spec.host_namespaces.pid || joined.pid.is_some(),
@@ -196,25 +183,47 @@ fn spawn_init(
         None => self_join()?,
     };
     let mut placed_by_clone = cgroup_fd.is_some();
+    // The pid namespace only for the clone: a process whose children's pid
+    // namespace is not its own cannot start threads (the cgroup placement
+    // below may), so the monitor goes back to its own right after.
+    let own_pid_namespace = match &joined.pid {
+        Some(path) => {
+            let own = PathBuf::from("/proc/self/ns/pid");
+            let own = fs_err::File::open(&own)
+                .map_err(|source| LaunchError::JoinNamespace { path: own, source })?;
+            join_namespace(path, nix::sched::CloneFlags::CLONE_NEWPID)?;
+            Some(own)
+        }
+        None => None,
+    };
     let forked = match clone3(namespaces, cgroup_fd.as_ref().map(|fd| fd.as_fd())) {
-        Ok(forked) => forked,
+        Ok(forked) => Ok(forked),
         // Kernels before 5.7 lack CLONE_INTO_CGROUP: join after clone.
         Err(nix::Error::EINVAL | nix::Error::E2BIG) if cgroup_fd.is_some() => {
             placed_by_clone = false;
-            cgroup_join = self_join()?;
-            clone3(namespaces, None).map_err(LaunchError::Clone)?
+            self_join().and_then(|join| {
+                cgroup_join = join;
+                clone3(namespaces, None).map_err(LaunchError::Clone)
+            })
         }
-        Err(error) => return Err(LaunchError::Clone(error)),
+        Err(error) => Err(LaunchError::Clone(error)),
     };
-    if let (Some(own), Forked::Parent { .. }) = (own_pid_namespace, &forked) {
-        nix::sched::setns(own, nix::sched::CloneFlags::CLONE_NEWPID).map_err(|error| {
-            LaunchError::JoinNamespace {
-                path: PathBuf::from("/proc/self/ns/pid"),
-                source: error.into(),
+    // The monitor back in its own pid namespace whether the clone worked or
+    // not (the child, if any, stays where it was made).
+    if let Some(own) = own_pid_namespace {
+        if !matches!(forked, Ok(Forked::Child)) {
+            if let Err(error) = nix::sched::setns(own, nix::sched::CloneFlags::CLONE_NEWPID) {
+                if let Ok(Forked::Parent { child, .. }) = forked {
+                    kill_and_reap(child);
+                }
+                return Err(LaunchError::JoinNamespace {
+                    path: PathBuf::from("/proc/self/ns/pid"),
+                    source: error.into(),
+                });
             }
-        })?;
+        }
     }
-    match forked {
+    match forked? {
         Forked::Child => {
             drop((go_write, report_read));
             init::run(

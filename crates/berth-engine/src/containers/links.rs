@@ -285,21 +285,26 @@ pub(crate) fn update_parents_hosts(store: &Store, config: &EngineConfig, child: 
 /// of one of `lines` with that line (its new address); the file is written
 /// in place.
 fn rewrite_hosts_lines(path: &std::path::Path, lines: &[String]) -> std::io::Result<()> {
-    let names = |line: &str| line.split_once('\t').map(|(_, names)| names.to_owned());
+    fn names(line: &str) -> Option<&str> {
+        line.split_once('\t').map(|(_, names)| names)
+    }
     let text = fs_err::read_to_string(path)?;
     let mut changed = false;
-    let rewritten: Vec<String> = text
+    let rewritten: Vec<&str> = text
         .lines()
         .map(|line| {
-            match lines
-                .iter()
-                .find(|new| names(new).is_some() && names(new) == names(line))
-            {
+            let replacement = names(line).and_then(|old| {
+                lines
+                    .iter()
+                    .find(|new| names(new) == Some(old))
+                    .map(String::as_str)
+            });
+            match replacement {
                 Some(new) if new != line => {
                     changed = true;
-                    new.clone()
+                    new
                 }
-                _ => line.to_owned(),
+                _ => line,
             }
         })
         .collect();
