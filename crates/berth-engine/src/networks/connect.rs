@@ -30,7 +30,8 @@ pub fn connect_network(
     if mode == "host" || mode.starts_with("container:") || !network.is_bridge() {
         return Err(NetworkError::HostNetwork.into());
     }
-    let request = NetworkRequest::for_endpoint(&network, settings)?;
+    let settings = with_configured_mac(&record, &network, settings);
+    let request = NetworkRequest::for_endpoint(&network, &settings)?;
     if record
         .run
         .networks
@@ -85,6 +86,30 @@ pub fn connect_network(
         Some(&record.id),
     );
     Ok(())
+}
+
+/// The endpoint settings, with the container's `Config.MacAddress` (the
+/// deprecated `--mac-address`) when none is asked for and `network` is the
+/// one its network mode names: dockerd applies it at every connect to that
+/// network, so a container disconnected from it and connected again (as
+/// compose does before each start) keeps its MAC.
+fn with_configured_mac(
+    record: &crate::containers::record::ContainerRecord,
+    network: &super::record::Network,
+    settings: &berth_types::container::EndpointSettings,
+) -> berth_types::container::EndpointSettings {
+    let mut settings = settings.clone();
+    let configured = record.config["MacAddress"].as_str().unwrap_or_default();
+    let mode = match record.run.network_mode.as_str() {
+        "default" => "bridge",
+        mode => mode,
+    };
+    let is_mode_network =
+        network.name == mode || (mode.len() >= 12 && network.id.starts_with(mode));
+    if settings.mac_address.is_empty() && !configured.is_empty() && is_mode_network {
+        settings.mac_address = configured.to_owned();
+    }
+    settings
 }
 
 /// `network disconnect NETWORK CONTAINER`.
