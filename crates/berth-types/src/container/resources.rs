@@ -39,9 +39,11 @@ pub struct Resources {
     /// Microseconds per period (CFS quota); `-1` is unlimited.
     #[serde(default, deserialize_with = "nullable")]
     pub cpu_quota: i64,
-    #[serde(default, deserialize_with = "nullable")]
+    /// docker-py spells it `CPURealtimePeriod`, which dockerd takes (Go's
+    /// JSON matches names without case).
+    #[serde(default, deserialize_with = "nullable", alias = "CPURealtimePeriod")]
     pub cpu_realtime_period: i64,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable", alias = "CPURealtimeRuntime")]
     pub cpu_realtime_runtime: i64,
     /// e.g. `0-3` or `0,1`.
     #[serde(default, deserialize_with = "nullable")]

@@ -206,6 +206,17 @@ fn accepts_nulls_missing_fields_and_string_commands() {
 }
 
 #[test]
+fn takes_docker_pys_spelling_of_the_realtime_fields() {
+    // docker-py's `create_host_config(cpu_rt_period=1000, cpu_rt_runtime=500)`.
+    let body = r#"{"Image": "busybox",
+        "HostConfig": {"CPURealtimePeriod": 1000, "CPURealtimeRuntime": 500}}"#;
+    let body: CreateBody = serde_json::from_str(body).unwrap();
+    let resources = body.host_config.unwrap().resources;
+    assert_eq!(resources.cpu_realtime_period, 1000);
+    assert_eq!(resources.cpu_realtime_runtime, 500);
+}
+
+#[test]
 fn omitempty_fields_are_left_out_when_empty() {
     let written = serde_json::to_value(CreateRequest::default().to_body()).unwrap();
     let object = written.as_object().unwrap();
