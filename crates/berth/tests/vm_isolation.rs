@@ -296,6 +296,84 @@ fn binds_volumes_and_the_writable_layer_reach_the_vm() {
     berth.assert_nothing_left(&id, &[]);
 }
 
+/// A C program that writes each file it is given through a shared mapping
+/// and exits without `msync` or `munmap`, built static with the host's gcc.
+const MAPPED_WRITER: &str = r#"
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        int fd = open(argv[i], O_RDWR | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || ftruncate(fd, 4096) != 0) return 1;
+        char *map = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED) return 2;
+        close(fd);
+        memcpy(map, "through a mapping\n", 18);
+    }
+    return 0;
+}
+"#;
+
+/// What a VM container wrote through a shared mapping, and never synced,
+/// is on the host when its run returns: a mapping of a virtio-fs file is
+/// written back when the exiting process unmaps it, before the agent
+/// reaps it (the agent does not `sync`, which would make virtiofsd
+/// `syncfs` the host's whole file system at every exit).
+#[test]
+fn what_a_vm_container_maps_and_writes_is_on_the_host_when_it_ends() {
+    let Some(berth) = VmBerth::new() else { return };
+    let host = tempfile::tempdir().unwrap();
+    let source = host.path().join("writer.c");
+    fs_err::write(&source, MAPPED_WRITER).unwrap();
+    let built = std::process::Command::new("gcc")
+        .args(["-static", "-O2", "-o"])
+        .arg(host.path().join("writer"))
+        .arg(&source)
+        .output()
+        .expect("gcc (.ci/run installs it)");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let bind = format!("{}:/data", host.path().display());
+    let name = "mapped-writer";
+    let run = berth.run(&[
+        "run",
+        "--isolation=vm",
+        "--network",
+        "none",
+        "--name",
+        name,
+        "-v",
+        &bind,
+        "busybox",
+        "/data/writer",
+        "/data/mapped",
+        "/in-layer",
+    ]);
+    run.ok();
+    let text = |bytes: Vec<u8>| {
+        String::from_utf8_lossy(&bytes)
+            .trim_end_matches('\0')
+            .to_owned()
+    };
+    assert_eq!(
+        text(fs_err::read(host.path().join("mapped")).unwrap()),
+        "through a mapping\n"
+    );
+    // The writable layer is on the share too.
+    let copied = tempfile::tempdir().unwrap();
+    let target = copied.path().join("in-layer");
+    berth
+        .run(&["cp", &format!("{name}:/in-layer"), target.to_str().unwrap()])
+        .ok();
+    assert_eq!(text(fs_err::read(&target).unwrap()), "through a mapping\n");
+    berth.run(&["rm", name]).ok();
+}
+
 #[test]
 fn stop_kill_pause_and_logs_of_a_vm_container() {
     let Some(berth) = VmBerth::new() else { return };

@@ -81,10 +81,10 @@ struct Process {
 }
 
 /// A process that has started.
-struct Spawned {
-    pid: Pid,
+pub(super) struct Spawned {
+    pub(super) pid: Pid,
     stdin: Option<fs_err::File>,
-    outputs: Pipes,
+    pub(super) outputs: Pipes,
     terminal: Option<OwnedFd>,
 }
 
@@ -283,9 +283,14 @@ fn send_exits(
         return Ok(None);
     };
     main.drain(port, MAIN_PROCESS, buffer)?;
-    // What the container wrote is on the host before its `Exited`: the host
-    // may end the VM at once then (`Vm::end_now`).
-    nix::unistd::sync();
+    // What the container wrote is on the host already, so the host may end
+    // the VM at once (`Vm::end_now`): its shares run without a writeback
+    // cache (every `write` reaches virtiofsd before it returns), and the
+    // kernel writes a shared mapping of a FUSE file back when the mapping
+    // goes, which for every process of the container's pid namespace is
+    // before its init is reaped. No `sync` here: virtiofsd answers one with
+    // `syncfs` of the host's whole file system, which under I/O on the host
+    // took 14–440 ms of every exit (docs/VM.md).
     Ok(Some(if shutdown {
         Outcome::Shutdown
     } else {
@@ -539,7 +544,7 @@ fn send_stream(
 }
 
 /// The process's output pipes, as the run loop reads them.
-type Pipes = [Option<(FrameKind, Box<dyn Pipe>)>; 2];
+pub(super) type Pipes = [Option<(FrameKind, Box<dyn Pipe>)>; 2];
 
 /// A process's standard streams before it starts: the child's ends, and
 /// the agent's (pipes, or the console socket the process sends its
@@ -649,7 +654,7 @@ fn null_fd() -> Result<OwnedFd, Finished> {
 /// new pid and mount namespaces, where berth-runtime's guest half enters the
 /// root and execs; its failure comes back over a close-on-exec pipe, and the
 /// pipe closing empty means the program runs.
-fn spawn_container(
+pub(super) fn spawn_container(
     spec: &berth_runtime::ContainerSpec,
     root: &Path,
     stdin: bool,
@@ -691,29 +696,6 @@ fn spawn_container(
     streams.started(pid)
 }
 
-/// How many times [`rehearse`] starts a process.
-const REHEARSALS: usize = 3;
-
-/// Before a warm member's claim: starts the agent's own binary (`/init`,
-/// from the initramfs, as a plain process: it prints its version, or that
-/// it runs as PID 1 only, to /dev/null) a few times and waits for each.
-/// Under TCG, the first fork, exec, page faults and exit a guest runs cost
-/// many times what the later ones do (QEMU translates the kernel's code on
-/// its first run, and keeps the translation); measured, the claim's own
-/// process then starts and ends ≈ 60 ms sooner (docs/VM.md). Nothing of a
-/// container is in the guest yet, and nothing of these processes stays.
-pub(super) fn rehearse() {
-    for _ in 0..REHEARSALS {
-        let _ = Command::new("/init")
-            .arg("--version")
-            .env_clear()
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
 /// Starts an `Exec`'s process in the container whose first process is
 /// `main` (berth-runtime's exec, the guest's variant: its pid and mount
 /// namespaces, `chroot` into `root`); Docker's exec answers any start
@@ -727,7 +709,7 @@ fn spawn_exec(main: Pid, request: &ExecRequest, root: &Path) -> Result<Spawned, 
     }
 }
 
-trait Pipe: Read + AsFd {}
+pub(super) trait Pipe: Read + AsFd {}
 impl<T: Read + AsFd> Pipe for T {}
 
 /// Reaps every child that has exited: each one's pid and exit code.

@@ -13,6 +13,7 @@ mod boot;
 mod exec;
 mod network;
 mod processes;
+mod rehearsal;
 mod root;
 
 use std::io::{Read, Write};
@@ -232,7 +233,7 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                         Err(error) => Err(error_chain(&error)),
                     };
                     if staged.is_ok() {
-                        exec::rehearse();
+                        rehearsal::rehearse();
                     }
                     let answer = match staged {
                         Ok(()) => GuestMessage::RootStaged,
