@@ -1,10 +1,15 @@
-//! IPv4 address management: subnets, choosing one that clashes with nothing
-//! on the host, and the next free address in one. Pure logic; the store
-//! keeps the allocations.
+//! Address management: IPv4 subnets, choosing one that clashes with nothing
+//! on the host, and the next free address in one; IPv6 subnets (given by
+//! the user only, as Docker's bridge has no default IPv6 pool) in
+//! [`Ipv6Net`]. Pure logic; the store keeps the allocations.
 
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::str::FromStr;
+
+mod ipv6;
+
+pub use ipv6::{is_link_local, parse_ipv6_address, parse_link_local, Ipv6Net};
 
 /// An IPv4 network in CIDR form, e.g. `172.18.0.0/16`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -23,10 +28,19 @@ pub enum IpamError {
     NoPool,
     #[error("no available IPv4 addresses on this network's address pools: {0}")]
     Exhausted(Ipv4Net),
+    #[error("no available IPv6 addresses on this network's address pools: {0}")]
+    Exhausted6(Ipv6Net),
     #[error("the address {address} is not in the subnet {subnet}")]
-    OutsideSubnet { address: Ipv4Addr, subnet: Ipv4Net },
+    OutsideSubnet { address: IpAddr, subnet: String },
     #[error("Address already in use: {0}")]
-    InUse(Ipv4Addr),
+    InUse(IpAddr),
+    /// dockerd's words (`verifyNetworkingConfig`).
+    #[error("invalid IPv6 address: {0}")]
+    InvalidIpv6Address(String),
+    #[error("Invalid link-local IP address: [{0}]")]
+    InvalidLinkLocal(String),
+    #[error("invalid link local IP address: {0}")]
+    NotLinkLocal(String),
 }
 
 impl Ipv4Net {
@@ -111,12 +125,12 @@ impl Ipv4Net {
     ) -> Result<(), IpamError> {
         if !self.contains(address) || self.is_network_or_broadcast(address) {
             return Err(IpamError::OutsideSubnet {
-                address,
-                subnet: *self,
+                address: address.into(),
+                subnet: self.to_string(),
             });
         }
         if address == gateway || used.contains(&address) {
-            return Err(IpamError::InUse(address));
+            return Err(IpamError::InUse(address.into()));
         }
         Ok(())
     }
@@ -310,11 +324,11 @@ mod tests {
             .is_ok());
         assert_eq!(
             subnet.check_requested(Ipv4Addr::new(10, 5, 0, 9), gateway, &used),
-            Err(IpamError::InUse(Ipv4Addr::new(10, 5, 0, 9)))
+            Err(IpamError::InUse(Ipv4Addr::new(10, 5, 0, 9).into()))
         );
         assert_eq!(
             subnet.check_requested(gateway, gateway, &used),
-            Err(IpamError::InUse(gateway))
+            Err(IpamError::InUse(gateway.into()))
         );
         for outside in [
             Ipv4Addr::new(10, 6, 0, 2),

@@ -3,10 +3,10 @@
 //! rtnetlink, sysctl files and nft; `RecordingKernel` records the calls for
 //! unit tests of the engine's logic.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::BorrowedFd;
 
-use crate::ipam::Ipv4Net;
+use crate::ipam::{Ipv4Net, Ipv6Net};
 use crate::netlink::{Netlink, NetlinkError};
 use crate::nft::{NftError, Ruleset};
 
@@ -23,7 +23,16 @@ pub struct ContainerLink {
     /// The default route's gateway (the first network's only).
     pub gateway: Option<Ipv4Addr>,
     pub mac: Option<[u8; 6]>,
+    /// The IPv6 address and prefix length on a network with IPv6.
+    pub ipv6: Option<(Ipv6Addr, u8)>,
+    /// The default IPv6 route's gateway (the first network with IPv6).
+    pub ipv6_gateway: Option<Ipv6Addr>,
+    /// `--link-local-ip` addresses with their prefix lengths (/16, /64).
+    pub link_local: Vec<(IpAddr, u8)>,
 }
+
+/// A bridge's IPv6 side: the gateway address, on the subnet's prefix.
+pub type BridgeIpv6 = Option<(Ipv6Addr, Ipv6Net)>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
@@ -47,13 +56,14 @@ pub trait Kernel {
     /// Destinations of the host's IPv4 routes (to choose subnets that do
     /// not clash).
     fn host_routes(&mut self) -> Result<Vec<Ipv4Net>, KernelError>;
-    /// Makes the bridge exist, up, with `gateway` as its address; true when
-    /// it had to be created.
+    /// Makes the bridge exist, up, with `gateway` as its address (and the
+    /// IPv6 gateway of a network with IPv6); true when it had to be created.
     fn ensure_bridge(
         &mut self,
         device: &str,
         gateway: Ipv4Addr,
         subnet: Ipv4Net,
+        ipv6: BridgeIpv6,
     ) -> Result<bool, KernelError>;
     /// Whether a link of that name exists.
     fn link_exists(&mut self, device: &str) -> Result<bool, KernelError>;
@@ -122,11 +132,21 @@ impl Kernel for HostKernel {
         device: &str,
         gateway: Ipv4Addr,
         subnet: Ipv4Net,
+        ipv6: BridgeIpv6,
     ) -> Result<bool, KernelError> {
         let netlink = self.netlink()?;
         let existed = netlink.link_index(device)?.is_some();
         let index = netlink.create_bridge(device)?;
-        netlink.add_address(index, gateway, subnet.prefix_len())?;
+        netlink.add_address(index, gateway.into(), subnet.prefix_len())?;
+        if let Some((gateway, subnet)) = ipv6 {
+            // The bridge is berth's own: IPv6 on it only, never the host's
+            // `all`/`default` settings, nor forwarding (docs/API.md).
+            write_sysctl(
+                &format!("/proc/sys/net/ipv6/conf/{device}/disable_ipv6"),
+                "0",
+            )?;
+            netlink.add_address(index, gateway.into(), subnet.prefix_len())?;
+        }
         netlink.set_up(index)?;
         // Published ports on 127.0.0.1 are DNATed out of this bridge.
         write_sysctl(
@@ -165,10 +185,19 @@ impl Kernel for HostKernel {
         let index = inside
             .link_index(&link.container_device)?
             .ok_or_else(|| KernelError::NoBridge(link.container_device.clone()))?;
-        inside.add_address(index, link.address, link.prefix_len)?;
+        inside.add_address(index, link.address.into(), link.prefix_len)?;
+        if let Some((address, prefix_len)) = link.ipv6 {
+            inside.add_address(index, address.into(), prefix_len)?;
+        }
+        for (address, prefix_len) in &link.link_local {
+            inside.add_address(index, *address, *prefix_len)?;
+        }
         inside.set_up(index)?;
         if let Some(gateway) = link.gateway {
-            inside.add_default_route(gateway)?;
+            inside.add_default_route(gateway.into(), index)?;
+        }
+        if let Some(gateway) = link.ipv6_gateway {
+            inside.add_default_route(gateway.into(), index)?;
         }
         Ok(())
     }
@@ -241,8 +270,12 @@ impl Kernel for RecordingKernel {
         device: &str,
         gateway: Ipv4Addr,
         subnet: Ipv4Net,
+        ipv6: BridgeIpv6,
     ) -> Result<bool, KernelError> {
-        let call = format!("bridge {device} {gateway}/{}", subnet.prefix_len());
+        let mut call = format!("bridge {device} {gateway}/{}", subnet.prefix_len());
+        if let Some((gateway, subnet)) = ipv6 {
+            call.push_str(&format!(" {gateway}/{}", subnet.prefix_len()));
+        }
         self.calls.push(call);
         let created = !self.links.iter().any(|link| link == device);
         if created {
@@ -262,10 +295,17 @@ impl Kernel for RecordingKernel {
     }
 
     fn connect(&mut self, _netns: BorrowedFd<'_>, link: &ContainerLink) -> Result<(), KernelError> {
-        self.calls.push(format!(
+        let mut call = format!(
             "connect {} {} {}/{}",
             link.host_device, link.bridge, link.address, link.prefix_len
-        ));
+        );
+        if let Some((address, prefix_len)) = link.ipv6 {
+            call.push_str(&format!(" {address}/{prefix_len}"));
+        }
+        for (address, prefix_len) in &link.link_local {
+            call.push_str(&format!(" {address}/{prefix_len}"));
+        }
+        self.calls.push(call);
         Ok(())
     }
 

@@ -207,6 +207,25 @@ impl Store {
         container_id: &str,
         build: impl FnOnce(&[String]) -> Result<(String, String), String>,
     ) -> Result<String, NetworkStoreError> {
+        self.add_endpoint_among(network_id, container_id, |others| {
+            let used: Vec<String> = others
+                .iter()
+                .filter(|row| !row.address.is_empty())
+                .map(|row| row.address.clone())
+                .collect();
+            build(&used)
+        })
+    }
+
+    /// As [`Store::add_endpoint`], with `build` given the network's other
+    /// endpoints whole: their records hold what the address column does
+    /// not (an endpoint's IPv6 address), read in the same transaction.
+    pub fn add_endpoint_among(
+        &mut self,
+        network_id: &str,
+        container_id: &str,
+        build: impl FnOnce(&[EndpointRow]) -> Result<(String, String), String>,
+    ) -> Result<String, NetworkStoreError> {
         let transaction = self
             .connection_mut()?
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -214,11 +233,11 @@ impl Store {
             "DELETE FROM endpoints WHERE network_id = ?1 AND container_id = ?2",
             [network_id, container_id],
         )?;
-        let used: Vec<String> = {
-            let mut statement = transaction.prepare_cached(
-                "SELECT address FROM endpoints WHERE network_id = ?1 AND address != ''",
-            )?;
-            let rows = statement.query_map([network_id], |row| row.get(0))?;
+        let used: Vec<EndpointRow> = {
+            let mut statement = transaction.prepare_cached(&format!(
+                "SELECT {ENDPOINT_COLUMNS} FROM endpoints WHERE network_id = ?1"
+            ))?;
+            let rows = statement.query_map([network_id], endpoint_row)?;
             rows.collect::<Result<_, _>>()?
         };
         let (address, record) = build(&used).map_err(NetworkStoreError::Refused)?;

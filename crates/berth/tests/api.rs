@@ -999,13 +999,18 @@ fn endpoint_settings_berth_cannot_honour_are_refused() {
         (status, message(&body))
     };
     for (endpoint, words) in [
+        // epnet has no IPv6 pool of the user's.
         (
             r#"{"IPAMConfig":{"IPv6Address":"2001:db8::5"}}"#,
-            "IPv6 address",
+            "user specified IP address is supported only when connecting to networks with user configured subnets",
         ),
         (
-            r#"{"IPAMConfig":{"LinkLocalIPs":["169.254.8.8"]}}"#,
-            "link-local IPs",
+            r#"{"IPAMConfig":{"IPv6Address":"10.1.1.1"}}"#,
+            "invalid IPv6 address: 10.1.1.1",
+        ),
+        (
+            r#"{"IPAMConfig":{"LinkLocalIPs":["10.1.1.1"]}}"#,
+            "invalid link local IP address: 10.1.1.1",
         ),
         (
             r#"{"Links":["ep-c:x:y"]}"#,

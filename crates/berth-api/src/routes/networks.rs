@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use berth_engine::containers::list_containers;
 use berth_engine::networks::{
     all_networks, connect_network, create_network, disconnect_network, find_network, network_json,
-    prune_networks, remove_network, NetworkCreate,
+    prune_networks, remove_network, IpamPool, NetworkCreate,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -124,35 +124,33 @@ pub fn create(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     if body.name.is_empty() {
         return Err(ApiError::bad_request("network name must not be empty"));
     }
-    if body.enable_ipv6 {
-        return Err(ApiError::bad_request(
-            "berth networks do not support IPv6 yet",
-        ));
-    }
     let ipam = body.ipam.as_ref();
-    let configs = ipam
+    // One pool per config; a config with every field null or empty (as
+    // docker-py can send) is no pool.
+    let pools: Vec<IpamPool> = ipam
         .and_then(|ipam| ipam.config.as_ref())
         .map(Vec::as_slice)
-        .unwrap_or_default();
-    if configs.len() > 1 {
-        return Err(ApiError::bad_request("berth networks have one subnet"));
-    }
-    let config = configs.first();
+        .unwrap_or_default()
+        .iter()
+        .map(|config| IpamPool {
+            subnet: set(&config.subnet),
+            gateway: set(&config.gateway),
+            ip_range: set(&config.ip_range),
+            aux_addresses: config.auxiliary_addresses.clone().unwrap_or_default(),
+        })
+        .filter(|pool| *pool != IpamPool::default())
+        .collect();
     let request = NetworkCreate {
         name: body.name.clone(),
         driver: body.driver.clone().unwrap_or_default(),
-        subnet: config.and_then(|config| set(&config.subnet)),
-        gateway: config.and_then(|config| set(&config.gateway)),
+        pools,
+        enable_ipv6: body.enable_ipv6,
         internal: body.internal,
         attachable: body.attachable,
         labels: body.labels.unwrap_or_default(),
         options: body.options.unwrap_or_default(),
         ipam_driver: ipam
             .and_then(|ipam| ipam.driver.clone())
-            .unwrap_or_default(),
-        ip_range: config.and_then(|config| set(&config.ip_range)),
-        aux_addresses: config
-            .and_then(|config| config.auxiliary_addresses.clone())
             .unwrap_or_default(),
         ipam_options: ipam.and_then(|ipam| ipam.options.clone()),
     };

@@ -142,6 +142,7 @@ fn network_settings(store: &Store, container: &Container) -> Value {
     let mut networks = serde_json::Map::new();
     let mut top = json!({
         "EndpointID": "", "Gateway": "", "IPAddress": "", "IPPrefixLen": 0, "MacAddress": "",
+        "IPv6Gateway": "", "GlobalIPv6Address": "", "GlobalIPv6PrefixLen": 0,
     });
     // The container's networks as requested (none for another's namespace;
     // host and none modes name their network without a request).
@@ -172,11 +173,21 @@ fn network_settings(store: &Store, container: &Container) -> Value {
             aliases.push(short_id.to_owned());
         }
         let or_null = |value: Value, empty: bool| if empty { Value::Null } else { value };
+        // dockerd's `EndpointIPAMConfig`: each field omitted when empty,
+        // null when all are.
+        let mut ipam = serde_json::Map::new();
+        if !request.ipv4_address.is_empty() {
+            ipam.insert("IPv4Address".to_owned(), json!(request.ipv4_address));
+        }
+        if !request.ipv6_address.is_empty() {
+            ipam.insert("IPv6Address".to_owned(), json!(request.ipv6_address));
+        }
+        if !request.link_local_ips.is_empty() {
+            ipam.insert("LinkLocalIPs".to_owned(), json!(request.link_local_ips));
+        }
+        let ipam_empty = ipam.is_empty();
         let entry = json!({
-            "IPAMConfig": or_null(
-                json!({ "IPv4Address": request.ipv4_address }),
-                request.ipv4_address.is_empty(),
-            ),
+            "IPAMConfig": or_null(Value::Object(ipam), ipam_empty),
             "Links": or_null(json!(request.links), request.links.is_empty()),
             "Aliases": or_null(json!(aliases), aliases.is_empty()),
             "NetworkID": network_id,
@@ -184,9 +195,9 @@ fn network_settings(store: &Store, container: &Container) -> Value {
             "Gateway": field(endpoint.map(|e| e.record.gateway.clone())),
             "IPAddress": field(endpoint.map(|e| e.address.clone())),
             "IPPrefixLen": endpoint.map_or(0, |e| e.record.prefix_len),
-            "IPv6Gateway": "",
-            "GlobalIPv6Address": "",
-            "GlobalIPv6PrefixLen": 0,
+            "IPv6Gateway": field(endpoint.map(|e| e.record.ipv6_gateway.clone())),
+            "GlobalIPv6Address": field(endpoint.map(|e| e.record.ipv6_address.clone())),
+            "GlobalIPv6PrefixLen": endpoint.map_or(0, |e| e.record.ipv6_prefix_len),
             // The MAC asked for until an endpoint has one, as dockerd's.
             "MacAddress": endpoint.map_or_else(
                 || request.mac_address.clone(),
@@ -201,6 +212,9 @@ fn network_settings(store: &Store, container: &Container) -> Value {
                 "IPAddress",
                 "IPPrefixLen",
                 "MacAddress",
+                "IPv6Gateway",
+                "GlobalIPv6Address",
+                "GlobalIPv6PrefixLen",
             ] {
                 top[key] = entry[key].clone();
             }
@@ -247,11 +261,11 @@ fn network_settings(store: &Store, container: &Container) -> Value {
         "SecondaryIPv6Addresses": Value::Null,
         "EndpointID": top["EndpointID"],
         "Gateway": top["Gateway"],
-        "GlobalIPv6Address": "",
-        "GlobalIPv6PrefixLen": 0,
+        "GlobalIPv6Address": top["GlobalIPv6Address"],
+        "GlobalIPv6PrefixLen": top["GlobalIPv6PrefixLen"],
         "IPAddress": top["IPAddress"],
         "IPPrefixLen": top["IPPrefixLen"],
-        "IPv6Gateway": "",
+        "IPv6Gateway": top["IPv6Gateway"],
         "MacAddress": top["MacAddress"],
         "Networks": networks,
     })

@@ -359,7 +359,7 @@ pub fn write_etc_files(
 ) -> Result<(), EngineError> {
     let run = &record.run;
     write_file(paths.hostname(), format!("{}\n", run.hostname))?;
-    write_hosts(record, paths, None, &[])?;
+    write_hosts(record, paths, &[], &[])?;
     let host_resolv = fs_err::read_to_string("/etc/resolv.conf").unwrap_or_default();
     Ok(write_file(
         paths.resolv_conf(),
@@ -382,11 +382,12 @@ fn write_file(path: PathBuf, content: String) -> Result<(), SpecError> {
 
 /// Docker's /etc/hosts: localhost lines, `--add-host` entries, the lines of
 /// its legacy links (`links::hosts_lines`), then the container's own
-/// address and hostname.
+/// addresses on its first network (IPv4, then IPv6 on a network with IPv6,
+/// as libnetwork writes them) with its hostname.
 pub fn write_hosts(
     record: &ContainerRecord,
     paths: &ContainerPaths,
-    address: Option<&str>,
+    addresses: &[std::net::IpAddr],
     link_lines: &[String],
 ) -> Result<(), EngineError> {
     let run = &record.run;
@@ -402,7 +403,7 @@ pub fn write_hosts(
         hosts.push_str(line);
         hosts.push('\n');
     }
-    if let Some(address) = address {
+    for address in addresses {
         hosts.push_str(&format!("{address}\t{}\n", run.hostname));
     }
     Ok(write_file(paths.hosts(), hosts)?)

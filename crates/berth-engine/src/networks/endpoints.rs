@@ -2,7 +2,7 @@
 //! when it stops: an address from the store, a veth pair into its network
 //! namespace, and (for published ports) berth's rules.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::AsFd;
 
 use berth_net::kernel::{ContainerLink, Kernel};
@@ -119,6 +119,23 @@ pub(crate) fn connect_one(
                 .map_err(NetworkError::InvalidAddress)?,
         )
     };
+    let requested_ipv6: Option<Ipv6Addr> = if request.ipv6_address.is_empty() {
+        None
+    } else {
+        Some(
+            berth_net::ipam::parse_ipv6_address(&request.ipv6_address)
+                .map_err(NetworkError::InvalidAddress)?,
+        )
+    };
+    let link_local: Vec<(IpAddr, u8)> = request
+        .link_local_ips
+        .iter()
+        .map(|text| berth_net::ipam::parse_link_local(text))
+        .collect::<Result<_, _>>()
+        .map_err(NetworkError::InvalidAddress)?;
+    // Only a network with `EnableIPv6` gives IPv6 addresses; elsewhere an
+    // `--ip6` is kept for inspect and used for nothing, as by dockerd.
+    let ipv6 = network.ipv6_subnet().zip(network.ipv6_gateway());
     let requested_mac = if request.mac_address.is_empty() {
         None
     } else {
@@ -134,6 +151,9 @@ pub(crate) fn connect_one(
         host_device: host_device.clone(),
         prefix_len: subnet.prefix_len(),
         gateway: gateway.to_string(),
+        ipv6_address: String::new(),
+        ipv6_prefix_len: 0,
+        ipv6_gateway: String::new(),
         ports: ports.to_vec(),
     };
     let mut mac = [0u8; 6];
@@ -142,11 +162,14 @@ pub(crate) fn connect_one(
     // address.
     let range = network.ip_range();
     let reserved = network.reserved_addresses();
+    let ipv6_range = network.ipv6_range();
+    let reserved_ipv6 = network.reserved_ipv6_addresses();
+    let mut ipv6_address = None;
     let address = store
-        .add_endpoint(&network.id, container.id, |used| {
-            let used: Vec<Ipv4Addr> = used
+        .add_endpoint_among(&network.id, container.id, |others| {
+            let used: Vec<Ipv4Addr> = others
                 .iter()
-                .filter_map(|text| text.parse().ok())
+                .filter_map(|row| row.address.parse().ok())
                 .chain(reserved.iter().copied())
                 .collect();
             let address = match requested_ip {
@@ -156,6 +179,25 @@ pub(crate) fn connect_one(
                 None => subnet.next_free(range, &used),
             }
             .map_err(|error| error.to_string())?;
+            if let Some((ipv6_subnet, ipv6_gateway)) = ipv6 {
+                let used: Vec<Ipv6Addr> = others
+                    .iter()
+                    .filter_map(Endpoint::from_row)
+                    .filter_map(|endpoint| endpoint.record.ipv6_address.parse().ok())
+                    .chain(reserved_ipv6.iter().copied())
+                    .collect();
+                let address = match requested_ipv6 {
+                    Some(address) => ipv6_subnet
+                        .check_requested(address, ipv6_gateway, &used)
+                        .map(|()| address),
+                    None => ipv6_subnet.next_free(ipv6_range, &used),
+                }
+                .map_err(|error| error.to_string())?;
+                record.ipv6_address = address.to_string();
+                record.ipv6_prefix_len = ipv6_subnet.prefix_len();
+                record.ipv6_gateway = ipv6_gateway.to_string();
+                ipv6_address = Some((address, ipv6_subnet.prefix_len()));
+            }
             mac = requested_mac.unwrap_or_else(|| mac_for(address));
             record.mac_address = format_mac(mac);
             let json = serde_json::to_string(&record).map_err(|error| error.to_string())?;
@@ -174,6 +216,9 @@ pub(crate) fn connect_one(
         prefix_len: subnet.prefix_len(),
         gateway: default_route.then_some(gateway),
         mac: Some(mac),
+        ipv6: ipv6_address,
+        ipv6_gateway: ipv6.filter(|_| default_route).map(|(_, gateway)| gateway),
+        link_local,
     };
     if let Err(source) = kernel.connect(netns, &link) {
         let _ = store.remove_endpoints(container.id, Some(&network.id));

@@ -1,10 +1,10 @@
 //! What can go wrong with networks. Messages a Docker user knows keep
 //! Docker's words (moby `daemon/network.go`, libnetwork).
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::path::PathBuf;
 
-use berth_net::ipam::{IpamError, Ipv4Net};
+use berth_net::ipam::IpamError;
 use berth_net::kernel::KernelError;
 use berth_store::NetworkStoreError;
 
@@ -33,7 +33,18 @@ pub enum NetworkError {
     #[error("every ip-range or gateway must have a corresponding subnet")]
     GatewayWithoutSubnet,
     #[error("Invalid gateway address {gateway}: not in subnet {subnet}")]
-    GatewayOutsideSubnet { gateway: Ipv4Addr, subnet: Ipv4Net },
+    GatewayOutsideSubnet { gateway: IpAddr, subnet: String },
+    /// dockerd's words for more than one pool of a family on a bridge.
+    #[error("bridge driver doesn't support multiple subnets")]
+    MultipleSubnets,
+    /// dockerd's words for `EnableIPv6` without an IPv6 pool: its bridge
+    /// has no default IPv6 pools.
+    #[error("could not find an available, non-overlapping IPv6 address pool among the defaults to assign to the network")]
+    NoIpv6Pool,
+    #[error("failed to parse com.docker.network.enable_ipv6 value: {value} (strconv.ParseBool: parsing {value:?}: invalid syntax)")]
+    InvalidEnableIpv6Option { value: String },
+    #[error("failed to allocate gateway ({gateway}): Address already in use")]
+    GatewayInUse { gateway: IpAddr },
     #[error("invalid bridge name {name:?}")]
     InvalidBridgeName { name: String },
     /// The docker CLI's words: dockerd itself takes a range outside the
@@ -53,11 +64,11 @@ pub enum NetworkError {
     #[error("auxiliary address: ({name}:{address}) must belong to the master pool: {subnet}")]
     AuxAddressOutsideSubnet {
         name: String,
-        address: Ipv4Addr,
-        subnet: Ipv4Net,
+        address: IpAddr,
+        subnet: String,
     },
     #[error("failed to allocate secondary ip address ({name}:{address}): Address already in use")]
-    AuxAddressInUse { name: String, address: Ipv4Addr },
+    AuxAddressInUse { name: String, address: IpAddr },
     #[error("berth supports the default IPAM driver only; got {driver:?}")]
     UnsupportedIpamDriver { driver: String },
     /// The store refused the write: a name taken (Docker's 409), or the
@@ -181,6 +192,10 @@ impl NetworkError {
             | Self::InvalidAddress(_)
             | Self::GatewayWithoutSubnet
             | Self::GatewayOutsideSubnet { .. }
+            | Self::MultipleSubnets
+            | Self::NoIpv6Pool
+            | Self::InvalidEnableIpv6Option { .. }
+            | Self::GatewayInUse { .. }
             | Self::InvalidBridgeName { .. }
             | Self::RangeOutsideSubnet { .. }
             | Self::AuxAddressWithoutSubnet { .. }

@@ -163,7 +163,7 @@ pub(crate) fn bridge_for_connect(
         .into());
     };
     let created = kernel
-        .ensure_bridge(&device, gateway, subnet)
+        .ensure_bridge(&device, gateway, subnet, network.bridge_ipv6())
         .map_err(bridge_error)?;
     Ok((network, created, users))
 }

@@ -9,6 +9,7 @@ use berth_store::{NetworkStoreError, Store};
 use serde_json::{json, Value};
 
 use super::lookup::{all_networks, find_network, network_store_error, taken_subnets};
+use super::pools::{check_enable_ipv6_option, check_ipv6_pool, split_pools, IpamPool};
 use super::record::{Endpoint, Network, NetworkRecord};
 use super::rules::sync_rules;
 use super::NetworkError;
@@ -22,18 +23,17 @@ pub struct NetworkCreate {
     pub name: String,
     /// Only `bridge` (the default) is supported.
     pub driver: String,
-    pub subnet: Option<String>,
-    pub gateway: Option<String>,
+    /// The IPAM configs (`--subnet` with its `--gateway`, `--ip-range` and
+    /// `--aux-address`): at most one IPv4 and one IPv6 (dockerd's bridge).
+    pub pools: Vec<IpamPool>,
+    /// `EnableIPv6` (`--ipv6`): needs an IPv6 pool.
+    pub enable_ipv6: bool,
     pub internal: bool,
     pub attachable: bool,
     pub labels: BTreeMap<String, String>,
     pub options: BTreeMap<String, String>,
     /// Empty or `default`: the only IPAM driver berth has.
     pub ipam_driver: String,
-    /// `--ip-range`: inside the subnet, which must be given.
-    pub ip_range: Option<String>,
-    /// `--aux-address NAME=IP`: addresses of the subnet no container gets.
-    pub aux_addresses: BTreeMap<String, String>,
     /// `--ipam-opt`: kept and shown (see [`NetworkRecord::ipam_options`]).
     pub ipam_options: Option<BTreeMap<String, String>>,
 }
@@ -45,10 +45,11 @@ pub struct NetworkCreate {
 /// network or broadcast address, the gateway nor each other's.
 fn check_ipam(
     request: &NetworkCreate,
+    pool: &IpamPool,
     subnet: Option<Ipv4Net>,
     gateway: Option<Ipv4Addr>,
 ) -> Result<(Option<Ipv4Net>, Option<Ipv4Addr>), NetworkError> {
-    let range = match request.ip_range.as_deref().filter(|text| !text.is_empty()) {
+    let range = match pool.ip_range.as_deref().filter(|text| !text.is_empty()) {
         None => None,
         Some(text) => {
             let range: Ipv4Net = text.parse().map_err(NetworkError::InvalidAddress)?;
@@ -62,7 +63,7 @@ fn check_ipam(
         }
     };
     let Some(subnet) = subnet else {
-        return match request.aux_addresses.values().next() {
+        return match pool.aux_addresses.values().next() {
             Some(address) => Err(NetworkError::AuxAddressWithoutSubnet {
                 address: address.clone(),
             }),
@@ -77,7 +78,7 @@ fn check_ipam(
         (None, None) => subnet.first_host(),
     };
     let mut taken = vec![gateway];
-    for (name, text) in &request.aux_addresses {
+    for (name, text) in &pool.aux_addresses {
         let address: Ipv4Addr = text.parse().map_err(|_| NetworkError::InvalidAuxAddress {
             name: name.clone(),
             address: text.clone(),
@@ -86,14 +87,14 @@ fn check_ipam(
         if !subnet.contains(address) {
             return Err(NetworkError::AuxAddressOutsideSubnet {
                 name: name.clone(),
-                address,
-                subnet,
+                address: address.into(),
+                subnet: subnet.to_string(),
             });
         }
         if subnet.is_network_or_broadcast(address) || taken.contains(&address) {
             return Err(NetworkError::AuxAddressInUse {
                 name: name.clone(),
-                address,
+                address: address.into(),
             });
         }
         taken.push(address);
@@ -135,13 +136,15 @@ pub fn create_network(
         }
         .into());
     }
-    let requested_subnet: Option<Ipv4Net> = request
+    check_enable_ipv6_option(&request.options)?;
+    let (pool, ipv6_pool) = split_pools(&request.pools)?;
+    let requested_subnet: Option<Ipv4Net> = pool
         .subnet
         .as_deref()
         .map(str::parse)
         .transpose()
         .map_err(NetworkError::InvalidAddress)?;
-    let requested_gateway: Option<Ipv4Addr> = request
+    let requested_gateway: Option<Ipv4Addr> = pool
         .gateway
         .as_deref()
         .map(berth_net::ipam::parse_address)
@@ -152,7 +155,11 @@ pub fn create_network(
     }
     if let (Some(subnet), Some(gateway)) = (requested_subnet, requested_gateway) {
         if !subnet.contains(gateway) {
-            return Err(NetworkError::GatewayOutsideSubnet { gateway, subnet }.into());
+            return Err(NetworkError::GatewayOutsideSubnet {
+                gateway: gateway.into(),
+                subnet: subnet.to_string(),
+            }
+            .into());
         }
     }
     if !matches!(request.ipam_driver.as_str(), "" | "default") {
@@ -161,7 +168,15 @@ pub fn create_network(
         }
         .into());
     }
-    let (range, configured_gateway) = check_ipam(request, requested_subnet, requested_gateway)?;
+    let (range, configured_gateway) =
+        check_ipam(request, &pool, requested_subnet, requested_gateway)?;
+    let ipv6 = ipv6_pool
+        .as_ref()
+        .map(|pool| check_ipv6_pool(request, pool))
+        .transpose()?;
+    if request.enable_ipv6 && ipv6.is_none() {
+        return Err(NetworkError::NoIpv6Pool.into());
+    }
     all_networks(store, kernel)?;
     let host_lock = berth_net::instance::lock_host_networks().map_err(NetworkError::LockHost)?;
     let routes = kernel.host_routes().map_err(NetworkError::HostRoutes)?;
@@ -177,6 +192,16 @@ pub fn create_network(
     let row = store
         .insert_network(|existing| {
             let taken = [taken_subnets(existing), others.clone()].concat();
+            if let Some((ipv6_subnet, _)) = ipv6.as_ref().filter(|_| request.enable_ipv6) {
+                let overlaps = existing
+                    .iter()
+                    .filter_map(|row| Network::from_row(row).ok())
+                    .filter_map(|network| network.ipv6_subnet())
+                    .any(|used| used.overlaps(ipv6_subnet));
+                if overlaps {
+                    return Err("Pool overlaps with other one on this address space".to_owned());
+                }
+            }
             let subnet = match requested_subnet {
                 Some(subnet) => {
                     if taken.iter().any(|used| used.overlaps(&subnet)) {
@@ -203,9 +228,11 @@ pub fn create_network(
                     options: request.options.clone(),
                     subnet_configured: requested_subnet.is_some(),
                     predefined: false,
-                    ip_range: range.and(request.ip_range.clone()).unwrap_or_default(),
-                    aux_addresses: request.aux_addresses.clone(),
+                    ip_range: range.and(pool.ip_range.clone()).unwrap_or_default(),
+                    aux_addresses: pool.aux_addresses.clone(),
                     ipam_options: request.ipam_options.clone(),
+                    enable_ipv6: request.enable_ipv6,
+                    ipv6: ipv6.as_ref().map(|(_, pool)| pool.clone()),
                 },
             };
             network.to_row().map_err(|error| error.to_string())
@@ -219,7 +246,7 @@ pub fn create_network(
     }
     let made = match (network.subnet(), network.gateway()) {
         (Some(subnet), Some(gateway)) => kernel
-            .ensure_bridge(&device, gateway, subnet)
+            .ensure_bridge(&device, gateway, subnet, network.bridge_ipv6())
             .map_err(|source| {
                 EngineError::from(NetworkError::CreateBridge {
                     device: device.clone(),
@@ -321,7 +348,14 @@ pub fn network_json(store: &Store, network: &Network) -> Value {
                     "EndpointID": endpoint.record.endpoint_id,
                     "MacAddress": endpoint.record.mac_address,
                     "IPv4Address": format!("{}/{}", endpoint.address, endpoint.record.prefix_len),
-                    "IPv6Address": "",
+                    "IPv6Address": if endpoint.record.ipv6_address.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "{}/{}",
+                            endpoint.record.ipv6_address, endpoint.record.ipv6_prefix_len
+                        )
+                    },
                 }),
             )
         })
@@ -340,7 +374,24 @@ pub fn network_json(store: &Store, network: &Network) -> Value {
         if !record.aux_addresses.is_empty() {
             config.insert("AuxiliaryAddresses".to_owned(), json!(record.aux_addresses));
         }
-        json!([config])
+        let mut configs = vec![Value::Object(config)];
+        if let Some(pool) = &record.ipv6 {
+            let mut config = serde_json::Map::new();
+            config.insert("Subnet".to_owned(), json!(pool.subnet));
+            if !pool.ip_range.is_empty() {
+                config.insert("IPRange".to_owned(), json!(pool.ip_range));
+            }
+            // dockerd shows a pool's gateway as given: none when the
+            // allocator chose it.
+            if !pool.gateway.is_empty() {
+                config.insert("Gateway".to_owned(), json!(pool.gateway));
+            }
+            if !pool.aux_addresses.is_empty() {
+                config.insert("AuxiliaryAddresses".to_owned(), json!(pool.aux_addresses));
+            }
+            configs.push(Value::Object(config));
+        }
+        Value::Array(configs)
     };
     json!({
         "Name": network.name,
@@ -348,7 +399,7 @@ pub fn network_json(store: &Store, network: &Network) -> Value {
         "Created": network.created,
         "Scope": "local",
         "Driver": record.driver,
-        "EnableIPv6": false,
+        "EnableIPv6": record.enable_ipv6,
         "IPAM": {
             "Driver": "default",
             "Options": record.ipam_options,
@@ -375,7 +426,10 @@ mod tests {
     fn request(name: &str) -> NetworkCreate {
         NetworkCreate {
             name: name.to_owned(),
-            subnet: Some("10.219.77.0/24".to_owned()),
+            pools: vec![IpamPool {
+                subnet: Some("10.219.77.0/24".to_owned()),
+                ..IpamPool::default()
+            }],
             ..NetworkCreate::default()
         }
     }
@@ -390,8 +444,8 @@ mod tests {
         let mut store = Store::open(root.path()).unwrap();
         let mut kernel = RecordingKernel::default();
         let mut create = request("ranged");
-        create.ip_range = Some("10.219.77.128/25".to_owned());
-        create.aux_addresses = [("host1", "10.219.77.128"), ("h2", "10.219.77.5")]
+        create.pools[0].ip_range = Some("10.219.77.128/25".to_owned());
+        create.pools[0].aux_addresses = [("host1", "10.219.77.128"), ("h2", "10.219.77.5")]
             .into_iter()
             .map(|(key, value)| (key.to_owned(), value.to_owned()))
             .collect();
@@ -402,7 +456,7 @@ mod tests {
             refused.to_string(),
             "failed to allocate secondary ip address (host1:10.219.77.128): Address already in use"
         );
-        create
+        create.pools[0]
             .aux_addresses
             .insert("host1".to_owned(), "10.219.77.129".to_owned());
         create.ipam_options = Some([("foo".to_owned(), "bar".to_owned())].into());
@@ -460,9 +514,9 @@ mod tests {
         let mut kernel = RecordingKernel::default();
         let with = |range: Option<&str>, aux: &[(&str, &str)], gateway: Option<&str>| {
             let mut create = request("bad");
-            create.ip_range = range.map(str::to_owned);
-            create.gateway = gateway.map(str::to_owned);
-            create.aux_addresses = aux
+            create.pools[0].ip_range = range.map(str::to_owned);
+            create.pools[0].gateway = gateway.map(str::to_owned);
+            create.pools[0].aux_addresses = aux
                 .iter()
                 .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
                 .collect();
@@ -512,7 +566,7 @@ mod tests {
             assert_eq!(error.kind(), crate::ErrorKind::InvalidArgument, "{words}");
         }
         let mut no_subnet = with(Some("10.219.77.0/25"), &[], None);
-        no_subnet.subnet = None;
+        no_subnet.pools[0].subnet = None;
         assert_eq!(
             create_network(&mut store, &mut kernel, &no_subnet)
                 .unwrap_err()
@@ -520,7 +574,7 @@ mod tests {
             "every ip-range or gateway must have a corresponding subnet"
         );
         let mut no_subnet = with(None, &[("a", "10.219.77.5")], None);
-        no_subnet.subnet = None;
+        no_subnet.pools[0].subnet = None;
         assert_eq!(
             create_network(&mut store, &mut kernel, &no_subnet)
                 .unwrap_err()

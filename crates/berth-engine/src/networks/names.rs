@@ -3,7 +3,7 @@
 //! Read from the store at each query, so containers started later are
 //! found too.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use berth_store::Store;
 
@@ -75,29 +75,47 @@ fn linked_name<'e>(endpoint: &'e Endpoint, alias: &str) -> Option<&'e str> {
     })
 }
 
-impl berth_net::dns::Names for ContainerNames<'_> {
-    fn lookup(&self, name: &str) -> Option<Vec<Ipv4Addr>> {
+impl ContainerNames<'_> {
+    /// The endpoints `name` resolves to for the asking container.
+    fn answering(&self, name: &str) -> Vec<Endpoint> {
         let endpoints = self.endpoints();
         // An endpoint link's alias (`--link NAME:ALIAS` on a user-defined
         // network) answers for this container alone, on the link's network.
-        let linked: Vec<(&str, &str)> = endpoints
+        let linked: Vec<(String, String)> = endpoints
             .iter()
             .filter(|endpoint| endpoint.container_id == self.container_id)
             .filter_map(|endpoint| {
-                linked_name(endpoint, name).map(|target| (endpoint.network_id.as_str(), target))
+                linked_name(endpoint, name)
+                    .map(|target| (endpoint.network_id.clone(), target.to_owned()))
             })
             .collect();
-        let addresses: Vec<Ipv4Addr> = endpoints
-            .iter()
+        endpoints
+            .into_iter()
             .filter(|endpoint| {
                 answers_to(endpoint, name)
                     || linked.iter().any(|(network, target)| {
                         endpoint.network_id == *network && answers_to(endpoint, target)
                     })
             })
+            .collect()
+    }
+}
+
+impl berth_net::dns::Names for ContainerNames<'_> {
+    fn lookup(&self, name: &str) -> Option<Vec<Ipv4Addr>> {
+        let addresses: Vec<Ipv4Addr> = self
+            .answering(name)
+            .iter()
             .filter_map(|endpoint| endpoint.address.parse().ok())
             .collect();
         (!addresses.is_empty()).then_some(addresses)
+    }
+
+    fn lookup_ipv6(&self, name: &str) -> Vec<Ipv6Addr> {
+        self.answering(name)
+            .iter()
+            .filter_map(|endpoint| endpoint.record.ipv6_address.parse().ok())
+            .collect()
     }
 
     fn reverse(&self, address: Ipv4Addr) -> Option<String> {

@@ -1,9 +1,9 @@
 //! The JSON the engine keeps in the store's network and endpoint rows.
 
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use berth_net::ipam::Ipv4Net;
+use berth_net::ipam::{Ipv4Net, Ipv6Net};
 use berth_store::{EndpointRow, NetworkRow};
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +52,34 @@ pub struct NetworkRecord {
     /// `{}`. Records from before the field load as None.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipam_options: Option<BTreeMap<String, String>>,
+    /// `EnableIPv6`: the bridge has the IPv6 gateway and endpoints get
+    /// addresses of the IPv6 pool. Records from before the field load as
+    /// false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub enable_ipv6: bool,
+    /// The IPv6 IPAM config: kept and shown even without `EnableIPv6`, as
+    /// dockerd keeps it (it is then used for nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv6: Option<Ipv6Pool>,
+}
+
+/// A network's IPv6 IPAM config, as given (`Subnet` with its host bits,
+/// as dockerd shows it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ipv6Pool {
+    pub subnet: String,
+    /// As given; empty when the allocator chose it (inspect then shows
+    /// none, as dockerd).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub gateway: String,
+    /// The bridge's IPv6 address: the given gateway, else the range's (or
+    /// subnet's) first free address. Set on networks with `EnableIPv6`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub bridge_address: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ip_range: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub aux_addresses: BTreeMap<String, String>,
 }
 
 /// A stored network.
@@ -116,24 +144,66 @@ impl Network {
             .collect()
     }
 
+    /// The IPv6 subnet of a network with `EnableIPv6`: its endpoints get
+    /// addresses of it.
+    pub fn ipv6_subnet(&self) -> Option<Ipv6Net> {
+        let pool = self.record.ipv6.as_ref()?;
+        self.record
+            .enable_ipv6
+            .then(|| pool.subnet.parse().ok())
+            .flatten()
+    }
+
+    /// The bridge's IPv6 address (the endpoints' IPv6 gateway).
+    pub fn ipv6_gateway(&self) -> Option<Ipv6Addr> {
+        self.ipv6_subnet()?;
+        self.record.ipv6.as_ref()?.bridge_address.parse().ok()
+    }
+
+    /// The bridge's IPv6 side, for `Kernel::ensure_bridge`.
+    pub fn bridge_ipv6(&self) -> berth_net::kernel::BridgeIpv6 {
+        Some((self.ipv6_gateway()?, self.ipv6_subnet()?))
+    }
+
+    pub fn ipv6_range(&self) -> Option<Ipv6Net> {
+        self.record.ipv6.as_ref()?.ip_range.parse().ok()
+    }
+
+    /// IPv6 addresses no endpoint may take: the gateway and the auxiliary
+    /// addresses.
+    pub fn reserved_ipv6_addresses(&self) -> Vec<Ipv6Addr> {
+        let aux = self
+            .record
+            .ipv6
+            .iter()
+            .flat_map(|pool| pool.aux_addresses.values())
+            .filter_map(|address| address.parse().ok());
+        self.ipv6_gateway().into_iter().chain(aux).collect()
+    }
+
     pub fn is_bridge(&self) -> bool {
         self.record.driver == "bridge"
     }
 
-    /// Docker's checks of a requested address (`--ip`) and aliases.
+    /// Docker's checks of requested addresses (`--ip`, `--ip6`) and
+    /// aliases: an IPv6 address needs an IPv6 pool the user gave.
     pub fn check_endpoint_request(
         &self,
         ipv4_address: &str,
+        ipv6_address: &str,
         aliases: &[String],
     ) -> Result<(), NetworkError> {
+        let fixed = !ipv4_address.is_empty() || !ipv6_address.is_empty();
         if !self.is_user_defined() {
-            if !ipv4_address.is_empty() {
+            if fixed {
                 return Err(NetworkError::AddressOnPredefined);
             }
             if !aliases.is_empty() {
                 return Err(NetworkError::AliasOnPredefined);
             }
-        } else if !ipv4_address.is_empty() && !self.record.subnet_configured {
+        } else if (!ipv4_address.is_empty() && !self.record.subnet_configured)
+            || (!ipv6_address.is_empty() && self.record.ipv6.is_none())
+        {
             return Err(NetworkError::AddressWithoutSubnet);
         }
         Ok(())
@@ -158,6 +228,12 @@ pub struct NetworkRequest {
     /// `--ip`; empty for the next free address.
     #[serde(default)]
     pub ipv4_address: String,
+    /// `--ip6`; empty for the next free address (on a network with IPv6).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ipv6_address: String,
+    /// `--link-local-ip`: added to the container's interface as given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub link_local_ips: Vec<String>,
     /// `--mac-address`; empty for Docker's address-derived MAC.
     #[serde(default)]
     pub mac_address: String,
@@ -182,16 +258,11 @@ impl NetworkRequest {
         let unsupported = |setting, why| NetworkError::UnsupportedEndpointSetting { setting, why };
         let ipam = settings.ipam_config.clone().unwrap_or_default();
         if !ipam.ipv6_address.is_empty() {
-            return Err(unsupported(
-                "an endpoint's IPv6 address",
-                "berth networks are IPv4 bridges",
-            ));
+            berth_net::ipam::parse_ipv6_address(&ipam.ipv6_address)
+                .map_err(NetworkError::InvalidAddress)?;
         }
-        if !ipam.link_local_ips.is_empty() {
-            return Err(unsupported(
-                "an endpoint's link-local IPs",
-                "berth networks are IPv4 bridges",
-            ));
+        for address in &ipam.link_local_ips {
+            berth_net::ipam::parse_link_local(address).map_err(NetworkError::InvalidAddress)?;
         }
         if settings.gw_priority != 0 {
             return Err(unsupported(
@@ -200,7 +271,7 @@ impl NetworkRequest {
             ));
         }
         let aliases = settings.aliases.clone().unwrap_or_default();
-        network.check_endpoint_request(&ipam.ipv4_address, &aliases)?;
+        network.check_endpoint_request(&ipam.ipv4_address, &ipam.ipv6_address, &aliases)?;
         let links = settings.links.clone().unwrap_or_default();
         if !links.is_empty() && !network.is_user_defined() {
             return Err(NetworkError::LinksOnPredefined);
@@ -217,6 +288,8 @@ impl NetworkRequest {
             name: network.name.clone(),
             aliases,
             ipv4_address: ipam.ipv4_address,
+            ipv6_address: ipam.ipv6_address,
+            link_local_ips: ipam.link_local_ips,
             mac_address: settings.mac_address.clone(),
             links,
             driver_opts: settings.driver_opts.clone().unwrap_or_default(),
@@ -250,9 +323,21 @@ pub struct EndpointRecord {
     pub host_device: String,
     pub prefix_len: u8,
     pub gateway: String,
+    /// The IPv6 address on a network with IPv6 (`GlobalIPv6Address`);
+    /// empty otherwise. Records from before the field load as empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ipv6_address: String,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ipv6_prefix_len: u8,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ipv6_gateway: String,
     /// Ports published through this endpoint (the first network's).
     #[serde(default)]
     pub ports: Vec<PublishedPort>,
+}
+
+fn is_zero(value: &u8) -> bool {
+    *value == 0
 }
 
 /// A stored endpoint with its record parsed.
@@ -265,6 +350,19 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// Every address of the endpoint (IPv4, then IPv6): what its names
+    /// resolve to.
+    pub fn addresses(&self) -> Vec<IpAddr> {
+        let ipv4 = self.address.parse::<Ipv4Addr>().ok().map(IpAddr::from);
+        let ipv6 = self
+            .record
+            .ipv6_address
+            .parse::<Ipv6Addr>()
+            .ok()
+            .map(IpAddr::from);
+        ipv4.into_iter().chain(ipv6).collect()
+    }
+
     pub fn from_row(row: &EndpointRow) -> Option<Self> {
         let record = serde_json::from_str(&row.record)
             .map_err(|error| tracing::warn!(%error, "corrupt endpoint record"))

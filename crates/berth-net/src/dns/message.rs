@@ -402,6 +402,7 @@ impl ReplyHead {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum RecordData {
     A(Ipv4Addr),
+    Aaaa(std::net::Ipv6Addr),
     Ptr(Name),
 }
 
@@ -409,6 +410,7 @@ impl RecordData {
     fn record_type(&self) -> u16 {
         match self {
             Self::A(_) => TYPE_A,
+            Self::Aaaa(_) => TYPE_AAAA,
             Self::Ptr(_) => TYPE_PTR,
         }
     }
@@ -416,6 +418,7 @@ impl RecordData {
     fn write(&self, out: &mut Vec<u8>) {
         match self {
             Self::A(address) => out.extend_from_slice(&address.octets()),
+            Self::Aaaa(address) => out.extend_from_slice(&address.octets()),
             Self::Ptr(name) => name.write(out),
         }
     }

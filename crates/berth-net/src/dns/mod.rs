@@ -8,7 +8,8 @@
 //! `libnetwork/resolver.go`:
 //!
 //! - A for a known name: its addresses, TTL 600, RD echoed, RA set, AA clear.
-//! - AAAA for a known name: NOERROR without answers, so clients do not fail over.
+//! - AAAA for a known name: its IPv6 addresses (on networks with IPv6), else NOERROR
+//!   without answers, so clients do not fail over.
 //! - PTR under in-addr.arpa for a container address: its name.
 //! - Anything else, unknown single-label names included: forwarded to the first
 //!   upstream, with a fresh random id; SERVFAIL when there is no upstream.
@@ -30,6 +31,10 @@ pub trait Names {
     /// IPv4 addresses for `name` (lowercase, no trailing dot), None when the name is not a
     /// container's.
     fn lookup(&self, name: &str) -> Option<Vec<std::net::Ipv4Addr>>;
+    /// IPv6 addresses for a name `lookup` knows (its endpoints on networks with IPv6).
+    fn lookup_ipv6(&self, _name: &str) -> Vec<std::net::Ipv6Addr> {
+        Vec::new()
+    }
     /// The name for a container address (PTR queries of in-addr.arpa), None when not a
     /// container's.
     fn reverse(&self, address: std::net::Ipv4Addr) -> Option<String>;

@@ -347,11 +347,17 @@ fn answer_locally(query: &Query, names: &dyn Names) -> Option<Vec<u8>> {
             let records: Vec<_> = addresses.into_iter().map(RecordData::A).collect();
             Some(build_reply(query, Rcode::NoError, &records))
         }
-        // Containers have IPv4 addresses only: "no AAAA" rather than NXDOMAIN keeps
-        // clients from trying the next nameserver, where the name is unknown.
+        // A container without IPv6: "no AAAA" rather than NXDOMAIN keeps clients from
+        // trying the next nameserver, where the name is unknown.
         TYPE_AAAA => {
-            names.lookup(&question.name.lookup_key()?)?;
-            Some(build_reply(query, Rcode::NoError, &[]))
+            let key = question.name.lookup_key()?;
+            names.lookup(&key)?;
+            let records: Vec<_> = names
+                .lookup_ipv6(&key)
+                .into_iter()
+                .map(RecordData::Aaaa)
+                .collect();
+            Some(build_reply(query, Rcode::NoError, &records))
         }
         TYPE_PTR => {
             let address = question.name.reverse_ipv4()?;

@@ -33,6 +33,13 @@ impl Names for FakeNames {
         }
     }
 
+    fn lookup_ipv6(&self, name: &str) -> Vec<std::net::Ipv6Addr> {
+        match name {
+            "db" => vec!["fd77:5::3".parse().unwrap()],
+            _ => Vec::new(),
+        }
+    }
+
     fn reverse(&self, address: Ipv4Addr) -> Option<String> {
         (address == Ipv4Addr::new(172, 18, 0, 2)).then(|| "web.mynet".to_owned())
     }
@@ -269,6 +276,34 @@ fn answers_aaaa_of_containers_with_no_records() {
     let head = ReplyHead::parse(&reply).unwrap();
     assert_eq!((head.header.rcode(), head.header.answer_count), (0, 0));
     assert_eq!(head.header.id, 4);
+}
+
+/// Docker 20.10 answers AAAA with a container's address on a network with
+/// IPv6 (`nslookup -type=AAAA ip6c1 127.0.0.11`).
+#[test]
+fn answers_aaaa_of_containers_with_ipv6_addresses() {
+    let names = FakeNames::default();
+    let (mut server, address) = server(None);
+    let reply = ask(
+        &mut server,
+        address,
+        &names,
+        None,
+        &query(6, "db", TYPE_AAAA, None),
+    );
+    let head = ReplyHead::parse(&reply).unwrap();
+    assert_eq!((head.header.rcode(), head.header.answer_count), (0, 1));
+    let (_, after_owner) = Name::parse(&reply, head.question_end).unwrap();
+    let fixed = &reply[after_owner..after_owner + 10];
+    assert_eq!(u16::from_be_bytes([fixed[0], fixed[1]]), TYPE_AAAA);
+    assert_eq!(u16::from_be_bytes([fixed[8], fixed[9]]), 16);
+    let data: [u8; 16] = reply[after_owner + 10..after_owner + 26]
+        .try_into()
+        .unwrap();
+    assert_eq!(
+        std::net::Ipv6Addr::from(data),
+        "fd77:5::3".parse::<std::net::Ipv6Addr>().unwrap()
+    );
 }
 
 #[test]

@@ -1,34 +1,49 @@
-//! IPv4 addresses of links.
+//! Addresses of links.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use super::error::NetlinkError;
 use super::message::{
-    address_header, MessageBuilder, IFA_ADDRESS, IFA_BROADCAST, IFA_LOCAL, NLM_F_CREATE,
-    NLM_F_EXCL, RTM_NEWADDR,
+    address_header, MessageBuilder, AF_INET, AF_INET6, IFA_ADDRESS, IFA_BROADCAST, IFA_F_NODAD,
+    IFA_LOCAL, NLM_F_CREATE, NLM_F_EXCL, RTM_NEWADDR,
 };
 use super::Netlink;
 
 impl Netlink {
-    /// Gives link `index` the address `address/prefix_len`, with the
-    /// broadcast address of its subnet as `ip addr add … brd +` does. An
-    /// address the link already has is fine.
+    /// Gives link `index` the address `address/prefix_len`: an IPv4 one
+    /// with the broadcast address of its subnet as `ip addr add … brd +`
+    /// does, an IPv6 one without duplicate address detection (`nodad`, as
+    /// libnetwork gives them: berth's allocator already made it unique on
+    /// the bridge, and DAD would keep it unusable for a second or more).
+    /// An address the link already has is fine.
     pub fn add_address(
         &mut self,
         index: u32,
-        address: Ipv4Addr,
+        address: IpAddr,
         prefix_len: u8,
     ) -> Result<(), NetlinkError> {
-        let mut message = MessageBuilder::new(
-            RTM_NEWADDR,
-            NLM_F_CREATE | NLM_F_EXCL,
-            &address_header(prefix_len, index),
-        );
-        message
-            .attribute(IFA_LOCAL, &address.octets())
-            .attribute(IFA_ADDRESS, &address.octets());
-        if let Some(broadcast) = broadcast(address, prefix_len)? {
-            message.attribute(IFA_BROADCAST, &broadcast.octets());
+        let header = match address {
+            IpAddr::V4(_) => address_header(AF_INET, prefix_len, 0, index),
+            IpAddr::V6(_) => {
+                if prefix_len > 128 {
+                    return Err(NetlinkError::InvalidPrefixLength { prefix_len });
+                }
+                address_header(AF_INET6, prefix_len, IFA_F_NODAD, index)
+            }
+        };
+        let mut message = MessageBuilder::new(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &header);
+        match address {
+            IpAddr::V4(address) => {
+                message
+                    .attribute(IFA_LOCAL, &address.octets())
+                    .attribute(IFA_ADDRESS, &address.octets());
+                if let Some(broadcast) = broadcast(address, prefix_len)? {
+                    message.attribute(IFA_BROADCAST, &broadcast.octets());
+                }
+            }
+            IpAddr::V6(address) => {
+                message.attribute(IFA_ADDRESS, &address.octets());
+            }
         }
         match self.request("add address", message) {
             Err(error) if error.errno() == Some(libc::EEXIST) => Ok(()),

@@ -55,6 +55,11 @@ pub(crate) const RTN_UNICAST: u8 = 1;
 
 pub(crate) const AF_UNSPEC: u8 = 0;
 pub(crate) const AF_INET: u8 = 2;
+pub(crate) const AF_INET6: u8 = 10;
+/// `ifa_flags`: no duplicate address detection, so an address is usable at
+/// once (libnetwork sets it on the IPv6 addresses it gives).
+pub(crate) const IFA_F_NODAD: u8 = 0x02;
+pub(crate) const RTA_OIF: u16 = 4;
 
 pub(crate) const LINK_HEADER_LEN: usize = 16;
 pub(crate) const ROUTE_HEADER_LEN: usize = 12;
@@ -78,20 +83,20 @@ pub(crate) fn link_header(index: u32, flags: u32, change: u32) -> [u8; LINK_HEAD
     header
 }
 
-/// `struct ifaddrmsg` of an IPv4 address: family, prefix length, flags,
+/// `struct ifaddrmsg`: family, prefix length, flags,
 /// scope, index.
-pub(crate) fn address_header(prefix_len: u8, index: u32) -> [u8; 8] {
-    let mut header = [AF_INET, prefix_len, 0, RT_SCOPE_UNIVERSE, 0, 0, 0, 0];
+pub(crate) fn address_header(family: u8, prefix_len: u8, flags: u8, index: u32) -> [u8; 8] {
+    let mut header = [family, prefix_len, flags, RT_SCOPE_UNIVERSE, 0, 0, 0, 0];
     header[4..8].copy_from_slice(&index.to_ne_bytes());
     header
 }
 
-/// `struct rtmsg` of an IPv4 unicast route in the main table: family,
-/// dst_len, src_len, tos, table, protocol, scope, type, flags.
-pub(crate) fn route_header(destination_len: u8) -> [u8; ROUTE_HEADER_LEN] {
+/// `struct rtmsg` of a unicast route of `family` in the main table:
+/// family, dst_len, src_len, tos, table, protocol, scope, type, flags.
+pub(crate) fn route_header(family: u8, destination_len: u8) -> [u8; ROUTE_HEADER_LEN] {
     let mut header = [0; ROUTE_HEADER_LEN];
     header[..8].copy_from_slice(&[
-        AF_INET,
+        family,
         destination_len,
         0,
         0,
@@ -293,7 +298,7 @@ mod tests {
 
     #[test]
     fn attributes_are_padded_to_four_bytes() {
-        let mut message = MessageBuilder::new(RTM_NEWLINK, 0, &address_header(24, 3));
+        let mut message = MessageBuilder::new(RTM_NEWLINK, 0, &address_header(AF_INET, 24, 0, 3));
         message
             .attribute_string(IFLA_IFNAME, "eth0") // 4 + 5 bytes, padded to 12
             .attribute_u32(IFLA_MASTER, 9);
@@ -385,9 +390,16 @@ mod tests {
 
     #[test]
     fn family_headers_have_kernel_layout() {
-        assert_eq!(address_header(24, 0x0102_0304)[..4], [AF_INET, 24, 0, 0]);
-        assert_eq!(read_u32(&address_header(24, 9), 4), Some(9));
-        let route = route_header(0);
+        assert_eq!(
+            address_header(AF_INET, 24, 0, 0x0102_0304)[..4],
+            [AF_INET, 24, 0, 0]
+        );
+        assert_eq!(
+            address_header(AF_INET6, 64, IFA_F_NODAD, 1)[..4],
+            [AF_INET6, 64, 2, 0]
+        );
+        assert_eq!(read_u32(&address_header(AF_INET, 24, 0, 9), 4), Some(9));
+        let route = route_header(AF_INET, 0);
         assert_eq!(route[..8], [AF_INET, 0, 0, 0, 254, 3, 0, 1]);
         assert_eq!(read_u32(&link_header(1, IFF_UP, IFF_UP), 8), Some(IFF_UP));
     }

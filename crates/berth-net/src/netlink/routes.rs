@@ -1,21 +1,37 @@
-//! IPv4 routes of the main table.
+//! Routes of the main table.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use super::error::NetlinkError;
 use super::message::{
-    attributes, read_u32, route_header, MessageBuilder, AF_INET, NLM_F_CREATE, NLM_F_EXCL,
-    ROUTE_HEADER_LEN, RTA_DST, RTA_GATEWAY, RTA_TABLE, RTM_GETROUTE, RTM_NEWROUTE, RT_TABLE_MAIN,
+    attributes, read_u32, route_header, MessageBuilder, AF_INET, AF_INET6, NLM_F_CREATE,
+    NLM_F_EXCL, ROUTE_HEADER_LEN, RTA_DST, RTA_GATEWAY, RTA_OIF, RTA_TABLE, RTM_GETROUTE,
+    RTM_NEWROUTE, RT_TABLE_MAIN,
 };
 use super::Netlink;
 
 impl Netlink {
-    /// Adds the default route via `gateway` to the main table. The gateway
-    /// must be on a connected subnet of a link that is up.
-    pub fn add_default_route(&mut self, gateway: Ipv4Addr) -> Result<(), NetlinkError> {
-        let mut message =
-            MessageBuilder::new(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &route_header(0));
-        message.attribute(RTA_GATEWAY, &gateway.octets());
+    /// Adds the default route via `gateway` to the main table. An IPv4
+    /// gateway must be on a connected subnet of a link that is up; an
+    /// IPv6 one is reached through link `index` (which a link-local
+    /// gateway, e.g. `fe80::1001:1`, needs: it is on every link).
+    pub fn add_default_route(&mut self, gateway: IpAddr, index: u32) -> Result<(), NetlinkError> {
+        let family = if gateway.is_ipv4() { AF_INET } else { AF_INET6 };
+        let mut message = MessageBuilder::new(
+            RTM_NEWROUTE,
+            NLM_F_CREATE | NLM_F_EXCL,
+            &route_header(family, 0),
+        );
+        match gateway {
+            IpAddr::V4(gateway) => {
+                message.attribute(RTA_GATEWAY, &gateway.octets());
+            }
+            IpAddr::V6(gateway) => {
+                message
+                    .attribute(RTA_GATEWAY, &gateway.octets())
+                    .attribute(RTA_OIF, &index.to_ne_bytes());
+            }
+        }
         self.request("add default route", message).map(drop)
     }
 
@@ -23,7 +39,7 @@ impl Netlink {
     /// table; the default route is `0.0.0.0/0`.
     pub fn ipv4_routes(&mut self) -> Result<Vec<(Ipv4Addr, u8)>, NetlinkError> {
         const OPERATION: &str = "list routes";
-        let message = MessageBuilder::new(RTM_GETROUTE, 0, &route_header(0));
+        let message = MessageBuilder::new(RTM_GETROUTE, 0, &route_header(AF_INET, 0));
         let mut routes = Vec::new();
         let replies = self.dump(OPERATION, message)?;
         for reply in replies.iter().filter(|reply| reply.kind == RTM_NEWROUTE) {

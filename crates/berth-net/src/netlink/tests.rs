@@ -78,7 +78,7 @@ fn wire(namespaces: &Namespaces) -> Wired {
     let mut host = Netlink::open_in(namespaces.host.as_fd()).unwrap();
     let mut container = Netlink::open_in(namespaces.container.as_fd()).unwrap();
     let bridge = host.create_bridge(BRIDGE).unwrap();
-    host.add_address(bridge, GATEWAY, SUBNET.1).unwrap();
+    host.add_address(bridge, GATEWAY.into(), SUBNET.1).unwrap();
     host.set_up(bridge).unwrap();
     let container_netns = namespaces.container.as_fd();
     let veth = host
@@ -88,7 +88,7 @@ fn wire(namespaces: &Namespaces) -> Wired {
     host.set_up(veth).unwrap();
     let peer = container.link_index(CONTAINER_VETH).unwrap().unwrap();
     container
-        .add_address(peer, CONTAINER_ADDRESS, SUBNET.1)
+        .add_address(peer, CONTAINER_ADDRESS.into(), SUBNET.1)
         .unwrap();
     container.set_up(peer).unwrap();
     Wired {
@@ -177,17 +177,23 @@ fn addresses_and_routes() {
     // Adding an address twice is fine.
     wired
         .host
-        .add_address(wired.bridge, GATEWAY, SUBNET.1)
+        .add_address(wired.bridge, GATEWAY.into(), SUBNET.1)
         .unwrap();
     assert_eq!(wired.host.ipv4_routes().unwrap(), [SUBNET]);
 
-    wired.container.add_default_route(GATEWAY).unwrap();
+    wired
+        .container
+        .add_default_route(GATEWAY.into(), wired.peer)
+        .unwrap();
     let routes = wired.container.ipv4_routes().unwrap();
     assert!(routes.contains(&(Ipv4Addr::UNSPECIFIED, 0)), "{routes:?}");
     assert!(routes.contains(&SUBNET), "{routes:?}");
     // Local-table routes (the address itself, broadcast) are not listed.
     assert_eq!(routes.len(), 2, "{routes:?}");
-    let error = wired.container.add_default_route(GATEWAY).unwrap_err();
+    let error = wired
+        .container
+        .add_default_route(GATEWAY.into(), wired.peer)
+        .unwrap_err();
     assert_eq!(error.errno(), Some(libc::EEXIST));
 }
 
@@ -221,6 +227,64 @@ fn udp_datagram_crosses_the_bridge() {
     receiver.send_to(b"back", from).unwrap();
     let (length, _) = sender.recv_from(&mut buffer).unwrap();
     assert_eq!(&buffer[..length], b"back");
+}
+
+/// IPv6 without duplicate address detection: usable at once, on the
+/// bridge and in the container, with a default route through the link
+/// (here to a link-local gateway, as compose's `fe80::/64` networks have).
+#[test]
+fn ipv6_addresses_and_a_default_route_carry_a_datagram() {
+    let Some(namespaces) = namespaces() else {
+        return;
+    };
+    let mut wired = wire(&namespaces);
+    let gateway: std::net::Ipv6Addr = "fd88::1".parse().unwrap();
+    let container: std::net::Ipv6Addr = "fd88::2".parse().unwrap();
+    let link_local: std::net::Ipv6Addr = "fe80::1001:1".parse().unwrap();
+    wired
+        .host
+        .add_address(wired.bridge, gateway.into(), 64)
+        .unwrap();
+    wired
+        .host
+        .add_address(wired.bridge, link_local.into(), 64)
+        .unwrap();
+    wired
+        .container
+        .add_address(wired.peer, container.into(), 64)
+        .unwrap();
+    // Twice is fine, as for IPv4.
+    wired
+        .container
+        .add_address(wired.peer, container.into(), 64)
+        .unwrap();
+    wired
+        .container
+        .add_default_route(link_local.into(), wired.peer)
+        .unwrap();
+    let error = wired
+        .container
+        .add_default_route(link_local.into(), wired.peer)
+        .unwrap_err();
+    assert_eq!(error.errno(), Some(libc::EEXIST));
+    let receiver = in_namespace(namespaces.container.as_fd(), || {
+        UdpSocket::bind((container, 0)).unwrap()
+    });
+    let sender = in_namespace(namespaces.host.as_fd(), || {
+        UdpSocket::bind((gateway, 0)).unwrap()
+    });
+    receiver
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    sender
+        .send_to(b"hello6", receiver.local_addr().unwrap())
+        .unwrap();
+    let mut buffer = [0; 16];
+    let (length, from) = receiver.recv_from(&mut buffer).unwrap();
+    assert_eq!(
+        (&buffer[..length], from),
+        (&b"hello6"[..], sender.local_addr().unwrap())
+    );
 }
 
 #[test]
@@ -288,7 +352,7 @@ fn errors_name_the_operation() {
 
     // No link is up, so no gateway is reachable.
     let error = netlink
-        .add_default_route(Ipv4Addr::new(10, 88, 0, 1))
+        .add_default_route(Ipv4Addr::new(10, 88, 0, 1).into(), 1)
         .unwrap_err();
     assert_eq!(error.to_string(), "failed to add default route");
     assert_eq!(error.errno(), Some(libc::ENETUNREACH));

@@ -67,12 +67,14 @@ impl GuestLinks {
                 let cards = find_cards(&netlink.links()?, networks)?;
                 name_cards(&mut netlink, &cards)?;
                 for (card, network) in cards.iter().zip(networks) {
-                    netlink.add_address(card.index, network.address, network.prefix_len)?;
+                    netlink.add_address(card.index, network.address.into(), network.prefix_len)?;
                     netlink.set_up(card.index)?;
                 }
                 // Once every card has its address: the gateway is on one of them.
-                for gateway in networks.iter().filter_map(|network| network.gateway) {
-                    netlink.add_default_route(gateway)?;
+                for (card, network) in cards.iter().zip(networks) {
+                    if let Some(gateway) = network.gateway {
+                        netlink.add_default_route(gateway.into(), card.index)?;
+                    }
                 }
                 self.configured = Some(networks.to_vec());
             }

@@ -259,7 +259,7 @@ fn build_vm_sandbox(
     let shim = vm::launch::launch_member(cgroup, boot, &mut |pid| {
         vm::network::loopback_up(pid)?;
         network.connect(store, record, paths, pid)?;
-        vm::shim_networks(network.endpoints())
+        vm::shim_networks(network.endpoints(), &record.run.networks)
     });
     shim.map(WarmSandbox::Vm).map_err(|(message, _)| {
         network.disconnect(store, record);

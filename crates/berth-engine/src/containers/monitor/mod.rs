@@ -573,7 +573,7 @@ fn start_once(
         let launched = super::vm::launch::launch(stdio, cgroup, request, &mut |pid| {
             super::vm::network::loopback_up(pid)?;
             network.connect(store, record, paths, pid)?;
-            super::vm::shim_networks(network.endpoints())
+            super::vm::shim_networks(network.endpoints(), &record.run.networks)
         });
         if launched.is_err() {
             network.disconnect(store, record);

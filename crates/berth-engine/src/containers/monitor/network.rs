@@ -79,7 +79,7 @@ impl MonitorNetwork {
         .map_err(|error| crate::ErrorChain(&error).to_string())?;
         self.endpoints = endpoints;
         if let Some(first) = self.endpoints.first() {
-            if let Err(error) = write_hosts(record, paths, Some(&first.address), &self.link_hosts) {
+            if let Err(error) = write_hosts(record, paths, &first.addresses(), &self.link_hosts) {
                 self.disconnect(store, record);
                 return Err(crate::ErrorChain(&error).to_string());
             }

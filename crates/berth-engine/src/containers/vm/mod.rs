@@ -99,13 +99,39 @@ pub(crate) fn guest_cache(root: &std::path::Path) -> std::path::PathBuf {
 /// prefix, and, for the first only, the gateway of the default route (as a
 /// namespace container's). An address that does not parse leaves the guest
 /// without one, which its first packet shows.
+///
+/// The guest gets one IPv4 address per card: an endpoint with an IPv6 or
+/// link-local address (a network with `EnableIPv6`, `--link-local-ip`) is
+/// refused, by name, rather than started without it.
 pub(crate) fn shim_networks(
     endpoints: &[crate::networks::record::Endpoint],
+    requests: &[crate::networks::NetworkRequest],
 ) -> Result<Vec<shim::ShimNetwork>, String> {
+    for request in requests {
+        if !request.link_local_ips.is_empty() {
+            return Err(format!(
+                "VM containers (--isolation=vm) have no link-local addresses yet: \
+                 drop --link-local-ip on network {}",
+                request.name
+            ));
+        }
+    }
     endpoints
         .iter()
         .enumerate()
         .map(|(position, endpoint)| {
+            if !endpoint.record.ipv6_address.is_empty() {
+                let name = requests
+                    .iter()
+                    .find(|request| request.network_id == endpoint.network_id)
+                    .map_or(endpoint.network_id.as_str(), |request| {
+                        request.name.as_str()
+                    });
+                return Err(format!(
+                    "VM containers (--isolation=vm) have no IPv6 yet: network {name} has \
+                     IPv6 enabled; use a network without --ipv6"
+                ));
+            }
             Ok(shim::ShimNetwork {
                 veth: crate::networks::container_device(position),
                 guest: berth_vm::protocol::GuestNetwork {

@@ -4,8 +4,8 @@ use berth_engine::networks::{connect_network, disconnect_network};
 use berth_engine::Engine;
 use clap::Args;
 
-/// docker's `--ip6`, `--link-local-ip` and `--driver-opt` are not offered:
-/// berth networks are IPv4 bridges whose driver takes no options.
+/// docker's `--driver-opt` is not offered: berth's bridge driver takes no
+/// endpoint options.
 #[derive(Debug, Args)]
 pub struct ConnectArgs {
     /// Add network-scoped alias for the container
@@ -14,6 +14,12 @@ pub struct ConnectArgs {
     /// IPv4 address (e.g., 172.30.100.104)
     #[arg(long, value_name = "string")]
     pub ip: Option<String>,
+    /// IPv6 address (e.g., 2001:db8::33)
+    #[arg(long, value_name = "string")]
+    pub ip6: Option<String>,
+    /// Add a link-local address for the container
+    #[arg(long = "link-local-ip", value_name = "strings", value_delimiter = ',')]
+    pub link_local_ips: Vec<String>,
     /// Add link to another container
     #[arg(long = "link", value_name = "list")]
     pub links: Vec<String>,
@@ -43,7 +49,8 @@ pub fn connect(engine: &mut Engine, args: &ConnectArgs) -> anyhow::Result<i32> {
         aliases: Some(args.aliases.clone()),
         ipam_config: Some(berth_types::container::EndpointIpamConfig {
             ipv4_address: args.ip.clone().unwrap_or_default(),
-            ..Default::default()
+            ipv6_address: args.ip6.clone().unwrap_or_default(),
+            link_local_ips: args.link_local_ips.clone(),
         }),
         links: Some(args.links.clone()),
         ..Default::default()

@@ -2,13 +2,13 @@
 
 use std::net::IpAddr;
 
-use berth_engine::networks::{create_network, NetworkCreate};
+use berth_engine::networks::{create_network, IpamPool, NetworkCreate};
 use berth_engine::Engine;
 use clap::Args;
 
 use super::key_values;
 
-/// The flags berth supports of docker's; the others (`--ipv6`, `--scope`,
+/// The flags berth supports of docker's; the others (`--scope`,
 /// `--config-from`, swarm's) are refused by clap as unknown.
 #[derive(Debug, Args)]
 pub struct CreateArgs {
@@ -27,6 +27,9 @@ pub struct CreateArgs {
     /// Restrict external access to the network
     #[arg(long)]
     pub internal: bool,
+    /// Enable IPv6 networking
+    #[arg(long)]
+    pub ipv6: bool,
     /// Allocate container ip from a sub-range
     #[arg(long = "ip-range", value_name = "strings", value_delimiter = ',')]
     pub ip_ranges: Vec<String>,
@@ -52,11 +55,7 @@ pub struct CreateArgs {
 
 pub fn run(engine: &mut Engine, args: &CreateArgs) -> anyhow::Result<i32> {
     let aux_addresses = key_values(&args.aux_addresses);
-    let Ipam {
-        subnet,
-        gateway,
-        ip_range,
-    } = consolidate_ipam(
+    let pools = consolidate_ipam(
         &args.subnets,
         &args.ip_ranges,
         &args.gateways,
@@ -65,15 +64,13 @@ pub fn run(engine: &mut Engine, args: &CreateArgs) -> anyhow::Result<i32> {
     let request = NetworkCreate {
         name: args.name.clone(),
         driver: args.driver.clone(),
-        subnet,
-        gateway,
+        pools,
+        enable_ipv6: args.ipv6,
         internal: args.internal,
         attachable: args.attachable,
         labels: key_values(&args.labels),
         options: key_values(&args.options),
         ipam_driver: args.ipam_driver.clone(),
-        ip_range,
-        aux_addresses,
         // The docker CLI sends a map, empty without `--ipam-opt`.
         ipam_options: Some(key_values(&args.ipam_options)),
     };
@@ -83,58 +80,83 @@ pub fn run(engine: &mut Engine, args: &CreateArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// The subnet, gateway and range of a `network create`.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Ipam {
-    subnet: Option<String>,
-    gateway: Option<String>,
-    ip_range: Option<String>,
-}
-
 /// The docker CLI's own checks of `--subnet`, `--ip-range`, `--gateway`
 /// and `--aux-address` (`consolidateIpam` in
-/// `cli/command/network/create.go`), in its words and order; the engine
-/// validates the values themselves. berth networks have one IPv4 range.
+/// `cli/command/network/create.go`), in its words and order: each range,
+/// gateway and auxiliary address goes to the subnet it lies in, one pool
+/// per subnet, in the subnets' order; the engine validates the values
+/// themselves (and refuses two pools of a family, as dockerd's bridge).
 fn consolidate_ipam(
     subnets: &[String],
     ranges: &[String],
     gateways: &[String],
     aux_addresses: &std::collections::BTreeMap<String, String>,
-) -> anyhow::Result<Ipam> {
+) -> anyhow::Result<Vec<IpamPool>> {
     anyhow::ensure!(
         subnets.len() >= ranges.len() && subnets.len() >= gateways.len(),
         "every ip-range or gateway must have a corresponding subnet"
     );
-    anyhow::ensure!(
-        subnets.len() <= 1,
-        "berth networks have one subnet; got {}",
-        subnets.join(", ")
-    );
-    let subnet = subnets.first().cloned();
-    let ip_range = ranges.first().cloned();
-    let gateway = gateways.first().cloned();
-    if let (Some(subnet), Some(range)) = (&subnet, &ip_range) {
+    for (index, subnet) in subnets.iter().enumerate() {
+        for earlier in &subnets[..index] {
+            let overlap =
+                contains(earlier, subnet) == Some(true) || contains(subnet, earlier) == Some(true);
+            anyhow::ensure!(
+                !overlap,
+                "multiple overlapping subnet configuration is not supported"
+            );
+        }
+    }
+    let mut pools: Vec<IpamPool> = subnets
+        .iter()
+        .map(|subnet| IpamPool {
+            subnet: Some(subnet.clone()),
+            ..IpamPool::default()
+        })
+        .collect();
+    for range in ranges {
         // The 20.10 CLI says so of a range that does not parse, too.
-        if parse_cidr(range).is_none() || contains(subnet, range) == Some(false) {
-            anyhow::bail!("no matching subnet for range {range}");
+        let pool = pools
+            .iter_mut()
+            .find(|pool| contains(pool.subnet.as_deref().unwrap_or_default(), range) == Some(true))
+            .ok_or_else(|| anyhow::anyhow!("no matching subnet for range {range}"))?;
+        if let Some(earlier) = &pool.ip_range {
+            anyhow::bail!(
+                "cannot configure multiple ranges ({range}, {earlier}) on the same subnet ({})",
+                pool.subnet.as_deref().unwrap_or_default()
+            );
         }
+        pool.ip_range = Some(range.clone());
     }
-    if let (Some(subnet), Some(gateway)) = (&subnet, &gateway) {
-        if contains(subnet, gateway) == Some(false) {
-            anyhow::bail!("no matching subnet for gateway {gateway}");
+    for gateway in gateways {
+        let fits = |pool: &IpamPool| contains(pool.subnet.as_deref().unwrap_or_default(), gateway);
+        // A gateway or subnet that does not parse goes to the first
+        // subnet, whose check in the engine names the bad value.
+        let index = match pools.iter().position(|pool| fits(pool) == Some(true)) {
+            Some(index) => index,
+            None if pools.iter().all(|pool| fits(pool) == Some(false)) => {
+                anyhow::bail!("no matching subnet for gateway {gateway}")
+            }
+            None => 0,
+        };
+        let pool = &mut pools[index];
+        if let Some(earlier) = &pool.gateway {
+            anyhow::bail!(
+                "cannot configure multiple gateways ({gateway}, {earlier}) for the same subnet ({})",
+                pool.subnet.as_deref().unwrap_or_default()
+            );
         }
+        pool.gateway = Some(gateway.clone());
     }
-    for address in aux_addresses.values() {
-        let matched = subnet
-            .as_deref()
-            .is_some_and(|subnet| contains(subnet, address) == Some(true));
-        anyhow::ensure!(matched, "no matching subnet for aux-address {address}");
+    for (name, address) in aux_addresses {
+        let pool = pools
+            .iter_mut()
+            .find(|pool| {
+                contains(pool.subnet.as_deref().unwrap_or_default(), address) == Some(true)
+            })
+            .ok_or_else(|| anyhow::anyhow!("no matching subnet for aux-address {address}"))?;
+        pool.aux_addresses.insert(name.clone(), address.clone());
     }
-    Ok(Ipam {
-        subnet,
-        gateway,
-        ip_range,
-    })
+    Ok(pools)
 }
 
 /// Whether `address` (or the address of the CIDR `address`) lies in the
@@ -203,7 +225,7 @@ mod tests {
                 &aux,
             )
         };
-        let error = |result: anyhow::Result<Ipam>| result.unwrap_err().to_string();
+        let error = |result: anyhow::Result<Vec<IpamPool>>| result.unwrap_err().to_string();
         assert_eq!(
             error(check(&[], &[], &["10.1.1.1"], &[])),
             "every ip-range or gateway must have a corresponding subnet"
@@ -258,15 +280,51 @@ mod tests {
                 &[("a", "10.213.9.5")]
             )
             .unwrap(),
-            Ipam {
+            [IpamPool {
                 subnet: Some("10.213.9.0/24".to_owned()),
                 gateway: Some("10.213.9.254".to_owned()),
                 ip_range: Some("10.213.9.128/25".to_owned()),
-            }
+                aux_addresses: [("a".to_owned(), "10.213.9.5".to_owned())].into(),
+            }]
+        );
+        // Docker 20.10's CLI: each value to the subnet of its family.
+        let pools = check(
+            &["10.213.9.0/24", "fd77:3::5/64"],
+            &["fd77:3::/80"],
+            &["fd77:3::9", "10.213.9.9"],
+            &[("a", "fd77:3::7")],
+        )
+        .unwrap();
+        assert_eq!(pools[0].gateway.as_deref(), Some("10.213.9.9"));
+        assert_eq!(pools[0].ip_range, None);
+        assert_eq!(pools[1].subnet.as_deref(), Some("fd77:3::5/64"));
+        assert_eq!(pools[1].gateway.as_deref(), Some("fd77:3::9"));
+        assert_eq!(pools[1].ip_range.as_deref(), Some("fd77:3::/80"));
+        assert_eq!(pools[1].aux_addresses["a"], "fd77:3::7");
+        assert_eq!(
+            error(check(&["fd77:1::/64", "fd77:1:0:0:1::/80"], &[], &[], &[])),
+            "multiple overlapping subnet configuration is not supported"
         );
         assert_eq!(
-            consolidate_ipam(&[], &[], &[], &none).unwrap(),
-            Ipam::default()
+            error(check(&["fd77:1::/64"], &[], &["fd77:2::1"], &[])),
+            "no matching subnet for gateway fd77:2::1"
         );
+        assert_eq!(
+            error(check(
+                &["10.1.0.0/24", "10.2.0.0/24"],
+                &[],
+                &["10.1.0.1", "10.1.0.2"],
+                &[]
+            )),
+            "cannot configure multiple gateways (10.1.0.2, 10.1.0.1) for the same subnet (10.1.0.0/24)"
+        );
+        // Two subnets of one family pass here; the engine refuses them.
+        assert_eq!(
+            check(&["10.1.0.0/24", "10.2.0.0/24"], &[], &[], &[])
+                .unwrap()
+                .len(),
+            2
+        );
+        assert_eq!(consolidate_ipam(&[], &[], &[], &none).unwrap(), []);
     }
 }

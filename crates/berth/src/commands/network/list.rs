@@ -109,7 +109,7 @@ pub fn run(engine: &mut Engine, args: &ListArgs) -> anyhow::Result<i32> {
                 "CreatedAt": go_time_string(&network.created),
                 "Driver": record.driver,
                 "ID": id(network),
-                "IPv6": "false",
+                "IPv6": record.enable_ipv6.to_string(),
                 "Internal": record.internal.to_string(),
                 "Labels": labels.join(","),
                 "Name": network.name,
