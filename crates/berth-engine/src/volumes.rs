@@ -1,5 +1,10 @@
 //! Volumes (local driver): `volume create/ls/inspect/rm/prune`, and the
-//! directories containers mount.
+//! directories containers mount. A volume with driver options
+//! (`type`/`device`/`o`, [`options`]) is mounted at its `_data` while
+//! containers use it ([`mounts`]).
+
+pub mod mounts;
+pub mod options;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,6 +38,37 @@ pub enum VolumeError {
         "create {name}: error looking up volume plugin {driver}: plugin \"{driver}\" not found"
     )]
     NoSuchDriver { name: String, driver: String },
+    /// Docker's words: `create NAME: invalid option: "KEY"` (the cause).
+    #[error("create {name}")]
+    Options {
+        name: String,
+        #[source]
+        source: options::OptionsError,
+    },
+    #[error("error while mounting volume '{}'", path.display())]
+    MountVolume {
+        path: PathBuf,
+        #[source]
+        source: Box<mounts::UseError>,
+    },
+    #[error("failed to count the uses of the volume at {path:?}")]
+    Registry {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to read the options of volume {name}")]
+    ReadOptions {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to write the options of volume {name}")]
+    WriteOptions {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("failed to run cp")]
     RunCopy(#[source] std::io::Error),
     #[error("failed to copy {image_path:?} into the volume")]
@@ -44,8 +80,14 @@ impl VolumeError {
         match self {
             Self::NotFound(_) | Self::NoSuchDriver { .. } => ErrorKind::NotFound,
             Self::InUse { .. } => ErrorKind::Conflict,
-            Self::InvalidName { .. } => ErrorKind::InvalidArgument,
-            Self::Remove { .. } | Self::RunCopy(_) | Self::Populate { .. } => ErrorKind::Internal,
+            Self::InvalidName { .. } | Self::Options { .. } => ErrorKind::InvalidArgument,
+            Self::Remove { .. }
+            | Self::RunCopy(_)
+            | Self::Populate { .. }
+            | Self::MountVolume { .. }
+            | Self::Registry { .. }
+            | Self::ReadOptions { .. }
+            | Self::WriteOptions { .. } => ErrorKind::Internal,
         }
     }
 }
@@ -72,27 +114,48 @@ pub fn ensure_volume(engine: &Engine, name: &str) -> Result<VolumeRow, EngineErr
         engine,
         name,
         &BTreeMap::new(),
+        &BTreeMap::new(),
         berth_types::digest::is_sha256_hex(name),
     )
 }
 
+/// Creates volume `name`, or returns it as it is when it exists (Docker
+/// keeps an existing volume's options). `driver_options` of a new one are
+/// checked before anything is made.
 pub fn create_volume(
     engine: &Engine,
     name: &str,
     labels: &BTreeMap<String, String>,
+    driver_options: &BTreeMap<String, String>,
     anonymous: bool,
 ) -> Result<VolumeRow, EngineError> {
     validate_name(name)?;
     let data = volume_data(engine.root(), name);
+    if let Some(row) = engine.store().volume(name)? {
+        // dockerd answers an existing volume as it is, without looking at
+        // the options asked for.
+        crate::permissions::create_shared_directory(&data)?;
+        return Ok(row);
+    }
+    let local_options =
+        options::LocalOptions::from_map(driver_options).map_err(|source| VolumeError::Options {
+            name: name.to_owned(),
+            source,
+        })?;
     // `volumes/<name>` private (the umask), `_data` the container's.
     crate::permissions::create_shared_directory(&data)?;
+    // Beside `_data`, as Docker's `opts.json` (kept as given, as Docker
+    // shows them): a container's monitor reads it without the store.
+    if local_options.is_some() {
+        write_options(engine.root(), name, driver_options)?;
+    }
     let created = crate::containers::state::now();
     let row = engine.store().ensure_volume(&VolumeRow {
         name: name.to_owned(),
         driver: "local".to_owned(),
         created: created.clone(),
         labels: serde_json::to_string(labels).unwrap_or_else(|_| "{}".to_owned()),
-        options: "{}".to_owned(),
+        options: serde_json::to_string(driver_options).unwrap_or_else(|_| "{}".to_owned()),
         anonymous,
     })?;
     // An existing volume keeps its creation time: no event for it.
@@ -102,21 +165,62 @@ pub fn create_volume(
     Ok(row)
 }
 
-/// Docker's `Volume` JSON.
-pub fn volume_json(engine: &Engine, row: &VolumeRow) -> Value {
-    let labels: Value = serde_json::from_str(&row.labels).unwrap_or(Value::Null);
-    let labels = if labels.as_object().is_some_and(|map| map.is_empty()) {
+fn options_path(root: &Path, name: &str) -> PathBuf {
+    root.join("volumes").join(name).join("opts.json")
+}
+
+fn write_options(
+    root: &Path,
+    name: &str,
+    driver_options: &BTreeMap<String, String>,
+) -> Result<(), VolumeError> {
+    let text = serde_json::to_string(driver_options).unwrap_or_default();
+    fs_err::write(options_path(root, name), text).map_err(|source| VolumeError::WriteOptions {
+        name: name.to_owned(),
+        source,
+    })
+}
+
+/// The options a volume was created with; None for a plain directory
+/// volume (no `opts.json`).
+pub fn read_options(root: &Path, name: &str) -> Result<Option<options::LocalOptions>, VolumeError> {
+    let read_error = |source| VolumeError::ReadOptions {
+        name: name.to_owned(),
+        source,
+    };
+    let text = match fs_err::read_to_string(options_path(root, name)) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(read_error(error)),
+    };
+    let map: BTreeMap<String, String> = serde_json::from_str(&text)
+        .map_err(|error| read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, error)))?;
+    Ok(options::LocalOptions::from_map(&map)
+        .ok()
+        .flatten()
+        .filter(options::LocalOptions::needs_mount))
+}
+
+/// A JSON object column as Docker shows it: `null` when empty.
+fn null_when_empty(text: &str) -> Value {
+    let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    if value.as_object().is_some_and(|map| map.is_empty()) {
         Value::Null
     } else {
-        labels
-    };
+        value
+    }
+}
+
+/// Docker's `Volume` JSON.
+pub fn volume_json(engine: &Engine, row: &VolumeRow) -> Value {
+    let labels = null_when_empty(&row.labels);
     json!({
         "CreatedAt": row.created,
         "Driver": row.driver,
         "Labels": labels,
         "Mountpoint": volume_data(engine.root(), &row.name),
         "Name": row.name,
-        "Options": Value::Null,
+        "Options": null_when_empty(&row.options),
         "Scope": "local",
     })
 }
@@ -176,6 +280,20 @@ pub fn remove_volume(engine: &Engine, name: &str, force: bool) -> Result<(), Eng
         }
         .into());
     }
+    // A mount a killed monitor left is undone first; one still in use (a
+    // `cp` of a stopped container) refuses. Never remove through a mount:
+    // `_data` may be a bind of the user's own directory.
+    let config = engine.config();
+    let uses = mounts::VolumeUses::new(&config.root, &config.run_root, &row.name);
+    let holders = uses.repair(&mounts::HostMounter);
+    if !holders.is_empty() || berth_runtime::rootfs::is_mounted(&uses.data) {
+        return Err(VolumeError::InUse {
+            name: row.name,
+            containers: holders,
+        }
+        .into());
+    }
+    uses.remove();
     let directory = engine.root().join("volumes").join(&row.name);
     if let Err(source) = fs_err::remove_dir_all(&directory) {
         if source.kind() != std::io::ErrorKind::NotFound {

@@ -15,6 +15,13 @@ pub const COMMAND_NOT_FOUND: i32 = 127;
 /// and 127 for a command the container cannot invoke or find, else
 /// `otherwise` (125 for `run`, where the engine failed; 1 for `exec`).
 pub fn for_engine_error(error: &EngineError, otherwise: i32) -> i32 {
+    if let EngineError::StartFailed(failure) = error {
+        // dockerd's 128 (`exitUnknown`, a volume that could not be
+        // mounted): the status is what the docker CLI reads off the message.
+        if otherwise == USAGE && failure.status == 128 {
+            return run_status_of_message(&failure.message);
+        }
+    }
     match error.kind() {
         ErrorKind::CannotInvoke => CANNOT_INVOKE,
         ErrorKind::CommandNotFound => COMMAND_NOT_FOUND,
@@ -26,6 +33,21 @@ pub fn for_engine_error(error: &EngineError, otherwise: i32) -> i32 {
         | ErrorKind::Unauthorized
         | ErrorKind::Unsupported
         | ErrorKind::Internal => otherwise,
+    }
+}
+
+/// `run`'s status for a start that failed in the engine, read off its
+/// message as the docker CLI reads it (docker/cli `toStatusError`): a start
+/// whose volume's device is missing is 127, one refused access 126.
+fn run_status_of_message(message: &str) -> i32 {
+    if message.contains("executable file not found")
+        || message.contains("no such file or directory")
+    {
+        COMMAND_NOT_FOUND
+    } else if message.contains("permission denied") || message.contains("is a directory") {
+        CANNOT_INVOKE
+    } else {
+        USAGE
     }
 }
 
@@ -123,6 +145,28 @@ mod tests {
         assert_eq!(for_engine_error(&failed(127), USAGE), 127);
         assert_eq!(for_engine_error(&failed(126), FAILURE), 126);
         assert_eq!(for_engine_error(&failed(125), USAGE), 125);
+        let mount_failed = |errno: &str| {
+            EngineError::StartFailed(berth_engine::containers::StartFailure {
+                message: format!("error while mounting volume '/v/_data': failed to mount local volume: mount /x:/v/_data, flags: 0x1000: {errno}"),
+                status: 128,
+            })
+        };
+        assert_eq!(
+            for_engine_error(&mount_failed("no such file or directory"), USAGE),
+            127
+        );
+        assert_eq!(
+            for_engine_error(&mount_failed("permission denied"), USAGE),
+            126
+        );
+        assert_eq!(
+            for_engine_error(&mount_failed("invalid argument"), USAGE),
+            125
+        );
+        assert_eq!(
+            for_engine_error(&mount_failed("no such file or directory"), FAILURE),
+            1
+        );
         let missing = EngineError::NoSuchImage("x".to_owned());
         assert_eq!(for_engine_error(&missing, USAGE), 125);
         assert_eq!(for_engine_error(&missing, FAILURE), 1);

@@ -1198,6 +1198,78 @@ fn load_errors_volume_drivers_network_names_and_macs_answer_as_dockerd() {
         .ok();
 }
 
+/// `POST /volumes/create` with the local driver's `DriverOpts` as dockerd
+/// answers it: 400 with its words for an unknown key, 201 and `Options` for
+/// good ones; a start whose volume's device is missing is a 500 with
+/// dockerd's words, and leaves the container created with exit code 128.
+#[test]
+fn volume_driver_options_answer_as_dockerd() {
+    let Some(server) = Server::start_with(&[], false) else {
+        return;
+    };
+    let post = |path: &str, body: &str| {
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        server.raw(request.as_bytes())
+    };
+    let (status, _, body) = post(
+        "/v1.41/volumes/create",
+        r#"{"Name":"opts","DriverOpts":{"foo":"bar"}}"#,
+    );
+    assert_eq!(status, 400);
+    assert_eq!(message(&body), r#"create opts: invalid option: "foo""#);
+    let missing = tempfile::tempdir().unwrap().path().join("gone");
+    let options = serde_json::json!({
+        "Name": "opts",
+        "DriverOpts": {"type": "none", "o": "bind", "device": missing},
+    });
+    let (status, _, body) = post("/v1.41/volumes/create", &options.to_string());
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+    let volume: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(volume["Options"], options["DriverOpts"]);
+    server.berth.load("busybox-docker.tar");
+    server
+        .berth
+        .run(&[
+            "create",
+            "--name",
+            "uses-opts",
+            "--network",
+            "none",
+            "-v",
+            "opts:/d",
+            "busybox",
+            "true",
+        ])
+        .ok();
+    let (status, _, body) = post("/v1.41/containers/uses-opts/start", "");
+    assert_eq!(status, 500);
+    let data = server.berth.root().join("volumes/opts/_data");
+    assert_eq!(
+        message(&body),
+        format!(
+            "error while mounting volume '{}': failed to mount local volume: mount {}:{}, flags: 0x1000: no such file or directory",
+            data.display(),
+            missing.display(),
+            data.display()
+        )
+    );
+    let state = server
+        .berth
+        .run(&[
+            "inspect",
+            "-f",
+            "{{.State.Status}} {{.State.ExitCode}}",
+            "uses-opts",
+        ])
+        .ok();
+    assert_eq!(state, "created 128\n");
+    server.berth.run(&["rm", "uses-opts"]).ok();
+    server.berth.run(&["volume", "rm", "opts"]).ok();
+}
+
 /// `GET /containers/json` lists Docker's MountPoints (compose v2 compares
 /// their Type and Name to decide whether to recreate), and tmpfs mounts
 /// are in neither the list nor inspect's Mounts, as Docker's.

@@ -374,6 +374,69 @@ fn what_a_vm_container_maps_and_writes_is_on_the_host_when_it_ends() {
     berth.run(&["rm", name]).ok();
 }
 
+/// A volume with driver options is mounted on the host before the VM's
+/// shim starts, so the guest's virtiofs share of it shows the mounted file
+/// system (a host directory's bind, a tmpfs), and unmounted after the run.
+#[test]
+fn volumes_with_driver_options_reach_the_vm() {
+    let Some(berth) = VmBerth::new() else { return };
+    let host = tempfile::tempdir().unwrap();
+    fs_err::write(host.path().join("from-host"), "host file\n").unwrap();
+    let device = format!("device={}", host.path().display());
+    berth
+        .run(&[
+            "volume",
+            "create",
+            "-o",
+            "type=none",
+            "-o",
+            "o=bind",
+            "-o",
+            &device,
+            "bound",
+        ])
+        .ok();
+    berth
+        .run(&[
+            "volume",
+            "create",
+            "-o",
+            "type=tmpfs",
+            "-o",
+            "device=tmpfs",
+            "-o",
+            "o=size=4m",
+            "scratch",
+        ])
+        .ok();
+    let out = berth
+        .run_in(
+            true,
+            &["-v", "bound:/data", "-v", "scratch:/scratch"],
+            &[
+                "sh",
+                "-c",
+                "cat /data/from-host; echo from-guest > /data/new; \
+                 echo tmp > /scratch/t && cat /scratch/t",
+            ],
+            None,
+        )
+        .ok();
+    assert_eq!(out, "host file\ntmp\n");
+    assert_eq!(
+        fs_err::read_to_string(host.path().join("new")).unwrap(),
+        "from-guest\n"
+    );
+    let volumes = berth.berth.root().join("volumes");
+    assert!(
+        mounts_under(&volumes).is_empty(),
+        "{:?}",
+        mounts_under(&volumes)
+    );
+    // The tmpfs was the volume's, not a directory on the host's disk.
+    assert!(!volumes.join("scratch/_data/t").exists());
+}
+
 #[test]
 fn stop_kill_pause_and_logs_of_a_vm_container() {
     let Some(berth) = VmBerth::new() else { return };

@@ -8,7 +8,6 @@ use berth_engine::volumes::{
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::error::ApiError;
 use crate::http::{Exchange, Response};
 use crate::router::{reply, Handled};
 use crate::server::Server;
@@ -63,17 +62,14 @@ pub fn create(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
         body.name
     };
     berth_engine::volumes::check_driver(&name, &body.driver)?;
-    if body
-        .driver_opts
-        .as_ref()
-        .is_some_and(|options| !options.is_empty())
-    {
-        return Err(ApiError::bad_request(
-            "berth's local volumes take no driver options yet",
-        ));
-    }
     let engine = server.engine()?;
-    let row = create_volume(&engine, &name, &body.labels.unwrap_or_default(), anonymous)?;
+    let row = create_volume(
+        &engine,
+        &name,
+        &body.labels.unwrap_or_default(),
+        &body.driver_opts.unwrap_or_default(),
+        anonymous,
+    )?;
     reply(Response::json(201, &volume_json(&engine, &row)))
 }
 

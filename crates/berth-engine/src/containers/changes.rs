@@ -138,10 +138,25 @@ fn with_root<T>(
                 journal: hold.journal(),
             });
         }
+        // A volume with driver options is mounted on the host for the copy,
+        // as for a start (Docker mounts it so too): the copy sees, and
+        // writes to, what the container would.
+        let _volumes = crate::volumes::mounts::HeldVolumes::take(
+            &config.root,
+            &config.run_root,
+            &container.record.run,
+            &copy_holder(),
+        )?;
         // Docker fills a new volume from the image before anything reaches
         // it; berth does at the first start or copy, whichever comes first.
         let layers = super::start::container_layers(engine.store(), &container.record)?;
-        super::start::populate_new_volumes(&config.root, &container.record, &paths, &layers)?;
+        super::start::populate_new_volumes(
+            &config.root,
+            &container.record,
+            &paths,
+            &layers,
+            &|_| true,
+        )?;
         // Left (and its mounts gone) before the root is unmounted below.
         let _namespace = PrivateMounts::enter()?;
         mount_copy_mounts(&rootfs.merged, &config.root, &container.record)?;
@@ -153,6 +168,14 @@ fn with_root<T>(
     // The last copy out unmounts.
     hold.release(&paths);
     result
+}
+
+/// A copy's name among a volume's users: unique among this process's
+/// copies (the API server runs several at once).
+fn copy_holder() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let count = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("cp-{}-{count}", std::process::id())
 }
 
 /// Which way a `cp` went.

@@ -223,7 +223,45 @@ pub fn create_container(
     request: &CreateRequest,
 ) -> Result<String, EngineError> {
     let record = build_record(engine, request, new_id())?;
+    create_volumes_with_options(engine, request, &record)?;
     insert_record(engine, record, request.name.is_some())
+}
+
+/// `--mount type=volume,volume-opt=K=V` (`VolumeOptions.DriverConfig`):
+/// dockerd creates the volume with those options and labels when it does
+/// not exist yet (an existing volume is used as it is). An anonymous one
+/// is the record's volume at the same destination.
+fn create_volumes_with_options(
+    engine: &Engine,
+    request: &CreateRequest,
+    record: &ContainerRecord,
+) -> Result<(), EngineError> {
+    for mount in request.host_config.mounts.iter().flatten() {
+        let Some(volume) = mount.volume_options.as_ref() else {
+            continue;
+        };
+        let options = volume
+            .driver_config
+            .as_ref()
+            .map(|driver| &driver.options)
+            .filter(|options| !options.is_empty());
+        let Some(options) = options else {
+            continue;
+        };
+        let name = record
+            .run
+            .mounts
+            .iter()
+            .find_map(|made| match &made.source {
+                MountSource::Volume { name } if made.destination == mount.target => Some(name),
+                _ => None,
+            });
+        if let Some(name) = name {
+            let anonymous = mount.source.is_empty();
+            crate::volumes::create_volume(engine, name, &volume.labels, options, anonymous)?;
+        }
+    }
+    Ok(())
 }
 
 /// The record `request` makes for a container with id `id`, merged with

@@ -124,12 +124,17 @@ pub(crate) fn repair(
     if let Err(error) = unmount_rootfs(&paths.rootfs()) {
         tracing::warn!(%error, "failed to unmount the root of a crashed container");
     }
+    crate::volumes::mounts::repair_volumes_of(
+        &config.root,
+        &config.run_root,
+        &container.record.run,
+    );
     let _ = fs_err::remove_file(paths.attach_socket());
     if record_crash(&mut container.state) {
         write_state(store, &id, &container.state);
     }
     if container.record.run.auto_remove {
-        super::remove::remove_anonymous_volumes(store, &config.root, &container.record);
+        super::remove::remove_anonymous_volumes(store, config, &container.record);
         super::remove::remove_files_and_row(store, paths, &id);
         // Gone: lookups and listings drop a `removing` container whose
         // row is gone.

@@ -19,7 +19,7 @@ use crate::{Engine, EngineError};
 /// dockerd keeps a volume in use. The record's own row is gone by then.
 pub(crate) fn remove_anonymous_volumes(
     store: &Store,
-    root: &std::path::Path,
+    config: &crate::EngineConfig,
     record: &super::record::ContainerRecord,
 ) {
     for mount in &record.run.mounts {
@@ -28,7 +28,17 @@ pub(crate) fn remove_anonymous_volumes(
         };
         match store.volume(name) {
             Ok(Some(volume)) if volume.anonymous && !mounted_by_any(store, name) => {
-                let _ = fs_err::remove_dir_all(root.join("volumes").join(name));
+                // One with driver options still mounted (a `cp` uses it)
+                // stays: never remove through a mount.
+                let uses =
+                    crate::volumes::mounts::VolumeUses::new(&config.root, &config.run_root, name);
+                if !uses.repair(&crate::volumes::mounts::HostMounter).is_empty()
+                    || berth_runtime::rootfs::is_mounted(&uses.data)
+                {
+                    continue;
+                }
+                uses.remove();
+                let _ = fs_err::remove_dir_all(config.root.join("volumes").join(name));
                 if store.delete_volume(name).is_ok() {
                     crate::events::emit_volume(store, "destroy", name);
                 }
@@ -287,7 +297,7 @@ pub fn remove_container_with(
     remove_files_and_row_checked(engine.store(), &paths, id, &lock)?;
     drop(lock);
     if volumes {
-        remove_anonymous_volumes(engine.store(), &config.root, &container.record);
+        remove_anonymous_volumes(engine.store(), &config, &container.record);
     }
     Ok(())
 }

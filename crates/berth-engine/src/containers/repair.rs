@@ -71,6 +71,12 @@ pub(crate) fn repair(store: &Store, config: &EngineConfig, mut container: Contai
     if copies_ended {
         let _guard = copy_lock(&paths);
         unmount_unless_copying(&paths);
+        // The killed copy's uses of volumes with driver options.
+        crate::volumes::mounts::repair_volumes_of(
+            &config.root,
+            &config.run_root,
+            &container.record.run,
+        );
     }
     container
 }

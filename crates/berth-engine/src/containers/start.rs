@@ -136,6 +136,7 @@ pub fn start_container(
         }
         Claim::Start(container, lock) => (container, lock),
     };
+    crate::volumes::mounts::repair_all(&config.root, &config.run_root);
     // Until the monitor runs, a failure undoes the start record: nothing
     // was done that a repair would have to undo.
     if let Err(error) = prepare(engine, &container) {
@@ -267,26 +268,37 @@ pub(crate) fn prepare_record(
     let layers = container_layers(engine.store(), record)?;
     // dockerd's start refuses a link to a container that is not running.
     super::links::linked_containers(engine.store(), config, record)?;
-    populate_new_volumes(&config.root, record, &paths, &layers)?;
+    // A volume with driver options is empty until mounted: its monitor
+    // fills it once it is (`monitor::populate_mounted_volumes`).
+    populate_new_volumes(&config.root, record, &paths, &layers, &|name| {
+        !has_driver_options(&config.root, name)
+    })?;
     berth_store::permissions::create_private_directory_all(&paths.runtime)?;
     write_etc_files(record, &paths)
 }
 
+/// Whether volume `name` is mounted from its driver options when used.
+pub(crate) fn has_driver_options(root: &std::path::Path, name: &str) -> bool {
+    !matches!(crate::volumes::read_options(root, name), Ok(None))
+}
+
 /// Docker copies the image's content at a volume's mount point into the
 /// volume the first time an empty volume is mounted. Only then is the root
-/// mounted on the host, briefly.
+/// mounted on the host, briefly. `selected` says which volumes (by name)
+/// to look at.
 pub(crate) fn populate_new_volumes(
     root: &std::path::Path,
     record: &super::record::ContainerRecord,
     paths: &ContainerPaths,
     layers: &[std::path::PathBuf],
+    selected: &dyn Fn(&str) -> bool,
 ) -> Result<(), EngineError> {
     let empty_volumes: Vec<(std::path::PathBuf, &str)> = record
         .run
         .mounts
         .iter()
         .filter_map(|mount| match &mount.source {
-            super::record::MountSource::Volume { name } => Some((
+            super::record::MountSource::Volume { name } if selected(name) => Some((
                 crate::volumes::volume_data(root, name),
                 mount.destination.as_str(),
             )),

@@ -14,6 +14,7 @@ pub(crate) mod member;
 mod memory;
 mod network;
 pub mod protocol;
+mod volumes;
 
 use std::os::fd::OwnedFd;
 use std::time::Duration;
@@ -240,6 +241,7 @@ fn supervise(
 
     // A reference to the running container's root (see below).
     let mut root_pin: Option<std::fs::File> = None;
+    let mut held_volumes: Option<crate::volumes::mounts::HeldVolumes> = None;
     let exit_code = loop {
         // The overlay of the previous run must be gone before the next
         // mounts the same upper directory.
@@ -258,32 +260,44 @@ fn supervise(
             // `run` and `start -a` attach before the start, as Docker's CLI.
             crate::events::emit_container(&store, "attach", record);
         }
-        let started = match sandbox.take() {
-            Some(sandbox) => start_in_sandbox(
-                config,
-                &store,
-                record,
-                &paths,
-                &cgroups,
-                sandbox,
-                &mut attachment,
-            ),
-            None => start_once(
-                config,
-                &mut store,
-                &mut network,
-                record,
-                first_layers,
-                &paths,
-                &cgroups,
-                cgroup.as_ref(),
-                &mut attachment,
-            ),
+        // The volumes with driver options are mounted on the host before
+        // the run (a VM container's virtiofs shares them from there too),
+        // and released after it (see `volumes::mounts`).
+        let volumes =
+            volumes::take_volumes(config, &store, record, &paths, first_layers.as_deref());
+        let started = match (volumes, sandbox.take()) {
+            (Err(failure), _) => Err(failure),
+            (Ok(volumes), sandbox) => {
+                held_volumes = Some(volumes);
+                match sandbox {
+                    Some(sandbox) => start_in_sandbox(
+                        config,
+                        &store,
+                        record,
+                        &paths,
+                        &cgroups,
+                        sandbox,
+                        &mut attachment,
+                    ),
+                    None => start_once(
+                        config,
+                        &mut store,
+                        &mut network,
+                        record,
+                        first_layers,
+                        &paths,
+                        &cgroups,
+                        cgroup.as_ref(),
+                        &mut attachment,
+                    ),
+                }
+            }
         };
         tracing::debug!(container = %record.id, ok = started.is_ok(), "launch finished");
         let (launched, mut container_io, process) = match started {
             Ok(started) => started,
             Err((message, status)) => {
+                drop(held_volumes.take());
                 let mut state = read_state(&store, &record.id).unwrap_or_default();
                 state.error = message.clone();
                 state.exit_code = status;
@@ -390,6 +404,8 @@ fn supervise(
         }
         let oom_killed = cgroup.oom_kills().ok().flatten().unwrap_or(0) > 0;
         drop(container_io);
+        // The run's processes are gone: its volumes' mounts may go.
+        drop(held_volumes.take());
         network.release(&mut store, record);
 
         tracing::debug!("exit status collected");
@@ -458,7 +474,7 @@ fn supervise(
             EndStep::ReleasePorts => drop(network.take()),
             EndStep::RemoveRow => super::remove::remove_row(&store, &record.id),
             EndStep::RemoveAnonymousVolumes => {
-                super::remove::remove_anonymous_volumes(&store, &config.root, record)
+                super::remove::remove_anonymous_volumes(&store, config, record)
             }
             EndStep::Report => {
                 sender.send(&MonitorMessage::Exited { code: exit_code });

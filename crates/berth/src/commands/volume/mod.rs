@@ -86,23 +86,29 @@ pub struct PruneArgs {
     pub force: bool,
 }
 
+/// `KEY=VALUE` flags as the docker CLI's map options read them (a bare
+/// `KEY` has an empty value; a later key wins).
+fn key_value_map(pairs: &[String]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (key.to_owned(), value.to_owned())
+        })
+        .collect()
+}
+
 pub fn run(engine: &mut Engine, command: &VolumeCommand) -> anyhow::Result<i32> {
     match command {
         VolumeCommand::Create(args) => {
-            let labels: BTreeMap<String, String> = args
-                .labels
-                .iter()
-                .map(|label| {
-                    let (key, value) = label.split_once('=').unwrap_or((label, ""));
-                    (key.to_owned(), value.to_owned())
-                })
-                .collect();
+            let labels = key_value_map(&args.labels);
+            let options = key_value_map(&args.options);
             let name = args
                 .name
                 .clone()
                 .unwrap_or_else(berth_engine::containers::names::new_id);
             berth_engine::volumes::check_driver(&name, &args.driver)?;
-            let row = create_volume(engine, &name, &labels, args.name.is_none())?;
+            let row = create_volume(engine, &name, &labels, &options, args.name.is_none())?;
             println!("{}", row.name);
             Ok(0)
         }
