@@ -81,10 +81,10 @@ struct Process {
 }
 
 /// A process that has started.
-pub(super) struct Spawned {
-    pub(super) pid: Pid,
+struct Spawned {
+    pid: Pid,
     stdin: Option<fs_err::File>,
-    pub(super) outputs: Pipes,
+    outputs: Pipes,
     terminal: Option<OwnedFd>,
 }
 
@@ -544,7 +544,7 @@ fn send_stream(
 }
 
 /// The process's output pipes, as the run loop reads them.
-pub(super) type Pipes = [Option<(FrameKind, Box<dyn Pipe>)>; 2];
+type Pipes = [Option<(FrameKind, Box<dyn Pipe>)>; 2];
 
 /// A process's standard streams before it starts: the child's ends, and
 /// the agent's (pipes, or the console socket the process sends its
@@ -654,7 +654,7 @@ fn null_fd() -> Result<OwnedFd, Finished> {
 /// new pid and mount namespaces, where berth-runtime's guest half enters the
 /// root and execs; its failure comes back over a close-on-exec pipe, and the
 /// pipe closing empty means the program runs.
-pub(super) fn spawn_container(
+fn spawn_container(
     spec: &berth_runtime::ContainerSpec,
     root: &Path,
     stdin: bool,
@@ -696,6 +696,29 @@ pub(super) fn spawn_container(
     streams.started(pid)
 }
 
+/// How many times [`rehearse`] starts a process.
+const REHEARSALS: usize = 3;
+
+/// Before a warm member's claim: starts the agent's own binary (`/init`,
+/// from the initramfs, as a plain process: it prints its version, or that
+/// it runs as PID 1 only, to /dev/null) a few times and waits for each.
+/// Under TCG, the first fork, exec, page faults and exit a guest runs cost
+/// many times what the later ones do (QEMU translates the kernel's code on
+/// its first run, and keeps the translation); measured, the claim's own
+/// process then starts and ends ≈ 60 ms sooner (docs/VM.md). Nothing of a
+/// container is in the guest yet, and nothing of these processes stays.
+pub(super) fn rehearse() {
+    for _ in 0..REHEARSALS {
+        let _ = Command::new("/init")
+            .arg("--version")
+            .env_clear()
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
 /// Starts an `Exec`'s process in the container whose first process is
 /// `main` (berth-runtime's exec, the guest's variant: its pid and mount
 /// namespaces, `chroot` into `root`); Docker's exec answers any start
@@ -709,7 +732,7 @@ fn spawn_exec(main: Pid, request: &ExecRequest, root: &Path) -> Result<Spawned, 
     }
 }
 
-pub(super) trait Pipe: Read + AsFd {}
+trait Pipe: Read + AsFd {}
 impl<T: Read + AsFd> Pipe for T {}
 
 /// Reaps every child that has exited: each one's pid and exit code.

@@ -13,7 +13,6 @@ mod boot;
 mod exec;
 mod network;
 mod processes;
-mod rehearsal;
 mod root;
 
 use std::io::{Read, Write};
@@ -233,7 +232,7 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                         Err(error) => Err(error_chain(&error)),
                     };
                     if staged.is_ok() {
-                        rehearsal::rehearse();
+                        exec::rehearse();
                     }
                     let answer = match staged {
                         Ok(()) => GuestMessage::RootStaged,
