@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 pub const PORT_NAME: &str = "org.berth.agent";
 
 /// Bumped whenever a message changes shape; the host refuses another.
-pub const PROTOCOL_VERSION: u32 = 7;
+pub const PROTOCOL_VERSION: u32 = 8;
 
 /// The largest frame either side accepts: a bound on what a confused or
 /// hostile peer can make the other allocate.
@@ -120,6 +120,14 @@ pub struct GuestNetwork {
     /// The default route's gateway: set on the one network that has the
     /// default route (the first, as for a namespace container's `eth0`).
     pub gateway: Option<std::net::Ipv4Addr>,
+    /// The card's further addresses with their prefixes: its IPv6 one on a
+    /// network with IPv6, its link-local ones (`--link-local-ip`).
+    #[serde(default)]
+    pub more_addresses: Vec<(std::net::IpAddr, u8)>,
+    /// The default IPv6 route's gateway, on the network that has the
+    /// default route when it has IPv6.
+    #[serde(default)]
+    pub ipv6_gateway: Option<std::net::Ipv6Addr>,
 }
 
 /// Where the embedded DNS answers, in the guest as in a namespace container.
@@ -588,13 +596,15 @@ mod tests {
                 address: std::net::Ipv4Addr::new(10, 88, 0, 2),
                 prefix_len: 16,
                 gateway: Some(std::net::Ipv4Addr::new(10, 88, 0, 1)),
+                more_addresses: vec![("fd00:88::2".parse().unwrap(), 64)],
+                ipv6_gateway: Some("fd00:88::1".parse().unwrap()),
             }],
             embedded_dns: true,
         });
         let json = serde_json::to_string(&run).unwrap();
         assert_eq!(
             json,
-            r#"{"type":"run","args":["true"],"env":[],"cwd":"/","root":{"tag":"root","read_only":false},"mounts":[{"tag":"share0","target":"/data","read_only":true}],"container":null,"stdin":true,"networks":[{"mac":"06:42:0a:58:00:02","address":"10.88.0.2","prefix_len":16,"gateway":"10.88.0.1"}],"embedded_dns":true}"#
+            r#"{"type":"run","args":["true"],"env":[],"cwd":"/","root":{"tag":"root","read_only":false},"mounts":[{"tag":"share0","target":"/data","read_only":true}],"container":null,"stdin":true,"networks":[{"mac":"06:42:0a:58:00:02","address":"10.88.0.2","prefix_len":16,"gateway":"10.88.0.1","more_addresses":[["fd00:88::2",64]],"ipv6_gateway":"fd00:88::1"}],"embedded_dns":true}"#
         );
         assert_eq!(
             serde_json::to_string(&serde_json::from_str::<HostMessage>(&json).unwrap()).unwrap(),

@@ -265,3 +265,84 @@ fn several_networks_at_create_and_the_default_bridge_beside_a_user_network() {
         berth.run(&["network", "rm", network]).ok();
     }
 }
+
+/// On a network with IPv6, a VM container's card has its IPv6 address, its
+/// link-local one and the default IPv6 route, as a namespace container's
+/// veth; the two reach each other over IPv6, by address and by name; the
+/// shim's namespace answers for none of the guest's addresses.
+#[test]
+fn a_vm_container_on_an_ipv6_network_has_its_addresses() {
+    let Some(berth) = VmBerth::new() else { return };
+    berth
+        .run(&[
+            "network",
+            "create",
+            "--ipv6",
+            "--subnet",
+            "10.213.141.0/24",
+            "--subnet",
+            "fd77:213:141::/64",
+            "--gateway",
+            "fd77:213:141::1",
+            "v6net",
+        ])
+        .ok();
+    let serve = ["busybox", "httpd", "-f", "-p", "80", "-h", "/etc"];
+    let mut args = vec!["run", "-d", "--network", "v6net", "--name", "ns6"];
+    args.extend_from_slice(&serve);
+    berth.run(&args).ok();
+    let mut args = vec![
+        "run",
+        "-d",
+        "--isolation=vm",
+        "--network",
+        "v6net",
+        "--ip6",
+        "fd77:213:141::77",
+        "--link-local-ip",
+        "169.254.41.7",
+        "--name",
+        "vm6",
+    ];
+    args.extend_from_slice(&serve);
+    berth.run(&args).ok();
+    let field = |name: &str, key: &str| {
+        berth.inspect(
+            name,
+            &format!("{{{{(index .NetworkSettings.Networks \"v6net\").{key}}}}}"),
+        )
+    };
+    assert_eq!(field("vm6", "GlobalIPv6Address"), "fd77:213:141::77");
+    let eth0 = guest_card(&berth, "vm6", "eth0");
+    for address in ["inet6 fd77:213:141::77/64", "inet 169.254.41.7/16"] {
+        assert!(eth0.contains(address), "{address} in {eth0}");
+    }
+    let routes = berth.run(&["exec", "vm6", "ip", "-6", "route"]).ok();
+    assert!(
+        routes.contains("default via fd77:213:141::1 dev eth0"),
+        "{routes}"
+    );
+    // Both ways over IPv6.
+    let ns6 = field("ns6", "GlobalIPv6Address");
+    let url = format!("http://[{ns6}]/hostname");
+    let hostname = berth.inspect("ns6", "{{.Config.Hostname}}");
+    let out = berth.run(&["exec", "vm6", "wget", "-qO-", &url]).ok();
+    assert_eq!(out, format!("{hostname}\n"));
+    let vm_hostname = berth.inspect("vm6", "{{.Config.Hostname}}");
+    let out = berth
+        .run(&[
+            "exec",
+            "ns6",
+            "wget",
+            "-qO-",
+            "http://[fd77:213:141::77]/hostname",
+        ])
+        .ok();
+    assert_eq!(out, format!("{vm_hostname}\n"));
+    let out = berth
+        .run(&["exec", "ns6", "ping", "-6", "-c", "1", "-W", "5", "vm6"])
+        .ok();
+    assert!(out.contains("fd77:213:141::77"), "{out}");
+    berth.run(&["rm", "-f", "vm6", "ns6"]).ok();
+    berth.run(&["network", "rm", "v6net"]).ok();
+}

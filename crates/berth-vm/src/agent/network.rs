@@ -68,11 +68,17 @@ impl GuestLinks {
                 name_cards(&mut netlink, &cards)?;
                 for (card, network) in cards.iter().zip(networks) {
                     netlink.add_address(card.index, network.address.into(), network.prefix_len)?;
+                    for (address, prefix_len) in &network.more_addresses {
+                        netlink.add_address(card.index, *address, *prefix_len)?;
+                    }
                     netlink.set_up(card.index)?;
                 }
                 // Once every card has its address: the gateway is on one of them.
                 for (card, network) in cards.iter().zip(networks) {
                     if let Some(gateway) = network.gateway {
+                        netlink.add_default_route(gateway.into(), card.index)?;
+                    }
+                    if let Some(gateway) = network.ipv6_gateway {
                         netlink.add_default_route(gateway.into(), card.index)?;
                     }
                 }
@@ -167,6 +173,8 @@ mod tests {
             address: std::net::Ipv4Addr::new(10, 88, 0, 2),
             prefix_len: 16,
             gateway: None,
+            more_addresses: Vec::new(),
+            ipv6_gateway: None,
         }
     }
 

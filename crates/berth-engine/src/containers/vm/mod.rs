@@ -100,52 +100,44 @@ pub(crate) fn guest_cache(root: &std::path::Path) -> std::path::PathBuf {
 /// namespace container's). An address that does not parse leaves the guest
 /// without one, which its first packet shows.
 ///
-/// The guest gets one IPv4 address per card: an endpoint with an IPv6 or
-/// link-local address (a network with `EnableIPv6`, `--link-local-ip`) is
-/// refused, by name, rather than started without it.
+/// A card's further addresses go with it: its IPv6 one on a network with
+/// IPv6 (and the first network's IPv6 gateway as the default IPv6 route),
+/// and its `--link-local-ip` ones, as a namespace container's veth has them.
 pub(crate) fn shim_networks(
     endpoints: &[crate::networks::record::Endpoint],
     requests: &[crate::networks::NetworkRequest],
 ) -> Result<Vec<shim::ShimNetwork>, String> {
-    for request in requests {
-        if !request.link_local_ips.is_empty() {
-            return Err(format!(
-                "VM containers (--isolation=vm) have no link-local addresses yet: \
-                 drop --link-local-ip on network {}",
-                request.name
-            ));
-        }
-    }
     endpoints
         .iter()
         .enumerate()
         .map(|(position, endpoint)| {
-            if !endpoint.record.ipv6_address.is_empty() {
-                let name = requests
-                    .iter()
-                    .find(|request| request.network_id == endpoint.network_id)
-                    .map_or(endpoint.network_id.as_str(), |request| {
-                        request.name.as_str()
-                    });
-                return Err(format!(
-                    "VM containers (--isolation=vm) have no IPv6 yet: network {name} has \
-                     IPv6 enabled; use a network without --ipv6"
-                ));
+            let record = &endpoint.record;
+            let mut more_addresses = Vec::new();
+            if let Ok(address) = record.ipv6_address.parse() {
+                more_addresses.push((std::net::IpAddr::V6(address), record.ipv6_prefix_len));
             }
+            let link_local = requests
+                .iter()
+                .filter(|request| request.network_id == endpoint.network_id)
+                .flat_map(|request| &request.link_local_ips);
+            for text in link_local {
+                more_addresses.push(
+                    berth_net::ipam::parse_link_local(text).map_err(|error| error.to_string())?,
+                );
+            }
+            let first = position == 0;
             Ok(shim::ShimNetwork {
                 veth: crate::networks::container_device(position),
                 guest: berth_vm::protocol::GuestNetwork {
-                    mac: network::guest_mac(&endpoint.record.mac_address)?,
+                    mac: network::guest_mac(&record.mac_address)?,
                     address: endpoint
                         .address
                         .parse()
                         .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
-                    prefix_len: endpoint.record.prefix_len,
-                    gateway: if position == 0 {
-                        endpoint.record.gateway.parse().ok()
-                    } else {
-                        None
-                    },
+                    prefix_len: record.prefix_len,
+                    gateway: first.then(|| record.gateway.parse().ok()).flatten(),
+                    more_addresses,
+                    ipv6_gateway: first.then(|| record.ipv6_gateway.parse().ok()).flatten(),
                 },
             })
         })

@@ -102,6 +102,11 @@ pub(crate) fn bridge_to_tap(position: usize, veth: &str) -> Result<Tap, String> 
     // larger of `all` and the interface's own.)
     fs_err::write("/proc/sys/net/ipv4/conf/all/arp_ignore", "8")
         .map_err(|error| failed("arp_ignore", &error))?;
+    // Nor for their IPv6 ones (neighbour discovery would answer them):
+    // this namespace has no IPv6 at all, which takes the veths' IPv6
+    // addresses and routes away; the bridge still carries the guest's.
+    fs_err::write("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1")
+        .map_err(|error| failed("disable_ipv6", &error))?;
     Ok(Tap { fd })
 }
 
