@@ -935,9 +935,11 @@ impl Vm {
 
     /// Ends the VM at once: QEMU is killed, then its virtiofsd processes
     /// stop and its directory goes. For a guest with nothing left to write:
-    /// the agent syncs the guest's file systems before it reports the
-    /// run's process `Exited`, so nothing of the container's is lost, and
-    /// the power-off (≈ 0.1 s under TCG) is not waited for.
+    /// once the run's process is `Exited`, what the container wrote is with
+    /// virtiofsd already (no writeback cache; shared mappings are written
+    /// back as they go, before the process is reaped), so nothing of the
+    /// container's is lost, and the power-off (≈ 0.1 s under TCG) is not
+    /// waited for.
     pub fn end_now(mut self) {
         if let Some(mut process) = self.qemu.take() {
             process.kill();
