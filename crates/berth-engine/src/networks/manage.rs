@@ -77,28 +77,7 @@ fn check_ipam(
             .map_err(NetworkError::InvalidAddress)?,
         (None, None) => subnet.first_host(),
     };
-    let mut taken = vec![gateway];
-    for (name, text) in &pool.aux_addresses {
-        let address: Ipv4Addr = text.parse().map_err(|_| NetworkError::InvalidAuxAddress {
-            name: name.clone(),
-            address: text.clone(),
-            network: request.name.clone(),
-        })?;
-        if !subnet.contains(address) {
-            return Err(NetworkError::AuxAddressOutsideSubnet {
-                name: name.clone(),
-                address: address.into(),
-                subnet: subnet.to_string(),
-            });
-        }
-        if subnet.is_network_or_broadcast(address) || taken.contains(&address) {
-            return Err(NetworkError::AuxAddressInUse {
-                name: name.clone(),
-                address: address.into(),
-            });
-        }
-        taken.push(address);
-    }
+    super::pools::check_aux_addresses(&request.name, pool, &subnet, gateway)?;
     Ok((range, Some(gateway)))
 }
 

@@ -134,28 +134,7 @@ pub(super) fn check_ipv6_pool(
             .next_free(range, &[])
             .map_err(NetworkError::InvalidAddress)?,
     };
-    let mut taken = vec![bridge_address];
-    for (name, text) in &pool.aux_addresses {
-        let address: Ipv6Addr = text.parse().map_err(|_| NetworkError::InvalidAuxAddress {
-            name: name.clone(),
-            address: text.clone(),
-            network: request.name.clone(),
-        })?;
-        if !subnet.contains(address) {
-            return Err(NetworkError::AuxAddressOutsideSubnet {
-                name: name.clone(),
-                address: address.into(),
-                subnet: subnet.to_string(),
-            });
-        }
-        if subnet.is_network_address(address) || taken.contains(&address) {
-            return Err(NetworkError::AuxAddressInUse {
-                name: name.clone(),
-                address: address.into(),
-            });
-        }
-        taken.push(address);
-    }
+    check_aux_addresses(&request.name, pool, &subnet, bridge_address)?;
     Ok((
         subnet,
         Ipv6Pool {
@@ -170,6 +149,69 @@ pub(super) fn check_ipv6_pool(
             aux_addresses: pool.aux_addresses.clone(),
         },
     ))
+}
+
+/// A subnet of one address family, as the auxiliary addresses' checks see it.
+pub(super) trait FamilySubnet: std::fmt::Display {
+    type Address: std::str::FromStr + PartialEq + Copy + Into<std::net::IpAddr>;
+    fn holds_address(&self, address: Self::Address) -> bool;
+    /// An address no host of the subnet may have (its network address, and
+    /// for IPv4 its broadcast address).
+    fn is_reserved(&self, address: Self::Address) -> bool;
+}
+
+impl FamilySubnet for berth_net::ipam::Ipv4Net {
+    type Address = std::net::Ipv4Addr;
+    fn holds_address(&self, address: Self::Address) -> bool {
+        self.contains(address)
+    }
+    fn is_reserved(&self, address: Self::Address) -> bool {
+        self.is_network_or_broadcast(address)
+    }
+}
+
+impl FamilySubnet for Ipv6Net {
+    type Address = Ipv6Addr;
+    fn holds_address(&self, address: Self::Address) -> bool {
+        self.contains(address)
+    }
+    fn is_reserved(&self, address: Self::Address) -> bool {
+        self.is_network_address(address)
+    }
+}
+
+/// `pool`'s auxiliary addresses, checked as libnetwork checks them: each an
+/// address of `subnet`'s family, in it, and taking neither an address the
+/// subnet reserves, the `gateway` nor another's.
+pub(super) fn check_aux_addresses<S: FamilySubnet>(
+    network: &str,
+    pool: &IpamPool,
+    subnet: &S,
+    gateway: S::Address,
+) -> Result<(), NetworkError> {
+    let mut taken = vec![gateway];
+    for (name, text) in &pool.aux_addresses {
+        let address: S::Address = text.parse().map_err(|_| NetworkError::InvalidAuxAddress {
+            name: name.clone(),
+            address: text.clone(),
+            network: network.to_owned(),
+        })?;
+        if !subnet.holds_address(address) {
+            return Err(NetworkError::AuxAddressOutsideSubnet {
+                name: name.clone(),
+                address: address.into(),
+                subnet: subnet.to_string(),
+            });
+        }
+        if subnet.is_reserved(address) || taken.contains(&address) {
+            return Err(NetworkError::AuxAddressInUse {
+                name: name.clone(),
+                address: address.into(),
+            });
+        }
+        taken.push(address);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
