@@ -339,7 +339,8 @@ fn ip_ranges_aux_addresses_and_ipam_options() {
             "Config": [{
                 "Subnet": "10.213.121.0/24",
                 "IPRange": "10.213.121.64/26",
-                "Gateway": "10.213.121.64",
+                // The gateway the allocator chose (the range's first
+                // address) is not shown, as dockerd's.
                 "AuxiliaryAddresses": { "printer": "10.213.121.10", "router": "10.213.121.65" },
             }],
         })

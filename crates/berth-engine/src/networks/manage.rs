@@ -206,6 +206,7 @@ pub fn create_network(
                     labels: request.labels.clone(),
                     options: request.options.clone(),
                     subnet_configured: requested_subnet.is_some(),
+                    gateway_chosen: requested_subnet.is_some() && requested_gateway.is_none(),
                     predefined: false,
                     ip_range: range.and(pool.ip_range.clone()).unwrap_or_default(),
                     aux_addresses: pool.aux_addresses.clone(),
@@ -349,7 +350,11 @@ pub fn network_json(store: &Store, network: &Network) -> Value {
         if !record.ip_range.is_empty() {
             config.insert("IPRange".to_owned(), json!(record.ip_range));
         }
-        config.insert("Gateway".to_owned(), json!(record.gateway));
+        // As dockerd: a gateway the allocator chose for a given subnet is
+        // not shown; an automatic subnet's is.
+        if !record.gateway_chosen {
+            config.insert("Gateway".to_owned(), json!(record.gateway));
+        }
         if !record.aux_addresses.is_empty() {
             config.insert("AuxiliaryAddresses".to_owned(), json!(record.aux_addresses));
         }
@@ -450,7 +455,6 @@ mod tests {
                 "Config": [{
                     "Subnet": "10.219.77.0/24",
                     "IPRange": "10.219.77.128/25",
-                    "Gateway": "10.219.77.128",
                     "AuxiliaryAddresses": { "h2": "10.219.77.5", "host1": "10.219.77.129" },
                 }],
             })
@@ -460,10 +464,7 @@ mod tests {
             .unwrap()
             .keys()
             .collect();
-        assert_eq!(
-            order,
-            ["Subnet", "IPRange", "Gateway", "AuxiliaryAddresses"]
-        );
+        assert_eq!(order, ["Subnet", "IPRange", "AuxiliaryAddresses"]);
         assert_eq!(
             network.reserved_addresses(),
             [
@@ -481,7 +482,8 @@ mod tests {
         assert_eq!(json["IPAM"]["Options"], Value::Null);
         assert_eq!(
             json["IPAM"]["Config"],
-            json!([{ "Subnet": "10.219.77.0/24", "Gateway": "10.219.77.1" }])
+            // The gateway the allocator chose is not shown (dockerd's).
+            json!([{ "Subnet": "10.219.77.0/24" }])
         );
         remove_network(&mut store, &mut kernel, "plain").unwrap();
     }

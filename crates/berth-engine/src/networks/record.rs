@@ -34,6 +34,11 @@ pub struct NetworkRecord {
     /// for an address of their own (`--ip`), as in Docker.
     #[serde(default)]
     pub subnet_configured: bool,
+    /// The user gave the subnet and not the gateway, which the allocator
+    /// chose: dockerd's inspect then shows no `Gateway` in the IPAM config.
+    /// Records from before the field load as false (shown).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gateway_chosen: bool,
     /// `bridge`, `host` and `none`: made by berth, never removed.
     #[serde(default)]
     pub predefined: bool,
