@@ -115,15 +115,27 @@ impl Ipv4Net {
         let raw = u32::from(address);
         raw == u32::from(self.address) || raw == self.broadcast()
     }
+}
 
-    /// Checks a requested address (`--ip`).
-    pub fn check_requested(
+/// A subnet of one address family, as the checks both families share see
+/// it: a requested address here, an auxiliary address in the engine.
+pub trait FamilySubnet: fmt::Display {
+    type Address: FromStr + PartialEq + Copy + Into<IpAddr>;
+
+    fn holds_address(&self, address: Self::Address) -> bool;
+
+    /// An address no host of the subnet may have: its own address, and for
+    /// IPv4 its broadcast address.
+    fn is_reserved(&self, address: Self::Address) -> bool;
+
+    /// Checks a requested address (`--ip`, `--ip6`).
+    fn check_requested(
         &self,
-        address: Ipv4Addr,
-        gateway: Ipv4Addr,
-        used: &[Ipv4Addr],
+        address: Self::Address,
+        gateway: Self::Address,
+        used: &[Self::Address],
     ) -> Result<(), IpamError> {
-        if !self.contains(address) || self.is_network_or_broadcast(address) {
+        if !self.holds_address(address) || self.is_reserved(address) {
             return Err(IpamError::OutsideSubnet {
                 address: address.into(),
                 subnet: self.to_string(),
@@ -133,6 +145,18 @@ impl Ipv4Net {
             return Err(IpamError::InUse(address.into()));
         }
         Ok(())
+    }
+}
+
+impl FamilySubnet for Ipv4Net {
+    type Address = Ipv4Addr;
+
+    fn holds_address(&self, address: Ipv4Addr) -> bool {
+        self.contains(address)
+    }
+
+    fn is_reserved(&self, address: Ipv4Addr) -> bool {
+        self.is_network_or_broadcast(address)
     }
 }
 

@@ -5,6 +5,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::AsFd;
 
+use berth_net::ipam::FamilySubnet;
 use berth_net::kernel::{ContainerLink, Kernel};
 use berth_store::Store;
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::net::Ipv6Addr;
 
-use berth_net::ipam::Ipv6Net;
+use berth_net::ipam::{FamilySubnet, Ipv6Net};
 
 use super::manage::NetworkCreate;
 use super::record::Ipv6Pool;
@@ -149,35 +149,6 @@ pub(super) fn check_ipv6_pool(
             aux_addresses: pool.aux_addresses.clone(),
         },
     ))
-}
-
-/// A subnet of one address family, as the auxiliary addresses' checks see it.
-pub(super) trait FamilySubnet: std::fmt::Display {
-    type Address: std::str::FromStr + PartialEq + Copy + Into<std::net::IpAddr>;
-    fn holds_address(&self, address: Self::Address) -> bool;
-    /// An address no host of the subnet may have (its network address, and
-    /// for IPv4 its broadcast address).
-    fn is_reserved(&self, address: Self::Address) -> bool;
-}
-
-impl FamilySubnet for berth_net::ipam::Ipv4Net {
-    type Address = std::net::Ipv4Addr;
-    fn holds_address(&self, address: Self::Address) -> bool {
-        self.contains(address)
-    }
-    fn is_reserved(&self, address: Self::Address) -> bool {
-        self.is_network_or_broadcast(address)
-    }
-}
-
-impl FamilySubnet for Ipv6Net {
-    type Address = Ipv6Addr;
-    fn holds_address(&self, address: Self::Address) -> bool {
-        self.contains(address)
-    }
-    fn is_reserved(&self, address: Self::Address) -> bool {
-        self.is_network_address(address)
-    }
 }
 
 /// `pool`'s auxiliary addresses, checked as libnetwork checks them: each an

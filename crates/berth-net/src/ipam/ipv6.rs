@@ -6,7 +6,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 use std::str::FromStr;
 
-use super::IpamError;
+use super::{FamilySubnet, IpamError};
 
 /// An IPv6 network in CIDR form, e.g. `2001:db8::/64` (host bits cleared).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -88,24 +88,17 @@ impl Ipv6Net {
         }
         Err(IpamError::Exhausted6(range.unwrap_or(*self)))
     }
+}
 
-    /// Checks a requested address (`--ip6`).
-    pub fn check_requested(
-        &self,
-        address: Ipv6Addr,
-        gateway: Ipv6Addr,
-        used: &[Ipv6Addr],
-    ) -> Result<(), IpamError> {
-        if !self.contains(address) || self.is_network_address(address) {
-            return Err(IpamError::OutsideSubnet {
-                address: address.into(),
-                subnet: self.to_string(),
-            });
-        }
-        if address == gateway || used.contains(&address) {
-            return Err(IpamError::InUse(address.into()));
-        }
-        Ok(())
+impl FamilySubnet for Ipv6Net {
+    type Address = Ipv6Addr;
+
+    fn holds_address(&self, address: Ipv6Addr) -> bool {
+        self.contains(address)
+    }
+
+    fn is_reserved(&self, address: Ipv6Addr) -> bool {
+        self.is_network_address(address)
     }
 }
 
