@@ -269,7 +269,7 @@ pub(crate) fn prepare_record(
     // dockerd's start refuses a link to a container that is not running.
     super::links::linked_containers(engine.store(), config, record)?;
     // A volume with driver options is empty until mounted: its monitor
-    // fills it once it is (`monitor::populate_mounted_volumes`).
+    // fills it once it is (`monitor::volumes::take_volumes`).
     populate_new_volumes(&config.root, record, &paths, &layers, &|name| {
         !has_driver_options(&config.root, name)
     })?;
