@@ -285,10 +285,18 @@ fn create_takes_docker_options_and_refuses_clashes() {
         "Error: no matching subnet for gateway 10.213.103.1\n"
     );
     let stderr = berth
+        .run(&["network", "create", "-d", "macvlan", "other"])
+        .fails(1);
+    assert!(
+        stderr.starts_with("Error: plugin \"macvlan\" not found"),
+        "{stderr}"
+    );
+    // Overlay needs the single-node swarm (`berth swarm init`).
+    let stderr = berth
         .run(&["network", "create", "-d", "overlay", "other"])
         .fails(1);
     assert!(
-        stderr.starts_with("Error: plugin \"overlay\" not found"),
+        stderr.starts_with("Error: This node is not a swarm manager."),
         "{stderr}"
     );
     for predefined in ["bridge", "host", "none"] {

@@ -20,7 +20,7 @@ pub enum NetworkError {
     Ambiguous { text: String, count: usize },
 
     // --- `network create` ---
-    #[error("plugin \"{driver}\" not found: berth supports the bridge driver only")]
+    #[error("plugin \"{driver}\" not found: berth supports the bridge driver, and overlay in a swarm, only")]
     UnsupportedDriver { driver: String },
     /// Docker's words, trailing space included.
     #[error("operation is not permitted on predefined {name} network ")]
