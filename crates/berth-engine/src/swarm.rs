@@ -44,6 +44,8 @@ pub enum SwarmError {
         #[source]
         source: serde_json::Error,
     },
+    #[error("failed to serialize the swarm state")]
+    Serialize(#[source] serde_json::Error),
     #[error("failed to write the swarm state {path}")]
     Write {
         path: PathBuf,
@@ -58,7 +60,9 @@ impl SwarmError {
             // dockerd answers these 503 (errdefs.Unavailable).
             Self::NotInSwarm | Self::AlreadyInSwarm | Self::LastManager => ErrorKind::Unavailable,
             Self::JoinUnsupported => ErrorKind::Unsupported,
-            Self::Read { .. } | Self::Corrupt { .. } | Self::Write { .. } => ErrorKind::Internal,
+            Self::Read { .. } | Self::Corrupt { .. } | Self::Serialize(_) | Self::Write { .. } => {
+                ErrorKind::Internal
+            }
         }
     }
 }
@@ -116,10 +120,7 @@ pub fn is_manager(root: &Path) -> bool {
 fn save(root: &Path, state: &SwarmState) -> Result<(), SwarmError> {
     let path = state_path(root);
     let temporary = root.join(format!(".{STATE_FILE}.tmp"));
-    let bytes = serde_json::to_vec_pretty(state).map_err(|source| SwarmError::Corrupt {
-        path: path.clone(),
-        source,
-    })?;
+    let bytes = serde_json::to_vec_pretty(state).map_err(SwarmError::Serialize)?;
     let write = |target: &Path| -> std::io::Result<()> {
         use std::io::Write;
         let mut file = fs_err::File::create(target)?;
