@@ -67,7 +67,7 @@ DOCKER_PY_REQUIREMENTS="pytest==7.4.2 pytest-timeout==2.1.0 requests==2.31.0 url
 # needs pkg_resources (setuptools < 70).
 COMPOSE_REQUIREMENTS="pytest==6.2.5 pytest-timeout==2.1.0 mock==3.0.5 ddt==1.4.1 cryptography==3.3.2 bcrypt==3.2.0 PyNaCl==1.4.0"
 BUILD_CONSTRAINTS=$'setuptools<70\nCython<3'
-# docker-py's integration files skipped: swarm mode (berth has none; Docker here is no manager).
+# docker-py's integration files skipped: swarm services, secrets, configs, nodes and plugins (berth's swarm has one node and runs no services; Docker here is no manager).
 DOCKER_PY_SKIP='^(api_swarm|api_service|api_secret|api_config|api_plugin|models_swarm|models_services|models_nodes)_test\.py$'
 
 # Our Docker engine (not the shared one at /run/berth-test-docker.sock).

@@ -53,6 +53,7 @@ pub fn status_for_kind(kind: ErrorKind) -> u16 {
         ErrorKind::Forbidden => 403,
         ErrorKind::Unauthorized => 401,
         ErrorKind::Unsupported => 501,
+        ErrorKind::Unavailable => 503,
         ErrorKind::Internal => 500,
     }
 }
@@ -158,6 +159,7 @@ mod tests {
             (ErrorKind::Forbidden, 403),
             (ErrorKind::Unauthorized, 401),
             (ErrorKind::Unsupported, 501),
+            (ErrorKind::Unavailable, 503),
             (ErrorKind::Internal, 500),
         ];
         for (kind, status) in statuses {

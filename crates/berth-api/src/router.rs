@@ -3,7 +3,7 @@
 use crate::error::ApiError;
 use crate::http::{request::percent_decode, Connection, Exchange, Request, Response};
 use crate::routes::{
-    archive, attach, commit, containers, exec, images, logs, networks, system, volumes,
+    archive, attach, commit, containers, exec, images, logs, networks, swarm, system, volumes,
 };
 use crate::server::{Outcome, Server};
 
@@ -157,7 +157,7 @@ fn dispatch(server: &'static Server, exchange: &mut Exchange<'_>, path: &[&str])
         ("GET", ["networks"]) => networks::list(server, exchange),
         ("POST", ["networks", "create"]) => networks::create(server, exchange),
         ("POST", ["networks", "prune"]) => networks::prune(server),
-        ("GET", ["networks", id]) => networks::inspect(server, id),
+        ("GET", ["networks", id]) => networks::inspect(server, exchange, id),
         ("DELETE", ["networks", id]) => networks::remove(server, id),
         ("POST", ["networks", id, "connect"]) => networks::connect(server, exchange, id),
         ("POST", ["networks", id, "disconnect"]) => networks::disconnect(server, exchange, id),
@@ -168,21 +168,17 @@ fn dispatch(server: &'static Server, exchange: &mut Exchange<'_>, path: &[&str])
         ("GET", ["volumes", name]) => volumes::inspect(server, name),
         ("DELETE", ["volumes", name]) => volumes::remove(server, exchange, name),
 
-        // Swarm mode: berth is never a swarm node. Docker's answers for a
-        // node outside a swarm (clients such as docker-py's tests expect
-        // them), and a clear refusal to become one.
-        ("POST", ["swarm", "init" | "join"]) => Err(ApiError::new(
-            501,
-            "berth does not run swarm mode (POST /swarm/init and /swarm/join are not implemented)",
-        )),
-        ("POST", ["swarm", "leave"]) => Err(ApiError::new(503, NOT_IN_SWARM)),
-        (_, ["swarm", ..] | ["nodes", ..] | ["services", ..] | ["tasks", ..])
-        | (_, ["secrets", ..] | ["configs", ..]) => Err(ApiError::new(503, NOT_A_MANAGER)),
+        // Swarm mode: a single-node swarm (`berth_engine::swarm`). Outside
+        // it, Docker's answers for a node in no swarm (clients such as
+        // docker-py's tests expect them); inside, what one node without
+        // services cannot do is refused by name.
+        ("POST", ["swarm", "init"]) => swarm::init(server, exchange),
+        ("POST", ["swarm", "join"]) => swarm::join(server),
+        ("POST", ["swarm", "leave"]) => swarm::leave(server, exchange),
+        ("GET", ["swarm"]) => swarm::inspect(server),
+        (_, [what @ ("swarm" | "nodes" | "services" | "tasks"), ..])
+        | (_, [what @ ("secrets" | "configs"), ..]) => swarm::refused(server, what),
 
         _ => Err(not_found()),
     }
 }
-
-/// Docker's words for swarm requests on a node that is in no swarm.
-const NOT_IN_SWARM: &str = "This node is not part of a swarm";
-const NOT_A_MANAGER: &str = "This node is not a swarm manager. Use \"docker swarm init\" or \"docker swarm join\" to connect this node to swarm and try again.";

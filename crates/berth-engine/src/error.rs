@@ -37,6 +37,9 @@ pub enum ErrorKind {
     Unauthorized,
     /// berth does not do this (501).
     Unsupported,
+    /// The node's state forbids it for now: not in a swarm, already in one
+    /// (dockerd's 503, errdefs.Unavailable).
+    Unavailable,
     /// The container's command exists but cannot be run (`run` exits 126).
     CannotInvoke,
     /// The container's command was not found (`run` exits 127).
@@ -102,6 +105,8 @@ pub enum EngineError {
     #[error(transparent)]
     Network(#[from] NetworkError),
     #[error(transparent)]
+    Swarm(#[from] crate::swarm::SwarmError),
+    #[error(transparent)]
     Copy(#[from] CopyError),
     #[error(transparent)]
     Logs(#[from] LogError),
@@ -154,6 +159,7 @@ impl EngineError {
             Self::Commit(error) => error.kind(),
             Self::Volume(error) => error.kind(),
             Self::Network(error) => error.kind(),
+            Self::Swarm(error) => error.kind(),
             Self::Copy(error) => error.kind(),
             Self::Logs(error) => error.kind(),
             Self::Events(error) => error.kind(),

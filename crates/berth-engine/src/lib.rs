@@ -10,6 +10,7 @@ pub mod images;
 pub mod logs;
 pub mod networks;
 pub mod permissions;
+pub mod swarm;
 pub mod system;
 pub mod volumes;
 pub mod warm;

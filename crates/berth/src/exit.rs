@@ -32,6 +32,7 @@ pub fn for_engine_error(error: &EngineError, otherwise: i32) -> i32 {
         | ErrorKind::Forbidden
         | ErrorKind::Unauthorized
         | ErrorKind::Unsupported
+        | ErrorKind::Unavailable
         | ErrorKind::Internal => otherwise,
     }
 }

@@ -632,7 +632,8 @@ fn raw_http_errors_versions_and_ping() {
     assert_eq!(message(&body), "page not found");
 
     // Swarm: Docker's answers for a node in no swarm (what docker-py's
-    // teardown expects), and a clear refusal to join one.
+    // teardown expects), and a clear refusal to join one (init is in
+    // api_swarm.rs).
     let (status, _, body) =
         server.raw(b"POST /v1.41/swarm/leave?force=1 HTTP/1.1\r\nConnection: close\r\n\r\n");
     assert_eq!(
@@ -656,7 +657,7 @@ fn raw_http_errors_versions_and_ping() {
         );
     }
     let (status, _, body) = server.raw(
-        b"POST /v1.41/swarm/init HTTP/1.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+        b"POST /v1.41/swarm/join HTTP/1.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
     );
     assert_eq!(status, 501);
     assert!(message(&body).contains("swarm"), "{}", message(&body));

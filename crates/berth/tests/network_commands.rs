@@ -285,10 +285,18 @@ fn create_takes_docker_options_and_refuses_clashes() {
         "Error: no matching subnet for gateway 10.213.103.1\n"
     );
     let stderr = berth
+        .run(&["network", "create", "-d", "macvlan", "other"])
+        .fails(1);
+    assert!(
+        stderr.starts_with("Error: plugin \"macvlan\" not found"),
+        "{stderr}"
+    );
+    // Overlay needs the single-node swarm (`berth swarm init`).
+    let stderr = berth
         .run(&["network", "create", "-d", "overlay", "other"])
         .fails(1);
     assert!(
-        stderr.starts_with("Error: plugin \"overlay\" not found"),
+        stderr.starts_with("Error: This node is not a swarm manager."),
         "{stderr}"
     );
     for predefined in ["bridge", "host", "none"] {
@@ -1129,4 +1137,86 @@ fn messages_and_shapes_match_docker() {
     for field in ["Driver", "IPv6", "Internal", "Labels", "Name", "Scope"] {
         assert_eq!(ours[field], theirs[field], "{field}");
     }
+}
+
+/// `berth swarm init|leave` and `network create -d overlay --attachable
+/// --ingress --scope`: overlay networks need the single-node swarm, and
+/// leave takes them (and their bridges) with it.
+#[test]
+fn swarm_init_overlay_networks_and_leave() {
+    let berth = Networks::new();
+    let outside = berth
+        .run(&["network", "create", "-d", "overlay", "over"])
+        .fails(1);
+    assert!(
+        outside.contains("This node is not a swarm manager."),
+        "{outside}"
+    );
+    let init = berth.run(&["swarm", "init"]).ok();
+    assert!(
+        init.starts_with("Swarm initialized: current node ("),
+        "{init}"
+    );
+    let again = berth.run(&["swarm", "init"]);
+    assert_ne!(again.code(), 0);
+    assert!(
+        again.stderr().contains("already part of a swarm"),
+        "{}",
+        again.stderr()
+    );
+
+    let id = berth
+        .run(&[
+            "network",
+            "create",
+            "-d",
+            "overlay",
+            "--attachable",
+            "--scope",
+            "swarm",
+            "over",
+        ])
+        .ok();
+    let shown = berth
+        .run(&[
+            "network",
+            "inspect",
+            "-f",
+            "{{.Driver}} {{.Scope}} {{.Attachable}} {{.Ingress}}",
+            "over",
+        ])
+        .ok();
+    assert_eq!(shown.trim(), "overlay swarm true false");
+    let downgrade = berth
+        .run(&[
+            "network", "create", "-d", "overlay", "--scope", "local", "x",
+        ])
+        .fails(1);
+    assert!(
+        downgrade.contains("cannot downgrade network scope for overlay networks"),
+        "{downgrade}"
+    );
+    let second = berth
+        .run(&["network", "create", "-d", "overlay", "--ingress", "x"])
+        .fails(1);
+    assert!(second.contains("is already present"), "{second}");
+    assert!(berth
+        .names(&["-f", "scope=swarm"])
+        .contains(&"ingress".to_owned()));
+
+    let unforced = berth.run(&["swarm", "leave"]);
+    assert_ne!(unforced.code(), 0);
+    assert!(
+        unforced.stderr().contains("Use `--force`"),
+        "{}",
+        unforced.stderr()
+    );
+    berth.run(&["swarm", "leave", "--force"]).ok();
+    assert!(berth.names(&["-f", "scope=swarm"]).is_empty());
+    let device = format!("berth-{}", &id.trim()[..9]);
+    let link = Command::new("ip")
+        .args(["link", "show", "dev", &device])
+        .output()
+        .unwrap();
+    assert!(!link.status.success(), "leave left {device}");
 }

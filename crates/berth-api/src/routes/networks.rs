@@ -111,6 +111,9 @@ struct CreateBody {
     driver: Option<String>,
     internal: bool,
     attachable: bool,
+    ingress: bool,
+    /// docker-py sends `null` when not given.
+    scope: Option<String>,
     #[serde(rename = "EnableIPv6")]
     enable_ipv6: bool,
     #[serde(rename = "IPAM")]
@@ -143,6 +146,8 @@ pub fn create(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     let request = NetworkCreate {
         name: body.name.clone(),
         driver: body.driver.clone().unwrap_or_default(),
+        scope: body.scope.clone().unwrap_or_default(),
+        ingress: body.ingress,
         pools,
         enable_ipv6: body.enable_ipv6,
         internal: body.internal,
@@ -160,10 +165,19 @@ pub fn create(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     reply(Response::json(201, &json!({ "Id": id, "Warning": "" })))
 }
 
-pub fn inspect(server: &Server, id: &str) -> Handled {
+/// `?scope=` (`local`, `swarm`, `global`): a network of another scope is
+/// not found, in Docker's words.
+pub fn inspect(server: &Server, exchange: &mut Exchange<'_>, id: &str) -> Handled {
+    let scope = exchange.query("scope").unwrap_or_default().to_owned();
     let mut engine = server.engine()?;
     let (store, kernel) = engine.network_parts();
     let network = find_network(store, kernel, id).map_err(lookup_error)?;
+    if !scope.is_empty() && network.scope() != scope {
+        return Err(berth_engine::EngineError::from(
+            berth_engine::networks::NetworkError::NotFound(id.to_owned()),
+        )
+        .into());
+    }
     reply(Response::json(200, &network_json(store, &network)))
 }
 

@@ -20,7 +20,7 @@ pub enum NetworkError {
     Ambiguous { text: String, count: usize },
 
     // --- `network create` ---
-    #[error("plugin \"{driver}\" not found: berth supports the bridge driver only")]
+    #[error("plugin \"{driver}\" not found: berth supports the bridge driver, and overlay in a swarm, only")]
     UnsupportedDriver { driver: String },
     /// Docker's words, trailing space included.
     #[error("operation is not permitted on predefined {name} network ")]
@@ -71,6 +71,22 @@ pub enum NetworkError {
     AuxAddressInUse { name: String, address: IpAddr },
     #[error("berth supports the default IPAM driver only; got {driver:?}")]
     UnsupportedIpamDriver { driver: String },
+    /// moby's words (`daemon/cluster/errors.go`) for an overlay network
+    /// outside a swarm.
+    #[error("This node is not a swarm manager. Use \"docker swarm init\" or \"docker swarm join\" to connect this node to swarm and try again.")]
+    NotSwarmManager,
+    /// libnetwork's words for `--scope local` on an overlay network.
+    #[error("cannot downgrade network scope for {driver} networks")]
+    ScopeDowngrade { driver: String },
+    #[error("berth creates {driver} networks with local scope only; got scope {scope:?}")]
+    UnsupportedScope { driver: String, scope: String },
+    #[error("invalid network scope {scope:?}: local, swarm or global")]
+    InvalidScope { scope: String },
+    #[error("the ingress network must use the overlay driver")]
+    IngressNotOverlay,
+    /// swarmkit's words (`controlapi` CreateNetwork), as dockerd wraps them.
+    #[error("rpc error: code = AlreadyExists desc = ingress network ({id}) is already present")]
+    IngressExists { id: String },
     /// The store refused the write: a name taken (Docker's 409), or the
     /// check the write ran (a range or an address already in use), in the
     /// store's or the check's words.
@@ -104,6 +120,11 @@ pub enum NetworkError {
     LinksOnPredefined,
     #[error("bad format for links: {text}")]
     InvalidLink { text: String },
+    /// The docker CLI's well-known answer (swarmkit's words, wrapped by
+    /// dockerd) for a container on a swarm network that is not attachable
+    /// (and for the ingress network, which never is).
+    #[error("Could not attach to network {name}: rpc error: code = PermissionDenied desc = network {name} not manually attachable")]
+    NotAttachable { name: String },
     /// An endpoint setting berth does not do, refused rather than ignored.
     #[error("{setting} is not supported yet ({why})")]
     UnsupportedEndpointSetting {
@@ -203,6 +224,9 @@ impl NetworkError {
             | Self::AuxAddressOutsideSubnet { .. }
             | Self::AuxAddressInUse { .. }
             | Self::UnsupportedIpamDriver { .. }
+            | Self::ScopeDowngrade { .. }
+            | Self::InvalidScope { .. }
+            | Self::IngressNotOverlay
             | Self::PrivateMode
             | Self::HostNetwork
             | Self::AlreadyConnected { .. }
@@ -220,7 +244,10 @@ impl NetworkError {
             Self::Refused(NetworkStoreError::NameInUse(_)) | Self::ActiveEndpoints { .. } => {
                 ErrorKind::Conflict
             }
-            Self::PredefinedRemoval { .. } => ErrorKind::Forbidden,
+            Self::PredefinedRemoval { .. } | Self::NotAttachable { .. } => ErrorKind::Forbidden,
+            Self::NotSwarmManager => ErrorKind::Unavailable,
+            Self::UnsupportedScope { .. } => ErrorKind::Unsupported,
+            Self::IngressExists { .. } => ErrorKind::Conflict,
             Self::Refused(_)
             | Self::ReadConfig { .. }
             | Self::LockHost(_)

@@ -21,8 +21,14 @@ use crate::EngineError;
 #[derive(Clone, Debug, Default)]
 pub struct NetworkCreate {
     pub name: String,
-    /// Only `bridge` (the default) is supported.
+    /// `bridge` (the default), or `overlay` in a swarm (realised as a
+    /// bridge: the swarm has one node).
     pub driver: String,
+    /// `Scope`: empty for the driver's (`local` for bridge, `swarm` for
+    /// overlay).
+    pub scope: String,
+    /// `Ingress`: the swarm's routing-mesh network (overlay, one at most).
+    pub ingress: bool,
     /// The IPAM configs (`--subnet` with its `--gateway`, `--ip-range` and
     /// `--aux-address`): at most one IPv4 and one IPv6 (dockerd's bridge).
     pub pools: Vec<IpamPool>,
@@ -92,11 +98,18 @@ pub fn create_network(
     } else {
         request.driver.as_str()
     };
-    if driver != "bridge" {
+    if !matches!(driver, "bridge" | "overlay") {
         return Err(NetworkError::UnsupportedDriver {
             driver: driver.to_owned(),
         }
         .into());
+    }
+    if driver == "overlay" && !crate::swarm::is_manager(store.root()) {
+        return Err(NetworkError::NotSwarmManager.into());
+    }
+    check_scope(driver, &request.scope)?;
+    if request.ingress && driver != "overlay" {
+        return Err(NetworkError::IngressNotOverlay.into());
     }
     if matches!(
         request.name.as_str(),
@@ -156,7 +169,15 @@ pub fn create_network(
     if request.enable_ipv6 && ipv6.is_none() {
         return Err(NetworkError::NoIpv6Pool.into());
     }
-    all_networks(store, kernel)?;
+    let existing = all_networks(store, kernel)?;
+    if request.ingress {
+        if let Some(ingress) = existing.iter().find(|network| network.record.ingress) {
+            return Err(NetworkError::IngressExists {
+                id: ingress.id.clone(),
+            }
+            .into());
+        }
+    }
     let host_lock = berth_net::instance::lock_host_networks().map_err(NetworkError::LockHost)?;
     let routes = kernel.host_routes().map_err(NetworkError::HostRoutes)?;
     let others = host_lock.ranges_of_other_roots(store.root());
@@ -197,7 +218,8 @@ pub fn create_network(
                 name: request.name.clone(),
                 created: now(),
                 record: NetworkRecord {
-                    driver: "bridge".to_owned(),
+                    driver: driver.to_owned(),
+                    ingress: request.ingress,
                     subnet: subnet.to_string(),
                     gateway: gateway.to_string(),
                     device: device.clone(),
@@ -244,6 +266,25 @@ pub fn create_network(
     }
     crate::events::emit_network(store, "create", &id, &network.name, None);
     Ok(id)
+}
+
+/// Docker's scope rules as far as berth has them: `local` (or none) for
+/// bridge, `swarm` (or none) for overlay; `global` needs a global-scope
+/// driver, which berth has not.
+fn check_scope(driver: &str, scope: &str) -> Result<(), NetworkError> {
+    match (driver, scope) {
+        (_, "") | ("bridge", "local") | ("overlay", "swarm") => Ok(()),
+        ("overlay", "local") => Err(NetworkError::ScopeDowngrade {
+            driver: driver.to_owned(),
+        }),
+        (_, "swarm" | "global") => Err(NetworkError::UnsupportedScope {
+            driver: driver.to_owned(),
+            scope: scope.to_owned(),
+        }),
+        _ => Err(NetworkError::InvalidScope {
+            scope: scope.to_owned(),
+        }),
+    }
 }
 
 /// `network rm`: refused for the predefined networks and while containers
@@ -381,7 +422,7 @@ pub fn network_json(store: &Store, network: &Network) -> Value {
         "Name": network.name,
         "Id": network.id,
         "Created": network.created,
-        "Scope": "local",
+        "Scope": network.scope(),
         "Driver": record.driver,
         "EnableIPv6": record.enable_ipv6,
         "IPAM": {
@@ -391,7 +432,7 @@ pub fn network_json(store: &Store, network: &Network) -> Value {
         },
         "Internal": record.internal,
         "Attachable": record.attachable,
-        "Ingress": false,
+        "Ingress": record.ingress,
         "ConfigFrom": { "Network": "" },
         "ConfigOnly": false,
         "Containers": containers,
@@ -572,5 +613,99 @@ mod tests {
         );
         assert!(find_network(&mut store, &mut kernel, "bad").is_err());
         assert!(kernel.links.is_empty(), "{:?}", kernel.calls);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod swarm_tests {
+    use super::*;
+    use berth_net::kernel::RecordingKernel;
+
+    fn overlay(name: &str) -> NetworkCreate {
+        NetworkCreate {
+            name: name.to_owned(),
+            driver: "overlay".to_owned(),
+            ..NetworkCreate::default()
+        }
+    }
+
+    #[test]
+    fn overlay_needs_a_swarm_and_scopes_fit_their_driver() {
+        let root = tempfile::tempdir().unwrap();
+        let mut store = Store::open(root.path()).unwrap();
+        let mut kernel = RecordingKernel::default();
+        let outside = create_network(&mut store, &mut kernel, &overlay("o")).unwrap_err();
+        assert_eq!(outside.kind(), crate::ErrorKind::Unavailable);
+        assert!(outside
+            .to_string()
+            .starts_with("This node is not a swarm manager."));
+
+        let swarm = crate::swarm::SwarmInit::default();
+        crate::swarm::init(&mut store, &mut kernel, &swarm).unwrap();
+        let mut attachable = overlay("o");
+        attachable.attachable = true;
+        create_network(&mut store, &mut kernel, &attachable).unwrap();
+        let network = find_network(&mut store, &mut kernel, "o").unwrap();
+        let json = network_json(&store, &network);
+        assert_eq!(
+            (
+                &json["Driver"],
+                &json["Scope"],
+                &json["Attachable"],
+                &json["Ingress"]
+            ),
+            (
+                &json!("overlay"),
+                &json!("swarm"),
+                &json!(true),
+                &json!(false)
+            )
+        );
+
+        let cases = [
+            (
+                ("overlay", "local"),
+                "cannot downgrade network scope for overlay networks",
+            ),
+            (
+                ("bridge", "swarm"),
+                "berth creates bridge networks with local scope only; got scope \"swarm\"",
+            ),
+            (
+                ("bridge", "nowhere"),
+                "invalid network scope \"nowhere\": local, swarm or global",
+            ),
+        ];
+        for ((driver, scope), words) in cases {
+            let mut create = overlay("bad");
+            create.driver = driver.to_owned();
+            create.scope = scope.to_owned();
+            let error = create_network(&mut store, &mut kernel, &create).unwrap_err();
+            assert_eq!(error.to_string(), words);
+        }
+        let mut second = overlay("ingress2");
+        second.ingress = true;
+        let error = create_network(&mut store, &mut kernel, &second).unwrap_err();
+        assert_eq!(error.kind(), crate::ErrorKind::Conflict);
+        assert!(error.to_string().contains("is already present"), "{error}");
+        let mut bridge_ingress = second.clone();
+        bridge_ingress.driver = String::new();
+        assert_eq!(
+            create_network(&mut store, &mut kernel, &bridge_ingress)
+                .unwrap_err()
+                .to_string(),
+            "the ingress network must use the overlay driver"
+        );
+        // Once the first is gone, another may be made.
+        remove_network(&mut store, &mut kernel, "ingress").unwrap();
+        create_network(&mut store, &mut kernel, &second).unwrap();
+        crate::swarm::leave(&mut store, &mut kernel, true).unwrap();
+        assert_eq!(all_networks(&mut store, &mut kernel).unwrap().len(), 3);
+        assert!(
+            kernel.links.iter().all(|link| !link.starts_with("berth-")),
+            "{:?}",
+            kernel.links
+        );
     }
 }

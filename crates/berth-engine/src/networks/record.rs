@@ -66,6 +66,10 @@ pub struct NetworkRecord {
     /// dockerd keeps it (it is then used for nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipv6: Option<Ipv6Pool>,
+    /// An overlay network that is the swarm's routing mesh (`Ingress`):
+    /// at most one; no container may be attached to it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ingress: bool,
 }
 
 /// A network's IPv6 IPAM config, as given (`Subnet` with its host bits,
@@ -186,8 +190,25 @@ impl Network {
         self.ipv6_gateway().into_iter().chain(aux).collect()
     }
 
+    /// A network with a bridge device: `bridge`, and `overlay`, which a
+    /// single-node swarm realises as a bridge (its one node is the whole
+    /// overlay).
     pub fn is_bridge(&self) -> bool {
-        self.record.driver == "bridge"
+        matches!(self.record.driver.as_str(), "bridge" | "overlay")
+    }
+
+    /// An overlay network: swarm scope, removed by `swarm leave`.
+    pub fn is_swarm_scoped(&self) -> bool {
+        self.record.driver == "overlay"
+    }
+
+    /// Docker's `Scope`.
+    pub fn scope(&self) -> &'static str {
+        if self.is_swarm_scoped() {
+            "swarm"
+        } else {
+            "local"
+        }
     }
 
     /// Docker's checks of requested addresses (`--ip`, `--ip6`) and
@@ -274,6 +295,12 @@ impl NetworkRequest {
                 "an endpoint's gateway priority",
                 "the first network has the default route",
             ));
+        }
+        // swarmkit's refusal, as dockerd wraps it.
+        if network.is_swarm_scoped() && (network.record.ingress || !network.record.attachable) {
+            return Err(NetworkError::NotAttachable {
+                name: network.name.clone(),
+            });
         }
         let aliases = settings.aliases.clone().unwrap_or_default();
         network.check_endpoint_request(&ipam.ipv4_address, &ipam.ipv6_address, &aliases)?;

@@ -29,6 +29,7 @@ use crate::commands::image::{
 use crate::commands::monitor::MonitorArgs;
 use crate::commands::network::NetworkCommand;
 use crate::commands::registry::{LoginArgs, LogoutArgs};
+use crate::commands::swarm::SwarmCommand;
 use crate::commands::system::bench::BenchArgs;
 use crate::commands::system::events::EventsArgs;
 use crate::commands::system::serve::{ApiHelperArgs, ServeArgs};
@@ -177,6 +178,9 @@ pub enum Command {
     /// Manage networks
     #[command(subcommand)]
     Network(Lazy<NetworkCommand>),
+    /// Manage a single-node swarm (overlay networks on this host)
+    #[command(subcommand)]
+    Swarm(Lazy<SwarmCommand>),
     /// Log in to a Docker registry
     Login(Lazy<LoginArgs>),
     /// Log out from a Docker registry

@@ -8,6 +8,7 @@ pub mod monitor;
 pub mod network;
 mod output;
 pub mod registry;
+pub mod swarm;
 pub mod system;
 pub mod volume;
 
@@ -148,6 +149,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Volume(Lazy(command)) => volume::run(&mut open(&global)?, &command),
         Command::Network(Lazy(command)) => network::run(&mut open(&global)?, &command),
+        Command::Swarm(Lazy(command)) => swarm::run(&mut open(&global)?, &command),
         Command::Login(Lazy(args)) => registry::login::run(&args),
         Command::Logout(Lazy(args)) => registry::logout::run(&args),
         Command::Bench(Lazy(args)) => system::bench::run(&global, &args),

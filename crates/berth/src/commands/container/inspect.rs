@@ -39,7 +39,8 @@ pub enum Kind {
 /// What `--type` takes, in Docker's words.
 const TYPES: &str = r#""config", "container", "image", "network", "node", "plugin", "secret", "service", "task", "volume""#;
 
-/// Swarm objects: berth is never a swarm node, so none exists.
+/// Swarm objects: berth's single-node swarm runs no services and holds no
+/// nodes, secrets or configs to inspect, so none exists.
 const SWARM_TYPES: [&str; 5] = ["config", "node", "secret", "service", "task"];
 
 pub fn run(engine: &mut Engine, args: &InspectArgs, kind: Kind) -> anyhow::Result<i32> {

@@ -8,8 +8,9 @@ use clap::Args;
 
 use super::key_values;
 
-/// The flags berth supports of docker's; the others (`--scope`,
-/// `--config-from`, swarm's) are refused by clap as unknown.
+/// The flags berth supports of docker's; the others (`--config-from`,
+/// `--config-only`) are refused by clap as unknown. `-d overlay`,
+/// `--scope swarm` and `--ingress` need `berth swarm init` first.
 #[derive(Debug, Args)]
 pub struct CreateArgs {
     /// Enable manual container attachment
@@ -24,6 +25,9 @@ pub struct CreateArgs {
     /// IPv4 or IPv6 Gateway for the master subnet
     #[arg(long = "gateway", value_name = "strings", value_delimiter = ',')]
     pub gateways: Vec<String>,
+    /// Create swarm routing-mesh network
+    #[arg(long)]
+    pub ingress: bool,
     /// Restrict external access to the network
     #[arg(long)]
     pub internal: bool,
@@ -45,6 +49,14 @@ pub struct CreateArgs {
     /// Set driver specific options
     #[arg(short, long = "opt", value_name = "map")]
     pub options: Vec<String>,
+    /// Control the network's scope
+    #[arg(
+        long,
+        default_value = "",
+        value_name = "string",
+        hide_default_value = true
+    )]
+    pub scope: String,
     /// Subnet in CIDR format that represents a network segment
     #[arg(long = "subnet", value_name = "strings", value_delimiter = ',')]
     pub subnets: Vec<String>,
@@ -64,6 +76,8 @@ pub fn run(engine: &mut Engine, args: &CreateArgs) -> anyhow::Result<i32> {
     let request = NetworkCreate {
         name: args.name.clone(),
         driver: args.driver.clone(),
+        scope: args.scope.clone(),
+        ingress: args.ingress,
         pools,
         enable_ipv6: args.ipv6,
         internal: args.internal,

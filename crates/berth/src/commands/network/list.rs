@@ -71,7 +71,7 @@ pub fn run(engine: &mut Engine, args: &ListArgs) -> anyhow::Result<i32> {
             && filters.text_match("name", &network.name)
             && filters.text_match("id", &network.id)
             && filters.match_labels("label", &record.labels)
-            && filters.exact_match("scope", "local")
+            && filters.exact_match("scope", network.scope())
             && (types.is_empty()
                 || types
                     .iter()
@@ -113,7 +113,7 @@ pub fn run(engine: &mut Engine, args: &ListArgs) -> anyhow::Result<i32> {
                 "Internal": record.internal.to_string(),
                 "Labels": labels.join(","),
                 "Name": network.name,
-                "Scope": "local",
+                "Scope": network.scope(),
             })
         })
         .collect();
