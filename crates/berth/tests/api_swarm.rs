@@ -70,6 +70,41 @@ fn init_inspect_info_and_leave_take_their_state_and_ingress_with_them() {
     let (status, body) = call(&server, "GET", "/swarm", "");
     assert_eq!(status, 503, "{body}");
 
+    // What one node without services cannot do is refused by name, and
+    // leaves no swarm behind.
+    for (body, field) in [
+        (
+            r#"{"ListenAddr":"0.0.0.0:2377","DefaultAddrPool":["10.20.0.0/16"],"SubnetSize":26}"#,
+            "DefaultAddrPool",
+        ),
+        (r#"{"SubnetSize":26}"#, "SubnetSize"),
+        (r#"{"DataPathAddr":"127.0.0.1"}"#, "DataPathAddr"),
+        (r#"{"DataPathPort":4789}"#, "DataPathPort"),
+        (r#"{"Availability":"drain"}"#, "Availability"),
+        (
+            r#"{"Spec":{"EncryptionConfig":{"AutoLockManagers":true}}}"#,
+            "Spec.EncryptionConfig.AutoLockManagers",
+        ),
+        (
+            r#"{"Spec":{"CAConfig":{"ExternalCAs":[{"Protocol":"cfssl","URL":"https://ca"}]}}}"#,
+            "Spec.CAConfig.ExternalCAs",
+        ),
+    ] {
+        let (status, answer) = call(&server, "POST", "/swarm/init", body);
+        assert_eq!(status, 501, "{body}: {answer}");
+        assert_eq!(
+            message(&answer),
+            format!("berth's swarm mode has one node: {field} is not supported")
+        );
+        assert!(!server.berth.root().join("swarm.json").exists(), "{body}");
+    }
+    // The docker CLI's defaults are what a plain init sends: taken.
+    let cli_defaults = r#"{"ListenAddr":"0.0.0.0:2377","AdvertiseAddr":"127.0.0.1","DataPathAddr":"","DataPathPort":0,"DefaultAddrPool":[],"SubnetSize":24,"Availability":"active","ForceNewCluster":false,"Spec":{"EncryptionConfig":{"AutoLockManagers":false},"CAConfig":{}}}"#;
+    let (status, answer) = call(&server, "POST", "/swarm/init", cli_defaults);
+    assert_eq!(status, 200, "{answer}");
+    let (status, answer) = call(&server, "POST", "/swarm/leave?force=1", "");
+    assert_eq!(status, 200, "{answer}");
+
     let (status, node_id) = call(&server, "POST", "/swarm/init", INIT);
     assert_eq!(status, 200, "{node_id}");
     let node_id = node_id.as_str().unwrap().to_owned();

@@ -17,11 +17,77 @@ struct InitBody {
     advertise_addr: Option<String>,
     force_new_cluster: bool,
     spec: Option<Value>,
+    data_path_addr: Option<String>,
+    data_path_port: Option<u32>,
+    default_addr_pool: Option<Vec<String>>,
+    subnet_size: Option<u32>,
+    availability: Option<String>,
+}
+
+/// The docker CLI's defaults for the fields of an init that a one-node swarm
+/// without services has no use for: anything else is refused by name rather
+/// than kept and ignored. The `Spec`'s raft, dispatcher, orchestration and
+/// task defaults only govern other nodes and services, so they are kept and
+/// shown; its manager autolock and external CAs would change this node, so
+/// they are refused.
+fn refuse_unsupported(body: &InitBody) -> Result<(), ApiError> {
+    let refused = |field: &str| {
+        Err(ApiError::new(
+            501,
+            format!("berth's swarm mode has one node: {field} is not supported"),
+        ))
+    };
+    if body
+        .data_path_addr
+        .as_deref()
+        .is_some_and(|text| !text.is_empty())
+    {
+        return refused("DataPathAddr");
+    }
+    if body.data_path_port.is_some_and(|port| port != 0) {
+        return refused("DataPathPort");
+    }
+    if body
+        .default_addr_pool
+        .as_ref()
+        .is_some_and(|pools| !pools.is_empty())
+    {
+        return refused("DefaultAddrPool");
+    }
+    if body.subnet_size.is_some_and(|size| size != 0 && size != 24) {
+        return refused("SubnetSize");
+    }
+    if body
+        .availability
+        .as_deref()
+        .is_some_and(|text| !text.is_empty() && text != "active")
+    {
+        return refused("Availability");
+    }
+    if let Some(spec) = &body.spec {
+        if spec["EncryptionConfig"]["AutoLockManagers"] == Value::Bool(true) {
+            return refused("Spec.EncryptionConfig.AutoLockManagers");
+        }
+        if spec["CAConfig"]["ExternalCAs"]
+            .as_array()
+            .is_some_and(|cas| !cas.is_empty())
+        {
+            return refused("Spec.CAConfig.ExternalCAs");
+        }
+        if spec["CAConfig"]["SigningCACert"]
+            .as_str()
+            .is_some_and(|text| !text.is_empty())
+        {
+            return refused("Spec.CAConfig.SigningCACert");
+        }
+    }
+    Ok(())
 }
 
 /// The answer is the node id as a JSON string, as dockerd's.
 pub fn init(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     let body: InitBody = exchange.json_or_default()?;
+    refuse_unsupported(&body)?;
     let listen_addr = body
         .listen_addr
         .filter(|text| !text.is_empty())
