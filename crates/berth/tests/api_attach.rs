@@ -685,3 +685,44 @@ fn import_answers_docker_errors_before_reading_the_body() {
         "{images}"
     );
 }
+
+/// docker-py reads the head of a hijacked answer through a buffered HTTP
+/// parser and the stream from the raw socket after it: whatever arrived
+/// together with the head is lost (`attach(stream=False, logs=True)`
+/// returned nothing when the log came in the same read). The stream
+/// starts only once the client has read the head, however late it reads.
+#[test]
+fn a_hijacked_stream_starts_after_the_client_has_read_the_head() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let run = server.docker(&["run", "--name", "logged", "busybox", "echo", "hello"]);
+    assert!(run.output.status.success(), "{:?}", run.output);
+
+    let mut stream = UnixStream::connect(&server.socket).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream
+        .write_all(
+            b"POST /v1.41/containers/logged/attach?logs=1&stream=0&stdout=1&stderr=1 HTTP/1.1\r\n\
+              Host: localhost\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: 0\r\n\r\n",
+        )
+        .unwrap();
+    // A slow client: the server has long written the head by now.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut buffer = vec![0u8; 64 * 1024];
+    let first = stream.read(&mut buffer).unwrap();
+    let head = String::from_utf8_lossy(&buffer[..first]).into_owned();
+    assert!(head.starts_with("HTTP/1.1 101"), "{head:?}");
+    assert!(
+        head.ends_with("\r\n\r\n"),
+        "the head's read held more: {head:?}"
+    );
+
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).unwrap();
+    // One stdout frame: stream 1, length 6, "hello\n".
+    assert_eq!(rest, b"\x01\x00\x00\x00\x00\x00\x00\x06hello\n");
+    server.docker(&["rm", "logged"]);
+}

@@ -8,7 +8,9 @@ pub mod response;
 pub mod websocket;
 
 use std::io::{BufReader, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 
@@ -141,10 +143,17 @@ impl<'c> Exchange<'c> {
 
     /// Turns the connection into a raw stream; returns the socket and
     /// any bytes the client sent after the request head.
+    ///
+    /// Returns once the client has read the response head (or after
+    /// [`HEAD_READ_LIMIT`]): a client that reads the head through a
+    /// buffered HTTP parser and the stream from the raw socket after it
+    /// (docker-py's `attach` and `exec_start`) loses whatever arrived
+    /// together with the head, so the stream must not start before.
     pub fn hijack(&mut self, content_type: &str) -> std::io::Result<(UnixStream, Vec<u8>)> {
         let upgrade = self.request.wants_upgrade();
         let mut stream = self.connection.stream().try_clone()?;
         write_upgrade(&mut stream, upgrade, content_type)?;
+        wait_until_peer_read(&stream, HEAD_READ_LIMIT);
         let leftover = self.connection.reader.buffer().to_vec();
         let length = leftover.len();
         std::io::BufRead::consume(&mut self.connection.reader, length);
@@ -152,7 +161,74 @@ impl<'c> Exchange<'c> {
     }
 }
 
+/// How long a hijack waits for the client to read the response head.
+pub const HEAD_READ_LIMIT: Duration = Duration::from_millis(500);
+
+/// Waits until the peer has read every byte written to `stream` (a Unix
+/// socket's send queue holds what the peer has not read yet), or until
+/// `limit` has passed, or the socket fails.
+pub fn wait_until_peer_read(stream: &UnixStream, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    let mut pause = Duration::from_micros(50);
+    while unread_bytes(stream).is_some_and(|unread| unread > 0) && Instant::now() < deadline {
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(5));
+    }
+}
+
+/// What `stream`'s peer has not read yet (`SIOCOUTQ`: the bytes of the
+/// kernel buffers still queued, so more than the payload; 0 once read).
+fn unread_bytes(stream: &UnixStream) -> Option<usize> {
+    let mut unread: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (SIOCOUTQ) writes one c_int through the pointer,
+    // which points at a live local; the descriptor is borrowed from
+    // `stream`, open for the whole call.
+    let result = unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut unread) };
+    (result == 0).then(|| usize::try_from(unread).unwrap_or(0))
+}
+
 /// Writes `bytes` and ignores a client that went away.
 pub fn write_quietly(mut stream: &UnixStream, bytes: &[u8]) -> bool {
     stream.write_all(bytes).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn waits_until_the_peer_has_read_what_was_written() {
+        let (mut near, mut far) = UnixStream::pair().unwrap();
+        near.write_all(b"HTTP/1.1 101 UPGRADED\r\n\r\n").unwrap();
+        assert!(unread_bytes(&near).unwrap() > 0);
+        let reader = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            let mut head = [0u8; 25];
+            far.read_exact(&mut head).unwrap();
+            far
+        });
+        let started = Instant::now();
+        wait_until_peer_read(&near, Duration::from_secs(10));
+        let waited = started.elapsed();
+        assert_eq!(unread_bytes(&near), Some(0));
+        assert!(
+            waited >= Duration::from_millis(90),
+            "returned after {waited:?}"
+        );
+        assert!(waited < Duration::from_secs(5), "waited {waited:?}");
+        drop(reader.join().unwrap());
+    }
+
+    #[test]
+    fn gives_up_on_a_peer_that_does_not_read() {
+        let (mut near, _far) = UnixStream::pair().unwrap();
+        near.write_all(b"unread").unwrap();
+        let started = Instant::now();
+        wait_until_peer_read(&near, Duration::from_millis(100));
+        assert!(started.elapsed() >= Duration::from_millis(100));
+        // The queue counts the kernel's buffers, not only the six bytes.
+        assert!(unread_bytes(&near).unwrap() > 0);
+    }
 }
