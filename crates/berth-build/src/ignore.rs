@@ -1,0 +1,1 @@
+//! `.dockerignore` (to be written).

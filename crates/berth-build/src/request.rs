@@ -1,0 +1,109 @@
+//! What a build is asked (the CLI's flags, the API's query) and what it
+//! reports as it goes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use berth_types::Digest;
+
+/// Where the Dockerfile comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DockerfileSource {
+    /// A path relative to the context (`-f sub/Dockerfile`; default
+    /// `Dockerfile`), or absolute (`-f /elsewhere/Dockerfile` on the CLI).
+    Path(PathBuf),
+    /// `-f -`, or a Dockerfile that came in the request.
+    Inline(String),
+}
+
+/// A build as the front end resolved it; bad values are refused before
+/// anything runs.
+#[derive(Clone, Debug)]
+pub struct BuildRequest {
+    /// The context directory, read where it lies.
+    pub context: PathBuf,
+    pub dockerfile: DockerfileSource,
+    /// `-t` (several), as given (`name`, `name:tag`).
+    pub tags: Vec<String>,
+    /// `--build-arg NAME=VALUE`; `--build-arg NAME` alone takes the value
+    /// from the front end's environment, or stays unset (None).
+    pub build_args: BTreeMap<String, Option<String>>,
+    /// `--target`.
+    pub target: Option<String>,
+    /// `--no-cache`.
+    pub no_cache: bool,
+    /// `--pull`: pull every base image even when the store has it.
+    pub pull: bool,
+    /// `--label` (on the final image).
+    pub labels: BTreeMap<String, String>,
+    /// `--network` for the RUN steps (`default`, `none`, `host`, a network).
+    pub network: Option<String>,
+    /// `--platform`.
+    pub platform: Option<String>,
+}
+
+impl BuildRequest {
+    pub fn new(context: PathBuf) -> Self {
+        Self {
+            context,
+            dockerfile: DockerfileSource::Path(PathBuf::from("Dockerfile")),
+            tags: Vec::new(),
+            build_args: BTreeMap::new(),
+            target: None,
+            no_cache: false,
+            pull: false,
+            labels: BTreeMap::new(),
+            network: None,
+            platform: None,
+        }
+    }
+}
+
+/// How a step ended, for the progress display.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StepEnd {
+    /// Found in the cache: the image the step would make.
+    Cached(Digest),
+    /// Run (or a metadata step applied): the image it made.
+    Done(Digest),
+}
+
+/// What a build reports as it goes; the CLI prints it BuildKit's way, the
+/// API streams it as the classic builder's JSON lines.
+pub trait Progress {
+    /// Step `number` (1-based) of `total` starts: `FROM busybox`, `RUN make`.
+    fn step(&mut self, number: usize, total: usize, instruction: &str);
+    /// A RUN step's container was created (the classic builder's
+    /// "Running in ID").
+    fn running_in(&mut self, _container: &str) {}
+    /// Output of the running step (stdout and stderr, as they come).
+    fn output(&mut self, bytes: &[u8]);
+    fn step_end(&mut self, end: &StepEnd);
+    /// A warning (an unused build arg, …).
+    fn warning(&mut self, message: &str);
+}
+
+/// A finished build.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildOutcome {
+    pub image: Digest,
+    /// The tags given to it, in the request's order.
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// What berth's builder does not do (yet), named.
+    #[error("{0}")]
+    Unsupported(String),
+    /// Bad input in the Dockerfile or the request, in Docker's words.
+    #[error("{0}")]
+    Invalid(String),
+    /// A RUN step failed: Docker's "The command '…' returned a non-zero
+    /// code: N" (classic) / BuildKit's "process … did not complete
+    /// successfully: exit code: N".
+    #[error("process \"{command}\" did not complete successfully: exit code: {code}")]
+    StepFailed { command: String, code: i32 },
+    #[error(transparent)]
+    Engine(#[from] berth_engine::EngineError),
+}
