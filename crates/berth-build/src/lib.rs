@@ -13,6 +13,7 @@
 pub mod dockerfile;
 pub mod ignore;
 
+mod exec;
 mod request;
 
 pub use request::{BuildError, BuildOutcome, BuildRequest, DockerfileSource, Progress, StepEnd};
@@ -23,9 +24,5 @@ pub fn build(
     request: &BuildRequest,
     progress: &mut dyn Progress,
 ) -> Result<BuildOutcome, BuildError> {
-    let _ = (engine, progress);
-    Err(BuildError::Unsupported(format!(
-        "building {} is not implemented yet",
-        request.context.display()
-    )))
+    exec::build(engine, request, progress)
 }

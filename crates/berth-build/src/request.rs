@@ -104,6 +104,16 @@ pub enum BuildError {
     /// successfully: exit code: N".
     #[error("process \"{command}\" did not complete successfully: exit code: {code}")]
     StepFailed { command: String, code: i32 },
+    #[error("failed to read a step's output")]
+    Pipe(#[source] std::io::Error),
+    #[error("failed to write a step's layer")]
+    Layer(#[source] std::io::Error),
+    #[error("failed to read {path:?}")]
+    Context {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Engine(#[from] berth_engine::EngineError),
 }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use berth_store::{MovedTag, NewImage, Store};
+use berth_store::{ImageRecord, MovedTag, NewImage, Store};
 use berth_types::image::{ContainerConfig, History, ImageConfig};
 use berth_types::{Digest, Reference};
 use serde_json::Value;
@@ -49,19 +49,7 @@ pub fn commit_image(
     let base = store
         .image(request.base)?
         .ok_or_else(|| CommitError::BaseImage(request.base.clone()))?;
-    let mut config: ImageConfig =
-        serde_json::from_slice(&store.blobs().read(&base.id)?).map_err(CommitError::BaseConfig)?;
-    let manifest: berth_types::image::Manifest = base
-        .manifest_digest
-        .as_ref()
-        .and_then(|digest| store.blobs().read(digest).ok())
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .ok_or_else(|| CommitError::BaseImage(base.id.clone()))?;
-    let parent = base.layers.last();
-    let layer = add_layer(store, request.layer_tar, parent, None)?;
-
-    let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
-    config.created = Some(created.clone());
+    let mut config = base_config(store, &base)?;
     if request.author.is_some() {
         config.author = request.author.clone();
     }
@@ -69,11 +57,6 @@ pub fn commit_image(
     // The base's own record of its container is not this image's.
     config.extra.remove("container");
     config.extra.remove("container_config");
-    // moby's `image.Image.Parent`: the image committed on, in the config
-    // (so also in `save`), shown by inspect as `Parent`.
-    config
-        .extra
-        .insert("parent".to_owned(), Value::String(base.id.to_string()));
     if let Some((id, container_config)) = request.container {
         config
             .extra
@@ -82,31 +65,135 @@ pub fn commit_image(
             .extra
             .insert("container_config".to_owned(), container_config);
     }
-    config.rootfs.diff_ids.push(layer.record.diff_id.clone());
+    store_child_image(
+        store,
+        Some(&base),
+        Some(request.layer_tar),
+        config,
+        request.history,
+        request.reference.iter().map(ToString::to_string).collect(),
+    )
+}
+
+/// One step of a build: `parent`'s layers (none for `FROM scratch`) plus
+/// `layer_tar` when the step changed files, with `config` as its runtime
+/// config and `history` as the step's entry (`empty_layer` is set here
+/// for a step without a layer). Untagged; the builder tags the last.
+pub struct StepCommit<'a> {
+    pub parent: Option<&'a Digest>,
+    pub layer_tar: Option<&'a Path>,
+    pub config: ContainerConfig,
+    pub history: History,
+    /// `MAINTAINER`: the image's `author`.
+    pub author: Option<String>,
+}
+
+pub fn commit_step(store: &mut Store, request: StepCommit<'_>) -> Result<Committed, CommitError> {
+    let _lock = store.lock_shared()?;
+    let base = match request.parent {
+        Some(parent) => Some(
+            store
+                .image(parent)?
+                .ok_or_else(|| CommitError::BaseImage(parent.clone()))?,
+        ),
+        None => None,
+    };
+    let mut config = match &base {
+        Some(base) => base_config(store, base)?,
+        None => ImageConfig {
+            architecture: crate::host_architecture().to_owned(),
+            os: "linux".to_owned(),
+            rootfs: berth_types::image::RootFs {
+                kind: "layers".to_owned(),
+                diff_ids: Vec::new(),
+            },
+            ..ImageConfig::default()
+        },
+    };
+    if request.author.is_some() {
+        config.author = request.author;
+    }
+    config.config = Some(request.config);
+    config.extra.remove("container");
+    config.extra.remove("container_config");
+    let history = History {
+        empty_layer: request.layer_tar.is_none(),
+        ..request.history
+    };
+    store_child_image(
+        store,
+        base.as_ref(),
+        request.layer_tar,
+        config,
+        history,
+        Vec::new(),
+    )
+}
+
+fn base_config(store: &Store, base: &ImageRecord) -> Result<ImageConfig, CommitError> {
+    serde_json::from_slice(&store.blobs().read(&base.id)?).map_err(CommitError::BaseConfig)
+}
+
+/// Stores `config` (the base's, changed by the caller) as a new image on
+/// `base` with `layer_tar` as one more layer, if any; the caller holds the
+/// store's lock.
+fn store_child_image(
+    store: &mut Store,
+    base: Option<&ImageRecord>,
+    layer_tar: Option<&Path>,
+    mut config: ImageConfig,
+    history: History,
+    tags: Vec<String>,
+) -> Result<Committed, CommitError> {
+    let mut manifest_layers = Vec::new();
+    let mut records = Vec::new();
+    if let Some(base) = base {
+        let manifest: berth_types::image::Manifest = base
+            .manifest_digest
+            .as_ref()
+            .and_then(|digest| store.blobs().read(digest).ok())
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .ok_or_else(|| CommitError::BaseImage(base.id.clone()))?;
+        manifest_layers = manifest.layers;
+        for chain_id in &base.layers {
+            if let Some(record) = store.layer(chain_id)? {
+                records.push(record);
+            }
+        }
+    }
+    let layer = layer_tar
+        .map(|tar| add_layer(store, tar, base.and_then(|base| base.layers.last()), None))
+        .transpose()?;
+
+    let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+    config.created = Some(created.clone());
+    // moby's `image.Image.Parent`: the image committed on, in the config
+    // (so also in `save`), shown by inspect as `Parent`.
+    match base {
+        Some(base) => config
+            .extra
+            .insert("parent".to_owned(), Value::String(base.id.to_string())),
+        None => config.extra.remove("parent"),
+    };
+    if let Some(layer) = &layer {
+        config.rootfs.diff_ids.push(layer.record.diff_id.clone());
+    }
     config.history.push(History {
         created: Some(created.clone()),
-        ..request.history
+        ..history
     });
     let config_bytes = serde_json::to_vec(&config).expect("an image config always serializes");
     let id = store.blobs().put(&config_bytes)?;
 
     // The new manifest keeps the base layers' blobs and adds ours.
-    let mut new_manifest =
-        synthesize_manifest(&id, config_bytes.len() as u64, std::slice::from_ref(&layer));
-    let mut layers = manifest.layers.clone();
-    layers.append(&mut new_manifest.layers);
-    new_manifest.layers = layers;
+    let mut new_manifest = synthesize_manifest(&id, config_bytes.len() as u64, layer.as_slice());
+    manifest_layers.append(&mut new_manifest.layers);
+    new_manifest.layers = manifest_layers;
     let manifest_digest = store
         .blobs()
         .put(&serde_json::to_vec(&new_manifest).expect("a manifest always serializes"))?;
 
-    let mut records = Vec::new();
-    for chain_id in &base.layers {
-        if let Some(record) = store.layer(chain_id)? {
-            records.push(record);
-        }
-    }
-    records.push(layer.record.clone());
+    records.extend(layer.iter().map(|layer| layer.record.clone()));
     let blobs = [id.clone(), manifest_digest.clone()]
         .into_iter()
         .chain(
@@ -122,7 +209,7 @@ pub fn commit_image(
         created: Some(created),
         layers: records,
         blobs,
-        tags: request.reference.iter().map(ToString::to_string).collect(),
+        tags,
         repo_digests: Vec::new(),
     })?;
     Ok(Committed { id, moved })

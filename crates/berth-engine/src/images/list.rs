@@ -10,7 +10,8 @@ use crate::EngineError;
 
 #[derive(Clone, Debug, Default)]
 pub struct ListOptions {
-    /// `-a`: also intermediate images (berth keeps none yet, so the same).
+    /// `-a`: also intermediate images (untagged ones another image was
+    /// built on: the steps of a build, as Docker's classic builder).
     pub all: bool,
     /// `REPOSITORY[:TAG]` filter, as `docker images busybox`.
     pub repository: Option<String>,
@@ -97,9 +98,22 @@ pub fn list_images(store: &Store, options: &ListOptions) -> Result<Vec<ImageSumm
         .as_deref()
         .map(|text| created_of(store, text))
         .transpose()?;
+    let images = store.images()?;
+    let parents: std::collections::HashSet<String> = if options.all {
+        Default::default()
+    } else {
+        images
+            .iter()
+            .filter_map(|image| super::image_parent(store, image).ok())
+            .filter(|parent| !parent.is_empty())
+            .collect()
+    };
     let mut rows = Vec::new();
-    for image in store.images()? {
+    for image in images {
         let dangling = image.tags.is_empty();
+        if dangling && parents.contains(&image.id.to_string()) {
+            continue;
+        }
         if options.dangling.is_some_and(|wanted| wanted != dangling) {
             continue;
         }

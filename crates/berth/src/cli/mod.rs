@@ -23,7 +23,7 @@ use crate::commands::container::logs::LogsArgs;
 use crate::commands::container::options::{CreateOptions, RunOptions};
 use crate::commands::container::top::{PortArgs, StatsArgs, TopArgs};
 use crate::commands::image::{
-    HistoryArgs, ImagesArgs, ImportArgs, InspectArgs, LoadArgs, PruneArgs, PullArgs, PushArgs,
+    BuildArgs, HistoryArgs, ImagesArgs, ImportArgs, InspectArgs, LoadArgs, PruneArgs, PullArgs, PushArgs,
     RmiArgs, SaveArgs, TagArgs,
 };
 use crate::commands::monitor::MonitorArgs;
@@ -100,6 +100,8 @@ pub enum Command {
     Version(Lazy<VersionArgs>),
     /// Display system-wide information
     Info(Lazy<InfoArgs>),
+    /// Build an image from a Dockerfile
+    Build(Lazy<BuildArgs>),
     /// List images
     Images(Lazy<ImagesArgs>),
     /// Manage images
@@ -292,6 +294,8 @@ pub enum ContainerCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum ImageCommand {
+    /// Build an image from a Dockerfile
+    Build(BuildArgs),
     /// List images
     #[command(visible_alias = "list")]
     Ls(ImagesArgs),

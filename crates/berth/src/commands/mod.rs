@@ -36,6 +36,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Version(Lazy(args)) => system::version::run(&args),
         Command::System(Lazy(command)) => system::run(&global, command),
         Command::Info(Lazy(args)) => system::info::run(&global, &args),
+        Command::Build(Lazy(args)) | Command::Image(Lazy(ImageCommand::Build(args))) => {
+            image::build::run(&mut open(&global)?, &args)
+        }
         Command::Images(Lazy(args)) | Command::Image(Lazy(ImageCommand::Ls(args))) => {
             image::list::run(&open(&global)?, &args)
         }
@@ -216,6 +219,8 @@ fn starts_processes(command: &Command) -> bool {
 fn enters_containers(command: &Command) -> bool {
     match command {
         Command::Start(_)
+        | Command::Build(_)
+        | Command::Image(Lazy(ImageCommand::Build(_)))
         | Command::Restart(_)
         | Command::Exec(_)
         | Command::Warm(_)

@@ -1,5 +1,6 @@
 //! `berth image …` and the top-level aliases (`images`, `rmi`, `load`, …).
 
+pub mod build;
 pub mod history;
 pub mod import;
 pub mod inspect;
@@ -13,6 +14,7 @@ pub mod remove;
 pub mod save;
 pub mod tag;
 
+pub use build::BuildArgs;
 pub use history::HistoryArgs;
 pub use import::ImportArgs;
 pub use inspect::InspectArgs;

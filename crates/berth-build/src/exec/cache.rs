@@ -1,0 +1,97 @@
+//! The build cache: a step's key (its parent image, its instruction as it
+//! resolved, and the content it reads) → the image it made. One file per
+//! key under `ROOT/build-cache/`, written whole (a temporary, then a
+//! rename), so a build killed mid-write leaves no half entry; an entry
+//! whose image was removed is a miss.
+
+use std::path::{Path, PathBuf};
+
+use berth_engine::Engine;
+use berth_types::Digest;
+use sha2::{Digest as _, Sha256};
+
+/// A step's cache key, built from its parts in order.
+#[derive(Clone)]
+pub struct CacheKey {
+    hasher: Sha256,
+}
+
+impl CacheKey {
+    /// A key on `parent` (none for `FROM scratch`'s first step).
+    pub fn new(parent: Option<&Digest>) -> Self {
+        let mut key = Self {
+            hasher: Sha256::new(),
+        };
+        key.add(b"berth-build-cache-v1");
+        key.add(parent.map(Digest::to_string).unwrap_or_default().as_bytes());
+        key
+    }
+
+    /// One part, length-prefixed so that parts cannot run into each other.
+    pub fn add(&mut self, part: &[u8]) -> &mut Self {
+        self.hasher.update((part.len() as u64).to_le_bytes());
+        self.hasher.update(part);
+        self
+    }
+
+    pub fn finish(self) -> String {
+        hex::encode(self.hasher.finalize())
+    }
+}
+
+pub struct BuildCache {
+    directory: PathBuf,
+}
+
+impl BuildCache {
+    pub fn new(root: &Path) -> Self {
+        Self {
+            directory: root.join("build-cache"),
+        }
+    }
+
+    /// The image cached under `key`, if it is still in the store.
+    pub fn lookup(&self, engine: &Engine, key: &str) -> Option<Digest> {
+        let text = fs_err::read_to_string(self.directory.join(key)).ok()?;
+        let id = Digest::parse(text.trim()).ok()?;
+        engine.store().image(&id).ok().flatten().map(|image| image.id)
+    }
+
+    /// Records `image` under `key`; a cache that cannot be written only
+    /// costs the next build the step.
+    pub fn record(&self, key: &str, image: &Digest) {
+        let write = || -> std::io::Result<()> {
+            fs_err::create_dir_all(&self.directory)?;
+            let temporary = self
+                .directory
+                .join(format!(".{key}.{}", std::process::id()));
+            fs_err::write(&temporary, image.to_string())?;
+            fs_err::rename(&temporary, self.directory.join(key))
+        };
+        if let Err(error) = write() {
+            tracing::warn!(%error, "failed to record a build cache entry");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_differ_by_parent_and_by_where_parts_split() {
+        let digest = Digest::parse(&format!("sha256:{}", "a".repeat(64))).ok();
+        let mut one = CacheKey::new(None);
+        one.add(b"RUN").add(b"ab");
+        let mut two = CacheKey::new(None);
+        two.add(b"RUNa").add(b"b");
+        let mut three = CacheKey::new(digest.as_ref());
+        three.add(b"RUN").add(b"ab");
+        let mut again = CacheKey::new(None);
+        again.add(b"RUN").add(b"ab");
+        let (one, two, three, again) = (one.finish(), two.finish(), three.finish(), again.finish());
+        assert_ne!(one, two);
+        assert_ne!(one, three);
+        assert_eq!(one, again);
+    }
+}

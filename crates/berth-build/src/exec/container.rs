@@ -1,0 +1,231 @@
+//! The steps that change files go through a container of the engine: a
+//! RUN starts one on the step's parent image and reads its output; COPY,
+//! ADD and WORKDIR write into a created one's root (the engine's `cp`
+//! path, which resolves every name inside that root). Either way the
+//! container's writable layer becomes the step's layer, and the container
+//! is removed, also when the step fails.
+
+
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use berth_engine::containers::paths::ContainerPaths;
+use berth_engine::containers::{
+    create_container, find_container, remove_container, start_container, with_copy_root,
+    Attachment,
+};
+use berth_engine::Engine;
+use berth_image::commit::{commit_step, StepCommit};
+use berth_types::container::config::ContainerConfig as CreateConfig;
+use berth_types::container::host_config::{HostConfig, LogConfig};
+use berth_types::container::CreateRequest;
+use berth_types::image::History;
+use berth_types::Digest;
+
+use super::image::StepImage;
+use crate::{BuildError, Progress};
+
+/// What a RUN's container runs with.
+pub struct RunSettings {
+    pub args: Vec<String>,
+    pub env: Vec<String>,
+    pub network: Option<String>,
+}
+
+/// Creates a container on `image` for one step (with `run`, a RUN's
+/// process; without, one that is never started: a root to write into),
+/// hands it to `action`, and removes it whatever `action` returned.
+pub fn with_step_container<T>(
+    engine: &mut Engine,
+    image: &Digest,
+    step: &StepImage,
+    run: Option<&RunSettings>,
+    action: impl FnOnce(&mut Engine, &str) -> Result<T, BuildError>,
+) -> Result<T, BuildError> {
+    let id = create_step_container(engine, image, step, run)?;
+    let result = action(engine, &id);
+    if let Err(error) = remove_container(engine, &id, true) {
+        tracing::warn!(container = %id, %error, "failed to remove a build container");
+    }
+    result
+}
+
+fn create_step_container(
+    engine: &mut Engine,
+    image: &Digest,
+    step: &StepImage,
+    run: Option<&RunSettings>,
+) -> Result<String, BuildError> {
+    let config = CreateConfig {
+        image: image.to_string(),
+        // The image's ENTRYPOINT does not wrap a RUN (`--entrypoint ""`).
+        entrypoint: Some(vec![String::new()]),
+        cmd: Some(
+            run.map(|run| run.args.clone())
+                .unwrap_or_else(|| vec!["/bin/true".to_owned()]),
+        ),
+        env: run.map(|run| run.env.clone()),
+        user: step.config.user.clone().unwrap_or_default(),
+        working_dir: step.working_dir(),
+        ..CreateConfig::default()
+    };
+    let host_config = HostConfig {
+        log_config: LogConfig {
+            r#type: "none".to_owned(),
+            config: None,
+        },
+        network_mode: run
+            .and_then(|run| run.network.clone())
+            .filter(|mode| mode != "default")
+            .unwrap_or_default(),
+        ..HostConfig::default()
+    };
+    let request = CreateRequest {
+        name: None,
+        config,
+        host_config,
+        networking_config: Default::default(),
+        platform: None,
+    };
+    Ok(create_container(engine, &request)?)
+}
+
+/// Starts the container, sends its output to `progress`, and returns its
+/// exit status once it ended.
+pub fn run_container(
+    engine: &mut Engine,
+    id: &str,
+    progress: &mut dyn Progress,
+) -> Result<i32, BuildError> {
+    let (mut reader, writer) = std::io::pipe().map_err(BuildError::Pipe)?;
+    let second = writer.try_clone().map_err(BuildError::Pipe)?;
+    let attachment = Attachment {
+        stdin: None,
+        stdout: Some(OwnedFd::from(writer)),
+        stderr: Some(OwnedFd::from(second)),
+    };
+    let mut started = start_container(engine, id, Some(attachment))?;
+    progress.running_in(id);
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(count) => progress.output(&buffer[..count]),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(BuildError::Pipe(error)),
+        }
+    }
+    Ok(started.wait_exit().unwrap_or(137))
+}
+
+/// Runs `action` with the (not running) container's root on the host.
+pub fn with_root<T>(
+    engine: &Engine,
+    id: &str,
+    action: impl FnOnce(&Path) -> Result<T, BuildError>,
+) -> Result<T, BuildError> {
+    let container = find_container(engine.store(), engine.config(), id)?;
+    let mut outcome = None;
+    with_copy_root(engine, &container, |root| {
+        outcome = Some(action(root.path));
+        Ok(())
+    })?;
+    outcome.expect("with_copy_root ran the action")
+}
+
+/// Commits what the container changed as a layer on `parent`.
+pub fn commit_layer(
+    engine: &mut Engine,
+    id: &str,
+    parent: &Digest,
+    step: &StepImage,
+    history: History,
+) -> Result<Digest, BuildError> {
+    let config = engine.config();
+    let paths = ContainerPaths::new(&config.root, &config.run_root, id);
+    let staged = layer_path(&config.root, id);
+    let write = || -> Result<(), BuildError> {
+        let file = fs_err::File::create(&staged).map_err(BuildError::Layer)?;
+        let mut writer = std::io::BufWriter::with_capacity(1 << 20, file);
+        let upper = paths.rootfs().upper;
+        if upper.exists() {
+            berth_image::changes::layer_from_upper(&upper, &mut writer).map_err(|error| {
+                BuildError::Invalid(format!("failed to write the step's layer: {error}"))
+            })?;
+        } else {
+            tar::Builder::new(&mut writer)
+                .finish()
+                .map_err(BuildError::Layer)?;
+        }
+        std::io::Write::flush(&mut writer).map_err(BuildError::Layer)
+    };
+    let result = write().and_then(|()| {
+        commit_step(
+            engine.store_mut(),
+            StepCommit {
+                parent: Some(parent),
+                layer_tar: Some(&staged),
+                config: step.config.clone(),
+                history,
+                author: step.author.clone(),
+            },
+        )
+        .map(|committed| committed.id)
+        .map_err(commit_error)
+    });
+    let _ = fs_err::remove_file(&staged);
+    result
+}
+
+fn commit_error(error: berth_image::commit::CommitError) -> BuildError {
+    BuildError::Invalid(format!("failed to commit the step: {error}"))
+}
+
+fn layer_path(root: &Path, id: &str) -> PathBuf {
+    root.join("tmp").join(format!("build-layer-{id}"))
+}
+
+/// A step that needs a container needs its parent in the store: `FROM
+/// scratch` with nothing yet gets an empty image first.
+pub fn ensure_image(engine: &mut Engine, step: &mut StepImage) -> Result<Digest, BuildError> {
+    if let Some(id) = &step.id {
+        return Ok(id.clone());
+    }
+    let committed = commit_step(
+        engine.store_mut(),
+        StepCommit {
+            parent: None,
+            layer_tar: None,
+            config: step.config.clone(),
+            history: History {
+                created_by: Some("FROM scratch".to_owned()),
+                ..History::default()
+            },
+            author: step.author.clone(),
+        },
+    )
+    .map_err(commit_error)?;
+    step.id = Some(committed.id.clone());
+    Ok(committed.id)
+}
+
+/// A step that changes only the config: a new image on the same layers.
+pub fn commit_metadata(
+    engine: &mut Engine,
+    step: &StepImage,
+    history: History,
+) -> Result<Digest, BuildError> {
+    commit_step(
+        engine.store_mut(),
+        StepCommit {
+            parent: step.id.as_ref(),
+            layer_tar: None,
+            config: step.config.clone(),
+            history,
+            author: step.author.clone(),
+        },
+    )
+    .map(|committed| committed.id)
+    .map_err(commit_error)
+}

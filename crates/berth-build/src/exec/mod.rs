@@ -1,0 +1,176 @@
+//! Running a parsed Dockerfile: the stages the target needs, in order,
+//! each step looked up in the cache or run (metadata steps commit a config
+//! only; RUN, COPY, ADD and WORKDIR go through a container, see
+//! [`container`]), then the tags.
+//!
+//! Every step leaves an image in the store (untagged, its parent recorded
+//! as moby's classic builder records it), which is also what the cache
+//! points to.
+
+mod archive;
+mod args;
+mod cache;
+mod container;
+mod copy;
+mod image;
+mod metadata;
+mod owner;
+mod place;
+mod root_path;
+mod stages;
+mod steps;
+
+use std::path::{Path, PathBuf};
+
+use berth_engine::images::{parse_reference, resolve_image, tag_image};
+use berth_engine::Engine;
+
+use crate::dockerfile::{self, Dockerfile};
+use crate::ignore::IgnoreMatcher;
+use crate::{BuildError, BuildOutcome, BuildRequest, DockerfileSource, Progress};
+
+
+/// See [`crate::build`].
+pub fn build(
+    engine: &mut Engine,
+    request: &BuildRequest,
+    progress: &mut dyn Progress,
+) -> Result<BuildOutcome, BuildError> {
+    check_request(engine, request)?;
+    let (text, dockerfile_path) = read_dockerfile(request)?;
+    let parsed = dockerfile::parse(&text).map_err(|error| BuildError::Invalid(error.to_string()))?;
+    let ignore = read_ignore(&request.context, dockerfile_path.as_deref())?;
+    let mut run = stages::StageRun::new(engine, request, progress, &parsed, ignore);
+    let image = run.build()?;
+    let unconsumed = run.unconsumed_args();
+    if !unconsumed.is_empty() {
+        progress.warning(&format!(
+            "[Warning] One or more build-args [{}] were not consumed",
+            unconsumed.join(" ")
+        ));
+    }
+    for tag in &request.tags {
+        tag_image(engine.store_mut(), &image.to_string(), tag)?;
+    }
+    Ok(BuildOutcome {
+        image,
+        tags: request.tags.clone(),
+    })
+}
+
+/// What the builder does not do, refused before anything runs; tags
+/// checked before the build takes minutes.
+fn check_request(engine: &Engine, request: &BuildRequest) -> Result<(), BuildError> {
+    for tag in &request.tags {
+        parse_reference(tag).map_err(|error| {
+            BuildError::Invalid(format!("invalid tag {tag:?}: {error}"))
+        })?;
+    }
+    if let Some(platform) = request.platform.as_deref().filter(|text| !text.is_empty()) {
+        let host = format!("linux/{}", berth_image::host_architecture());
+        if platform != host {
+            return Err(BuildError::Unsupported(format!(
+                "building for platform {platform} is not supported by berth yet (only {host}, this host's)"
+            )));
+        }
+    }
+    if !request.context.is_dir() {
+        return Err(BuildError::Invalid(format!(
+            "unable to prepare context: path {:?} not found",
+            request.context.display().to_string()
+        )));
+    }
+    let _ = engine;
+    Ok(())
+}
+
+/// The Dockerfile's text and, when it is a file, where it is.
+fn read_dockerfile(request: &BuildRequest) -> Result<(String, Option<PathBuf>), BuildError> {
+    match &request.dockerfile {
+        DockerfileSource::Inline(text) => Ok((text.clone(), None)),
+        DockerfileSource::Path(path) => {
+            let path = if path.is_absolute() {
+                path.clone()
+            } else {
+                request.context.join(path)
+            };
+            let text = fs_err::read_to_string(&path).map_err(|source| {
+                if source.kind() == std::io::ErrorKind::NotFound {
+                    BuildError::Invalid(format!(
+                        "failed to read dockerfile: open {}: no such file or directory",
+                        path.display()
+                    ))
+                } else {
+                    BuildError::Context {
+                        path: path.clone(),
+                        source,
+                    }
+                }
+            })?;
+            Ok((text, Some(path)))
+        }
+    }
+}
+
+/// `<Dockerfile>.dockerignore` beside the Dockerfile, else the context's
+/// `.dockerignore`, else nothing ignored.
+fn read_ignore(context: &Path, dockerfile: Option<&Path>) -> Result<IgnoreMatcher, BuildError> {
+    let beside = dockerfile.and_then(|path| {
+        let name = path.file_name()?.to_string_lossy().into_owned();
+        Some(path.with_file_name(format!("{name}.dockerignore")))
+    });
+    let candidates = beside.into_iter().chain([context.join(".dockerignore")]);
+    for candidate in candidates {
+        match fs_err::read_to_string(&candidate) {
+            Ok(text) => {
+                return IgnoreMatcher::parse(&text).map_err(|error| {
+                    BuildError::Invalid(format!("{}: {error}", candidate.display()))
+                })
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(BuildError::Context {
+                    path: candidate,
+                    source,
+                })
+            }
+        }
+    }
+    IgnoreMatcher::parse("").map_err(|error| BuildError::Invalid(error.to_string()))
+}
+
+/// An image named by `FROM` or `COPY --from`, from the store or pulled.
+fn base_image(
+    engine: &mut Engine,
+    name: &str,
+    pull: bool,
+) -> Result<berth_types::Digest, BuildError> {
+    if !pull {
+        if let Ok(image) = resolve_image(engine.store(), name) {
+            return Ok(image.id);
+        }
+    }
+    let settings = berth_engine::images::pull::RegistrySettings::load(&berth_engine::config_file())
+        .map_err(|error| BuildError::Invalid(format!("failed to read the registry settings: {error}")))?;
+    let request = berth_engine::images::pull::PullRequest {
+        reference: name.to_owned(),
+        platform: None,
+        concurrency: 3,
+        settings,
+    };
+    let pulled = berth_engine::images::pull::pull_image(engine.store_mut(), &request, &|_| {})
+        .map_err(|error| BuildError::Invalid(format!("failed to pull {name}: {error}")))?;
+    Ok(pulled.id)
+}
+
+/// Parses one ONBUILD trigger as the instruction it is.
+fn parse_trigger(trigger: &str) -> Result<dockerfile::Instruction, BuildError> {
+    let parsed: Dockerfile = dockerfile::parse(&format!("FROM scratch\n{trigger}\n"))
+        .map_err(|error| BuildError::Invalid(format!("failed to parse ONBUILD trigger {trigger:?}: {error}")))?;
+    parsed
+        .stages
+        .into_iter()
+        .next()
+        .and_then(|stage| stage.instructions.into_iter().next())
+        .ok_or_else(|| BuildError::Invalid(format!("empty ONBUILD trigger {trigger:?}")))
+}

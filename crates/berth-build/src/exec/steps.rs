@@ -1,0 +1,496 @@
+//! One instruction of a stage: its values expanded as BuildKit expands
+//! them (ENV, ARG, LABEL, USER, WORKDIR, EXPOSE, VOLUME, STOPSIGNAL, COPY
+//! and ADD do; RUN, CMD, ENTRYPOINT, SHELL and HEALTHCHECK leave that to
+//! the shell), its cache key, and its image: from the cache, or made.
+
+use berth_types::image::History;
+use berth_types::Digest;
+
+use super::args::ArgScope;
+use super::cache::CacheKey;
+use super::container::{
+    commit_layer, commit_metadata, ensure_image, run_container, with_root, with_step_container,
+    RunSettings,
+};
+use super::copy::{add_to_key, collect_sources, has_wildcard, parse_chmod, CopySpec, SourceRoot};
+use super::image::StepImage;
+use super::metadata;
+use super::owner::resolve_chown;
+use super::place::{make_directory, place};
+use super::stages::{expand_error, StageRun};
+use crate::dockerfile::{
+    expand_heredoc, expand_word, expand_words, Command, Copy, Flag, Healthcheck, Instruction,
+    InstructionKind, Run,
+};
+use crate::{BuildError, StepEnd};
+
+/// A stage being built.
+pub struct StageState {
+    pub index: usize,
+    pub image: StepImage,
+    /// This stage's ARGs.
+    pub scope: ArgScope,
+    /// CMD set in this stage (ENTRYPOINT keeps it then).
+    pub cmd_set: bool,
+}
+
+impl StageState {
+    pub fn new(index: usize, image: StepImage) -> Self {
+        Self {
+            index,
+            image,
+            scope: ArgScope::default(),
+            cmd_set: false,
+        }
+    }
+
+    /// A variable for expansion: ENV wins over ARG of the same name.
+    fn variable(&self, name: &str) -> Option<String> {
+        self.image
+            .env_value(name)
+            .or_else(|| self.scope.get(name).cloned().flatten())
+    }
+}
+
+pub fn run_step(
+    run: &mut StageRun<'_>,
+    state: &mut StageState,
+    instruction: &Instruction,
+) -> Result<(), BuildError> {
+    let escape = run.escape();
+    let expand = |state: &StageState, word: &str| {
+        expand_word(word, escape, &|name| state.variable(name)).map_err(expand_error)
+    };
+    let history = History {
+        created_by: Some(instruction.original.clone()),
+        ..History::default()
+    };
+    match &instruction.kind {
+        InstructionKind::Run(step) => return run_command(run, state, step, history),
+        InstructionKind::Copy(copy) => return copy_files(run, state, copy, false, history),
+        InstructionKind::Add(copy) => return copy_files(run, state, copy, true, history),
+        InstructionKind::Workdir(path) => {
+            let path = expand(state, path)?;
+            return workdir(run, state, &path, history);
+        }
+        InstructionKind::Env(pairs) => {
+            let expanded = pairs
+                .iter()
+                .map(|pair| Ok((expand(state, &pair.key)?, expand(state, &pair.value)?)))
+                .collect::<Result<Vec<_>, BuildError>>()?;
+            for (key, value) in expanded {
+                state.image.set_env(&key, &value);
+            }
+        }
+        InstructionKind::Arg(declarations) => {
+            for declaration in declarations {
+                let value = match run.args.take(&declaration.name) {
+                    Some(value) => Some(value),
+                    None => match &declaration.default {
+                        Some(default) => Some(expand(state, default)?),
+                        None => run.global.get(&declaration.name).cloned().flatten(),
+                    },
+                };
+                state.scope.declare(&declaration.name, value);
+            }
+        }
+        InstructionKind::Label(pairs) => {
+            let labels = pairs
+                .iter()
+                .map(|pair| Ok((expand(state, &pair.key)?, expand(state, &pair.value)?)))
+                .collect::<Result<Vec<_>, BuildError>>()?;
+            metadata::labels(&mut state.image, &labels);
+        }
+        InstructionKind::User(user) => {
+            let user = expand(state, user)?;
+            state.image.config.user = Some(user).filter(|user| !user.is_empty());
+        }
+        InstructionKind::StopSignal(signal) => {
+            state.image.config.stop_signal = Some(expand(state, signal)?);
+        }
+        InstructionKind::Expose(ports) => {
+            let mut expanded = Vec::new();
+            for port in ports {
+                expanded.extend(
+                    expand_words(port, escape, &|name| state.variable(name)).map_err(expand_error)?,
+                );
+            }
+            metadata::expose(&mut state.image, &expanded)?;
+        }
+        InstructionKind::Volume(paths) => {
+            let paths = paths
+                .iter()
+                .map(|path| expand(state, path))
+                .collect::<Result<Vec<_>, _>>()?;
+            metadata::volumes(&mut state.image, &paths)?;
+        }
+        InstructionKind::Cmd(command) => {
+            metadata::set_cmd(&mut state.image, command);
+            state.cmd_set = true;
+        }
+        InstructionKind::Entrypoint(command) => {
+            metadata::set_entrypoint(&mut state.image, command, state.cmd_set);
+        }
+        InstructionKind::Healthcheck(Healthcheck::None) => {
+            metadata::healthcheck(&mut state.image, None)?;
+        }
+        InstructionKind::Healthcheck(Healthcheck::Check { test, flags }) => {
+            metadata::healthcheck(&mut state.image, Some((test, flags)))?;
+        }
+        InstructionKind::Shell(shell) => metadata::shell(&mut state.image, shell),
+        InstructionKind::Onbuild(trigger) => metadata::onbuild(&mut state.image, trigger),
+        InstructionKind::Maintainer(name) => state.image.author = Some(name.clone()),
+    }
+    metadata_step(run, state, instruction, history)
+}
+
+/// A step that changes only the config: cached by its parent and the
+/// config it gives (so a rebuild gets the same image).
+fn metadata_step(
+    run: &mut StageRun<'_>,
+    state: &mut StageState,
+    instruction: &Instruction,
+    history: History,
+) -> Result<(), BuildError> {
+    let mut key = CacheKey::new(state.image.id.as_ref());
+    key.add(b"metadata")
+        .add(instruction.original.as_bytes())
+        .add(&serde_json::to_vec(&state.image.config).expect("a config always serializes"))
+        .add(state.image.author.as_deref().unwrap_or_default().as_bytes());
+    let image = state.image.clone();
+    cached_or_made(run, state, key, |run| commit_metadata(run.engine, &image, history))
+}
+
+/// The cached image for `key`, or the one `make` makes (then recorded).
+fn cached_or_made(
+    run: &mut StageRun<'_>,
+    state: &mut StageState,
+    key: CacheKey,
+    make: impl FnOnce(&mut StageRun<'_>) -> Result<Digest, BuildError>,
+) -> Result<(), BuildError> {
+    let key = key.finish();
+    if !run.request.no_cache {
+        if let Some(id) = run.cache.lookup(run.engine, &key) {
+            run.progress.step_end(&StepEnd::Cached(id.clone()));
+            state.image.id = Some(id);
+            return Ok(());
+        }
+    }
+    let id = make(run)?;
+    run.cache.record(&key, &id);
+    run.progress.step_end(&StepEnd::Done(id.clone()));
+    state.image.id = Some(id);
+    Ok(())
+}
+
+/// What `RUN` runs: the exec form as written, the shell form (with its
+/// heredocs) after the stage's shell.
+fn run_args(image: &StepImage, step: &Run) -> Vec<String> {
+    match (&step.command, step.heredocs.as_slice()) {
+        (Command::Shell(text), [only]) if is_only_heredoc(text, &only.name) => {
+            let mut args = image.shell();
+            args.push(only.content.clone());
+            args
+        }
+        (Command::Shell(text), heredocs) if !heredocs.is_empty() => {
+            // The shell reads the documents itself: the text with them.
+            let mut script = text.clone();
+            for heredoc in heredocs {
+                script.push('\n');
+                script.push_str(&heredoc.content);
+                script.push_str(&heredoc.name);
+            }
+            let mut args = image.shell();
+            args.push(script);
+            args
+        }
+        (command, _) => metadata::command_args(image, command),
+    }
+}
+
+/// `RUN <<EOF` alone: the document is the script.
+fn is_only_heredoc(text: &str, name: &str) -> bool {
+    let word = text.trim().trim_start_matches("<<").trim_start_matches('-');
+    word.trim_matches(['"', '\'']) == name
+}
+
+fn run_command(
+    run: &mut StageRun<'_>,
+    state: &mut StageState,
+    step: &Run,
+    history: History,
+) -> Result<(), BuildError> {
+    let mut network = run.request.network.clone();
+    for flag in &step.flags {
+        match (flag.name.as_str(), flag.value.as_deref()) {
+            ("network", Some(mode @ ("default" | "none" | "host"))) => {
+                network = Some(mode.to_owned());
+            }
+            ("network", value) => {
+                return Err(BuildError::Invalid(format!(
+                    "unsupported network mode {:?}: RUN --network takes default, none or host",
+                    value.unwrap_or_default()
+                )))
+            }
+            (name, _) => {
+                return Err(BuildError::Unsupported(format!(
+                    "RUN --{name} is not supported by berth's builder yet"
+                )))
+            }
+        }
+    }
+    let args = run_args(&state.image, step);
+    // The RUN sees the stage's ARGs (ENV wins) and the proxy args.
+    let mut env = state.image.config.env.clone().unwrap_or_default();
+    let mut arg_env = Vec::new();
+    for (name, value) in state.scope.with_values() {
+        if state.image.env_value(name).is_none() {
+            arg_env.push(format!("{name}={value}"));
+        }
+    }
+    env.extend(arg_env.iter().cloned());
+    for (name, value) in run.args.proxies() {
+        if state.image.env_value(&name).is_none() && state.scope.get(&name).is_none() {
+            env.push(format!("{name}={value}"));
+        }
+    }
+    let mut key = CacheKey::new(state.image.id.as_ref());
+    key.add(b"RUN")
+        .add(&serde_json::to_vec(&args).expect("strings serialize"))
+        .add(&serde_json::to_vec(&arg_env).expect("strings serialize"))
+        .add(&serde_json::to_vec(&state.image.config).expect("a config always serializes"))
+        .add(network.as_deref().unwrap_or_default().as_bytes());
+    let shown = args.join(" ");
+    let settings = RunSettings {
+        args,
+        env,
+        network,
+    };
+    let mut image = state.image.clone();
+    cached_or_made(run, state, key, |run| {
+        let parent = ensure_image(run.engine, &mut image)?;
+        let progress = &mut *run.progress;
+        with_step_container(run.engine, &parent, &image, Some(&settings), |engine, id| {
+            let code = run_container(engine, id, progress)?;
+            if code != 0 {
+                return Err(BuildError::StepFailed {
+                    command: shown,
+                    code,
+                });
+            }
+            commit_layer(engine, id, &parent, &image, history)
+        })
+    })
+}
+
+fn workdir(
+    run: &mut StageRun<'_>,
+    state: &mut StageState,
+    path: &str,
+    history: History,
+) -> Result<(), BuildError> {
+    let joined = if path.starts_with('/') {
+        path.to_owned()
+    } else {
+        format!("{}/{path}", state.image.working_dir())
+    };
+    let cleaned: std::path::PathBuf = std::iter::once(std::ffi::OsString::from("/"))
+        .chain(super::root_path::clean(&joined))
+        .collect();
+    let directory = cleaned.to_string_lossy().into_owned();
+    state.image.config.working_dir = Some(directory.clone());
+    let mut key = CacheKey::new(state.image.id.as_ref());
+    key.add(b"WORKDIR")
+        .add(directory.as_bytes())
+        .add(&serde_json::to_vec(&state.image.config).expect("a config always serializes"));
+    let mut image = state.image.clone();
+    cached_or_made(run, state, key, |run| {
+        let parent = ensure_image(run.engine, &mut image)?;
+        with_step_container(run.engine, &parent, &image, None, |engine, id| {
+            let made = with_root(engine, id, |root| make_directory(root, id, &directory))?;
+            if made {
+                commit_layer(engine, id, &parent, &image, history)
+            } else {
+                commit_metadata(engine, &image, history)
+            }
+        })
+    })
+}
+
+/// The flags COPY and ADD take, as given.
+#[derive(Default)]
+struct CopyFlags {
+    from: Option<String>,
+    chown: Option<String>,
+    chmod: Option<u32>,
+}
+
+fn copy_flags(
+    flags: &[Flag],
+    add: bool,
+    expand: &dyn Fn(&str) -> Result<String, BuildError>,
+) -> Result<CopyFlags, BuildError> {
+    let instruction = if add { "ADD" } else { "COPY" };
+    let mut parsed = CopyFlags::default();
+    for flag in flags {
+        let value = flag.value.clone().unwrap_or_default();
+        match flag.name.as_str() {
+            "from" if !add => parsed.from = Some(expand(&value)?),
+            "chown" => parsed.chown = Some(expand(&value)?).filter(|chown| !chown.is_empty()),
+            "chmod" => parsed.chmod = Some(parse_chmod(&expand(&value)?)?),
+            // The same files either way; berth's layers are always diffs
+            // on their parent, which --link only lets BuildKit rebase.
+            "link" if value.is_empty() || value == "true" => {}
+            "link" if value == "false" => {}
+            name => {
+                return Err(BuildError::Unsupported(format!(
+                    "{instruction} --{name} is not supported by berth's builder yet"
+                )))
+            }
+        }
+    }
+    Ok(parsed)
+}
+
+fn copy_files(
+    run: &mut StageRun<'_>,
+    state: &mut StageState,
+    copy: &Copy,
+    add: bool,
+    history: History,
+) -> Result<(), BuildError> {
+    let escape = run.escape();
+    let expand = |word: &str| {
+        expand_word(word, escape, &|name| state.variable(name)).map_err(expand_error)
+    };
+    let flags = copy_flags(&copy.flags, add, &expand)?;
+    let mut sources = Vec::new();
+    for source in &copy.sources {
+        if source.starts_with("<<") {
+            sources.push(source.clone());
+            continue;
+        }
+        let expanded = expand(source)?;
+        if add && is_remote(&expanded) {
+            return Err(BuildError::Unsupported(format!(
+                "ADD from a URL or git repository ({expanded}) is not supported by berth's builder yet"
+            )));
+        }
+        sources.push(expanded);
+    }
+    let destination = expand(&copy.destination)?;
+    let destination_is_dir = destination.ends_with('/')
+        || destination.ends_with("/.")
+        || destination == "."
+        || sources.iter().any(|source| has_wildcard(source)) && sources.len() > 1;
+    let absolute = if destination.starts_with('/') {
+        destination.clone()
+    } else {
+        format!("{}/{destination}", state.image.working_dir())
+    };
+    let mut inline = Vec::new();
+    for heredoc in &copy.heredocs {
+        let content = if heredoc.expand {
+            expand_heredoc(&heredoc.content, escape, &|name| state.variable(name))
+                .map_err(expand_error)?
+        } else {
+            heredoc.content.clone()
+        };
+        inline.push((heredoc.name.clone(), content.into_bytes()));
+    }
+    let spec = CopySpec {
+        sources,
+        destination: absolute,
+        destination_is_dir,
+        chown: None,
+        chmod: flags.chmod,
+        extract_archives: add,
+        inline,
+    };
+
+    // Another stage or an image to read from, else the context.
+    let from_image = match flags.from.as_deref() {
+        None => None,
+        Some(from) => Some(match run.stage_index(from, state.index) {
+            Some(index) => {
+                let mut stage = run.results[index]
+                    .clone()
+                    .expect("a COPY --from stage is built before");
+                ensure_image(run.engine, &mut stage)?
+            }
+            None => super::base_image(run.engine, from, run.request.pull)?,
+        }),
+    };
+    let mut key = CacheKey::new(state.image.id.as_ref());
+    key.add(if add { b"ADD" } else { b"COPY" })
+        .add(spec.destination.as_bytes())
+        .add(&[u8::from(spec.destination_is_dir)])
+        .add(flags.chown.as_deref().unwrap_or_default().as_bytes())
+        .add(&spec.chmod.unwrap_or(u32::MAX).to_le_bytes())
+        .add(&serde_json::to_vec(&spec.sources).expect("strings serialize"));
+    for (name, content) in &spec.inline {
+        key.add(name.as_bytes()).add(content);
+    }
+    let context_sources = match &from_image {
+        Some(from) => {
+            key.add(from.to_string().as_bytes());
+            None
+        }
+        None => {
+            let root = SourceRoot::Context {
+                directory: &run.request.context,
+                ignore: &run.ignore,
+            };
+            let sources = collect_sources(&root, &spec)?;
+            add_to_key(&sources, false, &mut key)?;
+            Some(sources)
+        }
+    };
+    let mut image = state.image.clone();
+    let chown = flags.chown.clone();
+    cached_or_made(run, state, key, |run| {
+        let parent = ensure_image(run.engine, &mut image)?;
+        let context = &run.request.context;
+        let ignore = &run.ignore;
+        with_step_container(run.engine, &parent, &image, None, |engine, id| {
+            let put = |engine: &berth_engine::Engine, source_root: Option<&std::path::Path>| {
+                with_root(engine, id, |root| {
+                    let mut spec = spec.clone_for(chown.as_deref().map(|chown| resolve_chown(root, chown)).transpose()?);
+                    match (source_root, &context_sources) {
+                        (Some(source_root), _) => {
+                            let root_source = SourceRoot::Image { root: source_root };
+                            let sources = collect_sources(&root_source, &spec)?;
+                            place(&sources, &spec, true, root, id)
+                        }
+                        (None, Some(sources)) => {
+                            spec.sources.clear();
+                            place(sources, &spec, false, root, id)
+                        }
+                        (None, None) => {
+                            let root_source = SourceRoot::Context { directory: context, ignore };
+                            let sources = collect_sources(&root_source, &spec)?;
+                            place(&sources, &spec, false, root, id)
+                        }
+                    }
+                })
+            };
+            match &from_image {
+                Some(from) => {
+                    let scratch = StepImage::scratch();
+                    with_step_container(engine, from, &scratch, None, |engine, from_id| {
+                        with_root(engine, from_id, |source_root| put(engine, Some(source_root)))
+                    })?;
+                }
+                None => put(engine, None)?,
+            }
+            commit_layer(engine, id, &parent, &image, history)
+        })
+    })
+}
+
+fn is_remote(source: &str) -> bool {
+    source.starts_with("http://")
+        || source.starts_with("https://")
+        || source.starts_with("git@")
+        || source.starts_with("git://")
+}

@@ -1,0 +1,330 @@
+//! `build`: a Dockerfile to an image with berth's builder (berth-build),
+//! the context read where it lies. Progress goes to stderr in BuildKit's
+//! plain form (`#N [n/total] INSTRUCTION`, the step's output, `#N DONE`
+//! or `#N CACHED`); `-q` prints only the image id on stdout.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use berth_build::{BuildError, BuildRequest, DockerfileSource, Progress, StepEnd};
+use berth_engine::Engine;
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// Name and optionally a tag (format: "name:tag")
+    #[arg(short, long = "tag", value_name = "list")]
+    pub tags: Vec<String>,
+    /// Name of the Dockerfile (default: "PATH/Dockerfile"; "-" reads it from stdin)
+    #[arg(short, long, value_name = "string")]
+    pub file: Option<String>,
+    /// Set build-time variables
+    #[arg(long = "build-arg", value_name = "stringArray")]
+    pub build_args: Vec<String>,
+    /// Set the target build stage to build
+    #[arg(long, value_name = "string")]
+    pub target: Option<String>,
+    /// Do not use cache when building the image
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Always attempt to pull all referenced images
+    #[arg(long)]
+    pub pull: bool,
+    /// Suppress the build output and print image ID on success
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Write the image ID to the file
+    #[arg(long, value_name = "string")]
+    pub iidfile: Option<PathBuf>,
+    /// Set metadata for an image
+    #[arg(long = "label", value_name = "stringArray")]
+    pub labels: Vec<String>,
+    /// Set target platform for build
+    #[arg(long, value_name = "string")]
+    pub platform: Option<String>,
+    /// Set the networking mode for the "RUN" instructions during build
+    #[arg(long, value_name = "string")]
+    pub network: Option<String>,
+    /// Set type of progress output ("auto", "plain", "quiet")
+    #[arg(long, value_name = "string", default_value = "auto")]
+    pub progress: String,
+    /// Secret to expose to the build (not supported by berth yet)
+    #[arg(long = "secret", value_name = "stringArray")]
+    pub secrets: Vec<String>,
+    /// Additional build contexts (not supported by berth yet)
+    #[arg(long = "build-context", value_name = "stringArray")]
+    pub build_contexts: Vec<String>,
+    /// External cache sources (not supported by berth yet)
+    #[arg(long = "cache-from", value_name = "stringArray")]
+    pub cache_from: Vec<String>,
+    /// Output destination (not supported by berth yet)
+    #[arg(short, long = "output", value_name = "stringArray")]
+    pub outputs: Vec<String>,
+    /// PATH | -
+    pub path: String,
+}
+
+pub fn run(engine: &mut Engine, args: &BuildArgs) -> anyhow::Result<i32> {
+    refuse_unsupported(args)?;
+    let quiet = args.quiet || args.progress == "quiet";
+    let (request, _stdin_context) = resolve_request(args)?;
+    let mut progress = PlainProgress::new(quiet);
+    match berth_build::build(engine, &request, &mut progress) {
+        Ok(outcome) => {
+            progress.finish_step();
+            let id = outcome.image.to_string();
+            if let Some(path) = &args.iidfile {
+                fs_err::write(path, &id).with_context(|| "failed to write the image id file")?;
+            }
+            if quiet {
+                println!("{id}");
+            } else {
+                progress.line(&format!("writing image {id} done"));
+                for tag in &outcome.tags {
+                    progress.line(&format!("naming to {} done", full_name(tag)));
+                }
+            }
+            Ok(0)
+        }
+        Err(error) => {
+            progress.fail_step(&error);
+            eprintln!("ERROR: failed to solve: {}", berth_engine::ErrorChain(&error));
+            Ok(1)
+        }
+    }
+}
+
+fn refuse_unsupported(args: &BuildArgs) -> anyhow::Result<()> {
+    let refused = [
+        ("--secret", !args.secrets.is_empty()),
+        ("--build-context", !args.build_contexts.is_empty()),
+        ("--cache-from", !args.cache_from.is_empty()),
+        ("--output", !args.outputs.is_empty()),
+    ];
+    if let Some((flag, _)) = refused.iter().find(|(_, given)| *given) {
+        bail!("{flag} is not supported by berth's builder yet");
+    }
+    match args.progress.as_str() {
+        "auto" | "plain" | "quiet" => Ok(()),
+        "tty" => bail!("--progress tty is not supported by berth yet: use plain"),
+        other => bail!("invalid progress mode {other:?}: expected auto, plain or quiet"),
+    }
+}
+
+/// The request from the flags; a context read from stdin is kept in a
+/// temporary directory while the build runs (the second value).
+fn resolve_request(args: &BuildArgs) -> anyhow::Result<(BuildRequest, Option<tempfile::TempDir>)> {
+    if args.path.contains("://") || args.path.starts_with("git@") {
+        bail!("building from a URL or git repository ({}) is not supported by berth yet", args.path);
+    }
+    let mut stdin_context = None;
+    let (context, mut dockerfile) = if args.path == "-" {
+        // `build - < Dockerfile`: a Dockerfile and no context.
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("failed to read the Dockerfile from stdin")?;
+        if text.len() > 262 && text.as_bytes()[257..262] == *b"ustar" {
+            bail!("a build context as a tar on stdin is not supported by berth yet: give its directory");
+        }
+        let directory = tempfile::Builder::new().prefix("berth-build-").tempdir()?;
+        let path = directory.path().to_path_buf();
+        stdin_context = Some(directory);
+        (path, DockerfileSource::Inline(text))
+    } else {
+        let context = PathBuf::from(&args.path);
+        if !context.is_dir() {
+            bail!("unable to prepare context: path {:?} not found", args.path);
+        }
+        (context, DockerfileSource::Path(PathBuf::from("Dockerfile")))
+    };
+    match args.file.as_deref() {
+        None => {}
+        Some("-") => {
+            if args.path == "-" {
+                bail!("invalid argument: can't use stdin for both build context and dockerfile");
+            }
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("failed to read the Dockerfile from stdin")?;
+            dockerfile = DockerfileSource::Inline(text);
+        }
+        Some(file) => {
+            // Relative to the working directory, as the docker CLI takes it.
+            let path = PathBuf::from(file);
+            dockerfile = DockerfileSource::Path(if path.is_absolute() {
+                path
+            } else {
+                std::env::current_dir()?.join(path)
+            });
+        }
+    }
+    let mut request = BuildRequest::new(context);
+    request.dockerfile = dockerfile;
+    request.tags = args.tags.clone();
+    request.build_args = build_args(&args.build_args);
+    request.target = args.target.clone();
+    request.no_cache = args.no_cache;
+    request.pull = args.pull;
+    request.labels = labels(&args.labels);
+    request.network = args.network.clone();
+    request.platform = args.platform.clone();
+    Ok((request, stdin_context))
+}
+
+/// `--build-arg NAME=VALUE`, or `NAME` for the variable's value here.
+fn build_args(given: &[String]) -> BTreeMap<String, Option<String>> {
+    given
+        .iter()
+        .map(|arg| match arg.split_once('=') {
+            Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
+            None => (arg.clone(), std::env::var(arg).ok()),
+        })
+        .collect()
+}
+
+fn labels(given: &[String]) -> BTreeMap<String, String> {
+    given
+        .iter()
+        .map(|label| match label.split_once('=') {
+            Some((key, value)) => (key.to_owned(), value.to_owned()),
+            None => (label.clone(), String::new()),
+        })
+        .collect()
+}
+
+fn full_name(tag: &str) -> String {
+    berth_types::Reference::parse_normalized(tag)
+        .map(|reference| reference.with_default_tag().to_string())
+        .unwrap_or_else(|_| tag.to_owned())
+}
+
+/// BuildKit's plain progress on stderr.
+struct PlainProgress {
+    quiet: bool,
+    step: usize,
+    started: Instant,
+    build_started: Instant,
+    /// Output not yet ended by a newline.
+    partial: Vec<u8>,
+    open: bool,
+}
+
+impl PlainProgress {
+    fn new(quiet: bool) -> Self {
+        Self {
+            quiet,
+            step: 0,
+            started: Instant::now(),
+            build_started: Instant::now(),
+            partial: Vec::new(),
+            open: false,
+        }
+    }
+
+    fn write(&self, text: &str) {
+        if !self.quiet {
+            let mut stderr = std::io::stderr().lock();
+            let _ = stderr.write_all(text.as_bytes());
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        self.step += 1;
+        self.write(&format!("#{} {text}\n", self.step));
+    }
+
+    fn flush_partial(&mut self) {
+        if !self.partial.is_empty() {
+            let text = String::from_utf8_lossy(&self.partial).into_owned();
+            self.write(&format!("#{} {:.3} {text}\n", self.step, self.elapsed()));
+            self.partial.clear();
+        }
+    }
+
+    fn elapsed(&self) -> f64 {
+        self.build_started.elapsed().as_secs_f64()
+    }
+
+    fn finish_step(&mut self) {
+        self.flush_partial();
+        if std::mem::take(&mut self.open) {
+            self.write(&format!(
+                "#{} DONE {:.1}s\n\n",
+                self.step,
+                self.started.elapsed().as_secs_f64()
+            ));
+        }
+    }
+
+    fn fail_step(&mut self, error: &BuildError) {
+        self.flush_partial();
+        if std::mem::take(&mut self.open) {
+            self.write(&format!("#{} ERROR: {error}\n", self.step));
+        }
+    }
+}
+
+impl Progress for PlainProgress {
+    fn step(&mut self, number: usize, total: usize, instruction: &str) {
+        self.finish_step();
+        self.step += 1;
+        self.open = true;
+        self.started = Instant::now();
+        self.write(&format!("#{} [{number}/{total}] {instruction}\n", self.step));
+    }
+
+    fn output(&mut self, bytes: &[u8]) {
+        self.partial.extend_from_slice(bytes);
+        while let Some(end) = self.partial.iter().position(|byte| *byte == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=end).collect();
+            let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+            self.write(&format!("#{} {:.3} {text}\n", self.step, self.elapsed()));
+        }
+    }
+
+    fn step_end(&mut self, end: &StepEnd) {
+        self.flush_partial();
+        if let StepEnd::Cached(_) = end {
+            if std::mem::take(&mut self.open) {
+                self.write(&format!("#{} CACHED\n\n", self.step));
+            }
+        } else {
+            self.finish_step();
+        }
+    }
+
+    fn warning(&mut self, message: &str) {
+        self.finish_step();
+        if !self.quiet || std::io::stderr().is_terminal() {
+            eprintln!("{message}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_args_without_a_value_take_the_environment() {
+        let args = build_args(&[
+            "A=1".to_owned(),
+            "B=".to_owned(),
+            "BERTH_SURELY_UNSET_VARIABLE".to_owned(),
+        ]);
+        assert_eq!(args["A"].as_deref(), Some("1"));
+        assert_eq!(args["B"].as_deref(), Some(""));
+        assert_eq!(args["BERTH_SURELY_UNSET_VARIABLE"], None);
+    }
+
+    #[test]
+    fn tags_are_named_in_full() {
+        assert_eq!(full_name("app"), "docker.io/library/app:latest");
+        assert_eq!(full_name("reg:5000/x:1"), "reg:5000/x:1");
+    }
+}
