@@ -387,7 +387,11 @@ impl<'a> Lexer<'a> {
                 }
                 let unset = value.is_none() || (null_is_unset && value.as_deref() == Some(""));
                 match operator {
-                    '-' => Ok(if unset { word } else { value.unwrap_or_default() }),
+                    '-' => Ok(if unset {
+                        word
+                    } else {
+                        value.unwrap_or_default()
+                    }),
                     '+' => Ok(if unset { String::new() } else { word }),
                     '?' => {
                         let message = match (&value, word.is_empty()) {
@@ -492,3 +496,20 @@ fn is_digit(c: char) -> bool {
 #[cfg(test)]
 #[path = "expand_tests.rs"]
 mod tests;
+
+/// A heredoc's body as BuildKit expands one (`<<EOF`, not `<<"EOF"`):
+/// variables replaced, quotes and escapes kept as written.
+pub fn expand_heredoc(
+    content: &str,
+    escape: char,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, ExpandError> {
+    let options = LexOptions {
+        raw_quotes: true,
+        raw_escapes: true,
+        ..LexOptions::default()
+    };
+    Lexer::new(content, escape, lookup, options)
+        .run()
+        .map(|(text, _)| text)
+}

@@ -25,7 +25,7 @@ mod words;
 
 pub use ast::*;
 pub use error::{ParseError, ParseErrorKind};
-pub use expand::{expand_word, expand_words, ExpandError, ExpandErrorKind};
+pub use expand::{expand_heredoc, expand_word, expand_words, ExpandError, ExpandErrorKind};
 pub use words::split_words;
 
 /// Parses a Dockerfile. Words stay raw (see [`ast`]); the errors are
@@ -35,6 +35,6 @@ pub fn parse(source: &str) -> Result<Dockerfile, ParseError> {
 }
 
 #[cfg(test)]
-mod parse_tests;
-#[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod parse_tests;

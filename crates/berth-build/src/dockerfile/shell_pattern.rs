@@ -106,8 +106,10 @@ impl ShellPattern {
 
     /// The leftmost match in `text` at or after `from`, longest there.
     fn find(&self, text: &[char], from: usize) -> Option<(usize, usize)> {
-        (from..=text.len())
-            .find_map(|start| self.match_prefix(&text[start..], true).map(|n| (start, start + n)))
+        (from..=text.len()).find_map(|start| {
+            self.match_prefix(&text[start..], true)
+                .map(|n| (start, start + n))
+        })
     }
 
     /// `${VAR/pat/repl}` (first match) and `${VAR//pat/repl}` (every match,

@@ -54,7 +54,12 @@ impl BuildCache {
     pub fn lookup(&self, engine: &Engine, key: &str) -> Option<Digest> {
         let text = fs_err::read_to_string(self.directory.join(key)).ok()?;
         let id = Digest::parse(text.trim()).ok()?;
-        engine.store().image(&id).ok().flatten().map(|image| image.id)
+        engine
+            .store()
+            .image(&id)
+            .ok()
+            .flatten()
+            .map(|image| image.id)
     }
 
     /// Records `image` under `key`; a cache that cannot be written only

@@ -5,15 +5,13 @@
 //! container's writable layer becomes the step's layer, and the container
 //! is removed, also when the step fails.
 
-
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use berth_engine::containers::paths::ContainerPaths;
 use berth_engine::containers::{
-    create_container, find_container, remove_container, start_container, with_copy_root,
-    Attachment,
+    create_container, find_container, remove_container, start_container, with_copy_root, Attachment,
 };
 use berth_engine::Engine;
 use berth_image::commit::{commit_step, StepCommit};

@@ -119,12 +119,15 @@ pub fn has_wildcard(source: &str) -> bool {
 pub fn collect_sources(root: &SourceRoot<'_>, spec: &CopySpec) -> Result<Vec<Source>, BuildError> {
     let mut sources = Vec::new();
     for pattern in &spec.sources {
-        if let Some((_, content)) = spec
-            .inline
-            .iter()
-            .find(|(name, _)| pattern.strip_prefix("<<").is_some_and(|word| word.trim_start_matches('-').trim_matches(['"', '\'']) == name))
-        {
-            let name = pattern.trim_start_matches('<').trim_start_matches('-').trim_matches(['"', '\'']);
+        if let Some((_, content)) = spec.inline.iter().find(|(name, _)| {
+            pattern
+                .strip_prefix("<<")
+                .is_some_and(|word| word.trim_start_matches('-').trim_matches(['"', '\'']) == name)
+        }) {
+            let name = pattern
+                .trim_start_matches('<')
+                .trim_start_matches('-')
+                .trim_matches(['"', '\'']);
             sources.push(Source::Inline {
                 name: name.to_owned(),
                 content: content.clone(),
@@ -188,7 +191,8 @@ fn expand_pattern(root: &SourceRoot<'_>, pattern: &str) -> Result<Vec<PathBuf>, 
         .into_iter()
         .filter(|relative| {
             let host = resolve(root.root(), &relative.to_string_lossy(), true);
-            host.is_ok_and(|host| fs_err::symlink_metadata(host).is_ok()) && !root.excluded(relative)
+            host.is_ok_and(|host| fs_err::symlink_metadata(host).is_ok())
+                && !root.excluded(relative)
         })
         .collect())
 }
@@ -205,8 +209,8 @@ fn context_error(root: &Path, relative: &Path, source: std::io::Error) -> BuildE
 fn tree(root: &SourceRoot<'_>, relative: &Path, extract: bool) -> Result<Source, BuildError> {
     let host = resolve(root.root(), &relative.to_string_lossy(), true)
         .map_err(|source| context_error(root.root(), relative, source))?;
-    let metadata =
-        fs_err::symlink_metadata(&host).map_err(|source| context_error(root.root(), relative, source))?;
+    let metadata = fs_err::symlink_metadata(&host)
+        .map_err(|source| context_error(root.root(), relative, source))?;
     let name = relative
         .file_name()
         .map(ToOwned::to_owned)
@@ -285,7 +289,11 @@ fn walk(
 
 /// Adds the sources' names, metadata and content to `key` (mtimes left
 /// out, as BuildKit's content checksums leave them).
-pub fn add_to_key(sources: &[Source], keeps_owners: bool, key: &mut CacheKey) -> Result<(), BuildError> {
+pub fn add_to_key(
+    sources: &[Source],
+    keeps_owners: bool,
+    key: &mut CacheKey,
+) -> Result<(), BuildError> {
     for source in sources {
         match source {
             Source::Inline { name, content } => {
@@ -329,10 +337,12 @@ fn file_digest(path: &Path) -> Result<[u8; 32], BuildError> {
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 256 * 1024];
     loop {
-        let count = file.read(&mut buffer).map_err(|source| BuildError::Context {
-            path: path.to_owned(),
-            source,
-        })?;
+        let count = file
+            .read(&mut buffer)
+            .map_err(|source| BuildError::Context {
+                path: path.to_owned(),
+                source,
+            })?;
         if count == 0 {
             break;
         }

@@ -36,8 +36,9 @@ impl StepImage {
             .blobs()
             .read(id)
             .map_err(berth_engine::EngineError::from)?;
-        let config: ImageConfig = serde_json::from_slice(&bytes)
-            .map_err(|error| BuildError::Invalid(format!("the config of image {id} is not valid: {error}")))?;
+        let config: ImageConfig = serde_json::from_slice(&bytes).map_err(|error| {
+            BuildError::Invalid(format!("the config of image {id} is not valid: {error}"))
+        })?;
         Ok(Self {
             id: Some(id.clone()),
             config: config.config.unwrap_or_default(),
@@ -70,10 +71,12 @@ impl StepImage {
     pub fn set_env(&mut self, name: &str, value: &str) {
         let env = self.config.env.get_or_insert_with(Vec::new);
         let entry = format!("{name}={value}");
-        match env
-            .iter_mut()
-            .find(|existing| existing.split_once('=').map_or(existing.as_str(), |(key, _)| key) == name)
-        {
+        match env.iter_mut().find(|existing| {
+            existing
+                .split_once('=')
+                .map_or(existing.as_str(), |(key, _)| key)
+                == name
+        }) {
             Some(existing) => *existing = entry,
             None => env.push(entry),
         }

@@ -37,7 +37,10 @@ pub fn set_entrypoint(image: &mut StepImage, command: &Command, cmd_set_in_stage
 
 /// `EXPOSE 80 53/udp 8000-8001`: `port/protocol` keys, ranges spelled out.
 pub fn expose(image: &mut StepImage, ports: &[String]) -> Result<(), BuildError> {
-    let exposed = image.config.exposed_ports.get_or_insert_with(Default::default);
+    let exposed = image
+        .config
+        .exposed_ports
+        .get_or_insert_with(Default::default);
     for port in ports {
         let (number, protocol) = match port.split_once('/') {
             Some((number, protocol)) => (number, protocol.to_ascii_lowercase()),
@@ -93,7 +96,9 @@ pub fn healthcheck(
     let mut check = Map::new();
     let test = match command {
         Command::Shell(text) => vec!["CMD-SHELL".to_owned(), text.clone()],
-        Command::Exec(args) => std::iter::once("CMD".to_owned()).chain(args.iter().cloned()).collect(),
+        Command::Exec(args) => std::iter::once("CMD".to_owned())
+            .chain(args.iter().cloned())
+            .collect(),
     };
     check.insert("Test".to_owned(), json!(test));
     for flag in flags {
@@ -108,7 +113,9 @@ pub fn healthcheck(
                     BuildError::Invalid(format!("invalid value for --retries: {value}"))
                 })?;
                 if retries < 0 {
-                    return Err(BuildError::Invalid("--retries cannot be negative".to_owned()));
+                    return Err(BuildError::Invalid(
+                        "--retries cannot be negative".to_owned(),
+                    ));
                 }
                 if retries > 0 {
                     check.insert("Retries".to_owned(), json!(retries));
@@ -142,10 +149,7 @@ pub fn healthcheck(
 }
 
 pub fn shell(image: &mut StepImage, shell: &[String]) {
-    image
-        .config
-        .extra
-        .insert("Shell".to_owned(), json!(shell));
+    image.config.extra.insert("Shell".to_owned(), json!(shell));
 }
 
 pub fn onbuild(image: &mut StepImage, trigger: &str) {
@@ -173,10 +177,16 @@ mod tests {
     fn shell_form_commands_take_the_stage_shell() {
         let mut image = StepImage::scratch();
         set_cmd(&mut image, &Command::Shell("echo hi".to_owned()));
-        assert_eq!(image.config.cmd.as_deref().unwrap(), ["/bin/sh", "-c", "echo hi"]);
+        assert_eq!(
+            image.config.cmd.as_deref().unwrap(),
+            ["/bin/sh", "-c", "echo hi"]
+        );
         shell(&mut image, &["/bin/bash".to_owned(), "-xc".to_owned()]);
         set_cmd(&mut image, &Command::Shell("ls".to_owned()));
-        assert_eq!(image.config.cmd.as_deref().unwrap(), ["/bin/bash", "-xc", "ls"]);
+        assert_eq!(
+            image.config.cmd.as_deref().unwrap(),
+            ["/bin/bash", "-xc", "ls"]
+        );
     }
 
     #[test]
@@ -202,11 +212,15 @@ mod tests {
         assert_eq!(keys, ["53/udp", "80/tcp", "8000/tcp", "8001/tcp"]);
         let mut image = StepImage::scratch();
         assert_eq!(
-            expose(&mut image, &["80/icmp".to_owned()]).unwrap_err().to_string(),
+            expose(&mut image, &["80/icmp".to_owned()])
+                .unwrap_err()
+                .to_string(),
             "invalid proto: icmp"
         );
         assert_eq!(
-            expose(&mut image, &["x".to_owned()]).unwrap_err().to_string(),
+            expose(&mut image, &["x".to_owned()])
+                .unwrap_err()
+                .to_string(),
             "invalid containerPort: x"
         );
     }
@@ -239,9 +253,12 @@ mod tests {
             name: "timeout".to_owned(),
             value: Some("soon".to_owned()),
         }];
-        let error = healthcheck(&mut image, Some((&Command::Shell("true".to_owned()), &bad)))
-            .unwrap_err();
-        assert!(error.to_string().starts_with("invalid value for --timeout"), "{error}");
+        let error =
+            healthcheck(&mut image, Some((&Command::Shell("true".to_owned()), &bad))).unwrap_err();
+        assert!(
+            error.to_string().starts_with("invalid value for --timeout"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -29,7 +29,6 @@ use crate::dockerfile::{self, Dockerfile};
 use crate::ignore::IgnoreMatcher;
 use crate::{BuildError, BuildOutcome, BuildRequest, DockerfileSource, Progress};
 
-
 /// See [`crate::build`].
 pub fn build(
     engine: &mut Engine,
@@ -38,7 +37,8 @@ pub fn build(
 ) -> Result<BuildOutcome, BuildError> {
     check_request(engine, request)?;
     let (text, dockerfile_path) = read_dockerfile(request)?;
-    let parsed = dockerfile::parse(&text).map_err(|error| BuildError::Invalid(error.to_string()))?;
+    let parsed =
+        dockerfile::parse(&text).map_err(|error| BuildError::Invalid(error.to_string()))?;
     let ignore = read_ignore(&request.context, dockerfile_path.as_deref())?;
     let mut run = stages::StageRun::new(engine, request, progress, &parsed, ignore);
     let image = run.build()?;
@@ -62,9 +62,8 @@ pub fn build(
 /// checked before the build takes minutes.
 fn check_request(engine: &Engine, request: &BuildRequest) -> Result<(), BuildError> {
     for tag in &request.tags {
-        parse_reference(tag).map_err(|error| {
-            BuildError::Invalid(format!("invalid tag {tag:?}: {error}"))
-        })?;
+        parse_reference(tag)
+            .map_err(|error| BuildError::Invalid(format!("invalid tag {tag:?}: {error}")))?;
     }
     if let Some(platform) = request.platform.as_deref().filter(|text| !text.is_empty()) {
         let host = format!("linux/{}", berth_image::host_architecture());
@@ -151,7 +150,9 @@ fn base_image(
         }
     }
     let settings = berth_engine::images::pull::RegistrySettings::load(&berth_engine::config_file())
-        .map_err(|error| BuildError::Invalid(format!("failed to read the registry settings: {error}")))?;
+        .map_err(|error| {
+            BuildError::Invalid(format!("failed to read the registry settings: {error}"))
+        })?;
     let request = berth_engine::images::pull::PullRequest {
         reference: name.to_owned(),
         platform: None,
@@ -165,8 +166,12 @@ fn base_image(
 
 /// Parses one ONBUILD trigger as the instruction it is.
 fn parse_trigger(trigger: &str) -> Result<dockerfile::Instruction, BuildError> {
-    let parsed: Dockerfile = dockerfile::parse(&format!("FROM scratch\n{trigger}\n"))
-        .map_err(|error| BuildError::Invalid(format!("failed to parse ONBUILD trigger {trigger:?}: {error}")))?;
+    let parsed: Dockerfile =
+        dockerfile::parse(&format!("FROM scratch\n{trigger}\n")).map_err(|error| {
+            BuildError::Invalid(format!(
+                "failed to parse ONBUILD trigger {trigger:?}: {error}"
+            ))
+        })?;
     parsed
         .stages
         .into_iter()

@@ -126,10 +126,7 @@ pub fn place(
         let at = Path::new("/").join(&destination);
         extract_into_container(&filesystem, &at.to_string_lossy(), stream, &options).map_err(
             |error| {
-                BuildError::Invalid(format!(
-                    "failed to extract {}: {error}",
-                    archive.display()
-                ))
+                BuildError::Invalid(format!("failed to extract {}: {error}", archive.display()))
             },
         )?;
     }
@@ -170,7 +167,8 @@ fn extract_items(root: &Path, container: &str, items: &[Item<'_>]) -> Result<(),
     let (reader, writer) = std::io::pipe().map_err(BuildError::Pipe)?;
     std::thread::scope(|scope| {
         let writing = scope.spawn(|| write_tar(items, writer));
-        let extracted = extract_into_container(&filesystem, "/", reader, &ExtractOptions::default());
+        let extracted =
+            extract_into_container(&filesystem, "/", reader, &ExtractOptions::default());
         let written = writing.join().expect("the tar writer does not panic");
         extracted.map_err(|error| BuildError::Invalid(format!("failed to copy files: {error}")))?;
         written
@@ -209,7 +207,13 @@ enum Item<'a> {
     },
 }
 
-fn header(kind: tar::EntryType, mode: u32, owner: (u32, u32), mtime: u64, size: u64) -> tar::Header {
+fn header(
+    kind: tar::EntryType,
+    mode: u32,
+    owner: (u32, u32),
+    mtime: u64,
+    size: u64,
+) -> tar::Header {
     let mut header = tar::Header::new_gnu();
     header.set_entry_type(kind);
     header.set_mode(mode);
@@ -307,7 +311,5 @@ fn append_entry(
 fn directory_name(name: &Path) -> PathBuf {
     let mut text = bytes(name);
     text.push(b'/');
-    PathBuf::from(std::ffi::OsString::from(
-        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(text),
-    ))
+    PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(text))
 }

@@ -89,7 +89,7 @@ pub fn bytes(name: &Path) -> Vec<u8> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use std::os::unix::fs::symlink;
+    use fs_err::os::unix::fs::symlink;
 
     #[test]
     fn clean_keeps_dot_dot_at_the_root() {

@@ -76,9 +76,7 @@ impl<'a> StageRun<'a> {
             let built = self.build_stage(index)?;
             self.results[index] = Some(built);
         }
-        let mut last = self.results[target]
-            .clone()
-            .expect("the target was built");
+        let mut last = self.results[target].clone().expect("the target was built");
         if !self.request.labels.is_empty() {
             self.apply_labels(&mut last)?;
         }
@@ -115,11 +113,16 @@ impl<'a> StageRun<'a> {
                 "the Dockerfile has no FROM: no build stage".to_owned(),
             ));
         }
-        match self.request.target.as_deref().filter(|target| !target.is_empty()) {
+        match self
+            .request
+            .target
+            .as_deref()
+            .filter(|target| !target.is_empty())
+        {
             None => Ok(stages.len() - 1),
-            Some(target) => self
-                .stage_index(target, stages.len())
-                .ok_or_else(|| BuildError::Invalid(format!("target stage \"{target}\" could not be found"))),
+            Some(target) => self.stage_index(target, stages.len()).ok_or_else(|| {
+                BuildError::Invalid(format!("target stage \"{target}\" could not be found"))
+            }),
         }
     }
 

@@ -112,7 +112,8 @@ pub fn run_step(
             let mut expanded = Vec::new();
             for port in ports {
                 expanded.extend(
-                    expand_words(port, escape, &|name| state.variable(name)).map_err(expand_error)?,
+                    expand_words(port, escape, &|name| state.variable(name))
+                        .map_err(expand_error)?,
                 );
             }
             metadata::expose(&mut state.image, &expanded)?;
@@ -158,7 +159,9 @@ fn metadata_step(
         .add(&serde_json::to_vec(&state.image.config).expect("a config always serializes"))
         .add(state.image.author.as_deref().unwrap_or_default().as_bytes());
     let image = state.image.clone();
-    cached_or_made(run, state, key, |run| commit_metadata(run.engine, &image, history))
+    cached_or_made(run, state, key, |run| {
+        commit_metadata(run.engine, &image, history)
+    })
 }
 
 /// The cached image for `key`, or the one `make` makes (then recorded).
@@ -261,25 +264,27 @@ fn run_command(
         .add(&serde_json::to_vec(&state.image.config).expect("a config always serializes"))
         .add(network.as_deref().unwrap_or_default().as_bytes());
     let shown = args.join(" ");
-    let settings = RunSettings {
-        args,
-        env,
-        network,
-    };
+    let settings = RunSettings { args, env, network };
     let mut image = state.image.clone();
     cached_or_made(run, state, key, |run| {
         let parent = ensure_image(run.engine, &mut image)?;
         let progress = &mut *run.progress;
-        with_step_container(run.engine, &parent, &image, Some(&settings), |engine, id| {
-            let code = run_container(engine, id, progress)?;
-            if code != 0 {
-                return Err(BuildError::StepFailed {
-                    command: shown,
-                    code,
-                });
-            }
-            commit_layer(engine, id, &parent, &image, history)
-        })
+        with_step_container(
+            run.engine,
+            &parent,
+            &image,
+            Some(&settings),
+            |engine, id| {
+                let code = run_container(engine, id, progress)?;
+                if code != 0 {
+                    return Err(BuildError::StepFailed {
+                        command: shown,
+                        code,
+                    });
+                }
+                commit_layer(engine, id, &parent, &image, history)
+            },
+        )
     })
 }
 
@@ -360,9 +365,8 @@ fn copy_files(
     history: History,
 ) -> Result<(), BuildError> {
     let escape = run.escape();
-    let expand = |word: &str| {
-        expand_word(word, escape, &|name| state.variable(name)).map_err(expand_error)
-    };
+    let expand =
+        |word: &str| expand_word(word, escape, &|name| state.variable(name)).map_err(expand_error);
     let flags = copy_flags(&copy.flags, add, &expand)?;
     let mut sources = Vec::new();
     for source in &copy.sources {
@@ -455,7 +459,12 @@ fn copy_files(
         with_step_container(run.engine, &parent, &image, None, |engine, id| {
             let put = |engine: &berth_engine::Engine, source_root: Option<&std::path::Path>| {
                 with_root(engine, id, |root| {
-                    let mut spec = spec.clone_for(chown.as_deref().map(|chown| resolve_chown(root, chown)).transpose()?);
+                    let mut spec = spec.clone_for(
+                        chown
+                            .as_deref()
+                            .map(|chown| resolve_chown(root, chown))
+                            .transpose()?,
+                    );
                     match (source_root, &context_sources) {
                         (Some(source_root), _) => {
                             let root_source = SourceRoot::Image { root: source_root };
@@ -467,7 +476,10 @@ fn copy_files(
                             place(sources, &spec, false, root, id)
                         }
                         (None, None) => {
-                            let root_source = SourceRoot::Context { directory: context, ignore };
+                            let root_source = SourceRoot::Context {
+                                directory: context,
+                                ignore,
+                            };
                             let sources = collect_sources(&root_source, &spec)?;
                             place(&sources, &spec, false, root, id)
                         }
@@ -478,7 +490,9 @@ fn copy_files(
                 Some(from) => {
                     let scratch = StepImage::scratch();
                     with_step_container(engine, from, &scratch, None, |engine, from_id| {
-                        with_root(engine, from_id, |source_root| put(engine, Some(source_root)))
+                        with_root(engine, from_id, |source_root| {
+                            put(engine, Some(source_root))
+                        })
                     })?;
                 }
                 None => put(engine, None)?,

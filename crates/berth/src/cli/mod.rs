@@ -23,8 +23,8 @@ use crate::commands::container::logs::LogsArgs;
 use crate::commands::container::options::{CreateOptions, RunOptions};
 use crate::commands::container::top::{PortArgs, StatsArgs, TopArgs};
 use crate::commands::image::{
-    BuildArgs, HistoryArgs, ImagesArgs, ImportArgs, InspectArgs, LoadArgs, PruneArgs, PullArgs, PushArgs,
-    RmiArgs, SaveArgs, TagArgs,
+    BuildArgs, HistoryArgs, ImagesArgs, ImportArgs, InspectArgs, LoadArgs, PruneArgs, PullArgs,
+    PushArgs, RmiArgs, SaveArgs, TagArgs,
 };
 use crate::commands::monitor::MonitorArgs;
 use crate::commands::network::NetworkCommand;

@@ -91,7 +91,10 @@ pub fn run(engine: &mut Engine, args: &BuildArgs) -> anyhow::Result<i32> {
         }
         Err(error) => {
             progress.fail_step(&error);
-            eprintln!("ERROR: failed to solve: {}", berth_engine::ErrorChain(&error));
+            eprintln!(
+                "ERROR: failed to solve: {}",
+                berth_engine::ErrorChain(&error)
+            );
             Ok(1)
         }
     }
@@ -118,7 +121,10 @@ fn refuse_unsupported(args: &BuildArgs) -> anyhow::Result<()> {
 /// temporary directory while the build runs (the second value).
 fn resolve_request(args: &BuildArgs) -> anyhow::Result<(BuildRequest, Option<tempfile::TempDir>)> {
     if args.path.contains("://") || args.path.starts_with("git@") {
-        bail!("building from a URL or git repository ({}) is not supported by berth yet", args.path);
+        bail!(
+            "building from a URL or git repository ({}) is not supported by berth yet",
+            args.path
+        );
     }
     let mut stdin_context = None;
     let (context, mut dockerfile) = if args.path == "-" {
@@ -275,7 +281,10 @@ impl Progress for PlainProgress {
         self.step += 1;
         self.open = true;
         self.started = Instant::now();
-        self.write(&format!("#{} [{number}/{total}] {instruction}\n", self.step));
+        self.write(&format!(
+            "#{} [{number}/{total}] {instruction}\n",
+            self.step
+        ));
     }
 
     fn output(&mut self, bytes: &[u8]) {

@@ -1,0 +1,442 @@
+//! `berth build`: Dockerfiles built by berth's builder and run; the cache
+//! (a rebuild reuses every step, a changed file rebuilds from its COPY,
+//! `--no-cache` rebuilds all); stages, targets, heredocs, .dockerignore;
+//! every bad input with its message and nothing left behind; and, where a
+//! Docker engine is reachable (`BERTH_TEST_DOCKER_HOST`), the same
+//! Dockerfile built by Docker's BuildKit gives the same config and files.
+
+#![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
+
+mod support;
+
+use std::path::Path;
+
+use support::{docker, docker_host, fixture, Berth};
+
+/// Writes `files` (name, content) under `directory`.
+fn write_context(directory: &Path, files: &[(&str, &str)]) {
+    for (name, content) in files {
+        let path = directory.join(name);
+        fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+        fs_err::write(path, content).unwrap();
+    }
+}
+
+fn context(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let directory = tempfile::Builder::new()
+        .prefix("berth-build-context-")
+        .tempdir()
+        .unwrap();
+    write_context(directory.path(), files);
+    directory
+}
+
+fn berth_with_busybox() -> Berth {
+    let berth = Berth::new();
+    berth.load("busybox-docker.tar");
+    berth
+}
+
+const APP: &str = "\
+FROM busybox
+ARG GREETING=hello
+ENV APP=/app
+WORKDIR $APP
+COPY hello.txt .
+COPY sub/ ./sub/
+RUN echo \"$GREETING from run\" > made.txt && cat hello.txt
+LABEL purpose=test
+EXPOSE 8080 53/udp
+VOLUME /data
+USER 1000:1000
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=5s CMD true
+CMD [\"cat\", \"/app/made.txt\"]
+";
+
+fn app_context() -> tempfile::TempDir {
+    context(&[
+        ("Dockerfile", APP),
+        ("hello.txt", "hi\n"),
+        ("sub/s.txt", "s\n"),
+    ])
+}
+
+fn inspect(berth: &Berth, image: &str, format: &str) -> String {
+    berth
+        .run(&["image", "inspect", image, "--format", format])
+        .ok()
+        .trim()
+        .to_owned()
+}
+
+/// The `#N CACHED` lines of a build's progress, as instructions.
+fn cached_steps(stderr: &str) -> Vec<String> {
+    let lines: Vec<&str> = stderr.lines().collect();
+    let mut cached = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        if line.ends_with(" CACHED") {
+            let number = line.split_whitespace().next().unwrap();
+            let step = lines[..index]
+                .iter()
+                .rev()
+                .find(|earlier| earlier.starts_with(&format!("{number} [")))
+                .unwrap();
+            cached.push(step.split_once("] ").unwrap().1.to_owned());
+        }
+    }
+    cached
+}
+
+#[test]
+fn a_dockerfile_builds_an_image_that_runs_with_its_config() {
+    let berth = berth_with_busybox();
+    let directory = app_context();
+    let built = berth.run(&["build", "-t", "app:1", directory.path().to_str().unwrap()]);
+    let stderr = built.stderr();
+    built.ok();
+    assert!(stderr.contains("#7 [7/14] RUN"), "{stderr}");
+    assert!(
+        stderr.contains(" hi\n"),
+        "the RUN's output is shown: {stderr}"
+    );
+    assert!(
+        stderr.contains("naming to docker.io/library/app:1 done"),
+        "{stderr}"
+    );
+
+    assert_eq!(
+        berth.run(&["run", "--rm", "app:1"]).ok(),
+        "hello from run\n"
+    );
+    let files = berth
+        .run(&[
+            "run",
+            "--rm",
+            "--user",
+            "0",
+            "app:1",
+            "sh",
+            "-c",
+            "find /app -exec stat -c '%n %a %u:%g' {} + | sort",
+        ])
+        .ok();
+    assert_eq!(
+        files,
+        "/app 755 0:0\n/app/hello.txt 644 0:0\n/app/made.txt 644 0:0\n/app/sub 755 0:0\n/app/sub/s.txt 644 0:0\n"
+    );
+    assert_eq!(
+        inspect(&berth, "app:1", "{{json .Config.Env}}"),
+        r#"["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","APP=/app"]"#
+    );
+    assert_eq!(inspect(&berth, "app:1", "{{.Config.WorkingDir}}"), "/app");
+    assert_eq!(inspect(&berth, "app:1", "{{.Config.User}}"), "1000:1000");
+    assert_eq!(
+        inspect(&berth, "app:1", "{{json .Config.ExposedPorts}}"),
+        r#"{"53/udp":{},"8080/tcp":{}}"#
+    );
+    assert_eq!(
+        inspect(&berth, "app:1", "{{json .Config.Volumes}}"),
+        r#"{"/data":{}}"#
+    );
+    assert_eq!(
+        inspect(&berth, "app:1", "{{json .Config.Labels}}"),
+        r#"{"purpose":"test"}"#
+    );
+    assert_eq!(
+        inspect(&berth, "app:1", "{{.Config.StopSignal}}"),
+        "SIGTERM"
+    );
+    assert_eq!(
+        inspect(&berth, "app:1", "{{json .Config.Healthcheck}}"),
+        r#"{"Test":["CMD-SHELL","true"],"Interval":5000000000}"#
+    );
+    // The build's containers are gone; its steps are hidden from `images`.
+    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "");
+    let images = berth.run(&["images", "-q"]).ok();
+    assert_eq!(images.lines().count(), 2, "{images}");
+    assert!(berth.run(&["images", "-aq"]).ok().lines().count() > 2);
+}
+
+#[test]
+fn a_rebuild_is_cached_and_a_changed_file_rebuilds_from_its_copy() {
+    let berth = berth_with_busybox();
+    let directory = app_context();
+    let path = directory.path().to_str().unwrap();
+    let first = berth.run(&["build", "-q", path]).ok();
+    let again = berth.run(&["build", path]);
+    let stderr = again.stderr();
+    assert_eq!(again.ok(), "", "progress goes to stderr");
+    assert_eq!(
+        cached_steps(&stderr).len(),
+        13,
+        "every step but FROM: {stderr}"
+    );
+    assert_eq!(
+        berth.run(&["build", "-q", path]).ok(),
+        first,
+        "the same image"
+    );
+
+    write_context(directory.path(), &[("sub/s.txt", "changed\n")]);
+    let changed = berth.run(&["build", path]);
+    let stderr = changed.stderr();
+    changed.ok();
+    assert_eq!(
+        cached_steps(&stderr),
+        [
+            "ARG GREETING=hello",
+            "ENV APP=/app",
+            "WORKDIR $APP",
+            "COPY hello.txt ."
+        ],
+        "{stderr}"
+    );
+    // A build arg is part of the RUN's key.
+    let with_arg = berth.run(&["build", "--build-arg", "GREETING=hey", "-t", "hey", path]);
+    let stderr = with_arg.stderr();
+    with_arg.ok();
+    assert!(
+        !cached_steps(&stderr)
+            .iter()
+            .any(|step| step.starts_with("RUN")),
+        "{stderr}"
+    );
+    assert_eq!(berth.run(&["run", "--rm", "hey"]).ok(), "hey from run\n");
+
+    let no_cache = berth.run(&["build", "--no-cache", path]);
+    let stderr = no_cache.stderr();
+    no_cache.ok();
+    assert!(cached_steps(&stderr).is_empty(), "{stderr}");
+}
+
+#[test]
+fn stages_build_only_what_the_target_needs() {
+    let berth = berth_with_busybox();
+    let dockerfile = "\
+FROM busybox AS build
+RUN mkdir -p /out && echo built > /out/artifact
+FROM busybox AS broken
+RUN echo broken stage ran; exit 3
+FROM scratch
+COPY --from=build /out /
+COPY --from=0 /bin/busybox /bin/
+CMD [\"/bin/busybox\", \"cat\", \"/artifact\"]
+";
+    let directory = context(&[("Dockerfile", dockerfile)]);
+    let path = directory.path().to_str().unwrap();
+    let built = berth.run(&["build", "-t", "staged", path]);
+    let stderr = built.stderr();
+    built.ok();
+    assert!(!stderr.contains("broken stage ran"), "{stderr}");
+    assert_eq!(berth.run(&["run", "--rm", "staged"]).ok(), "built\n");
+
+    let target = berth.run(&["build", "--target", "broken", path]);
+    let stderr = target.fails(1);
+    assert!(stderr.contains("broken stage ran"), "{stderr}");
+    assert!(
+        stderr.contains("ERROR: failed to solve: process \"/bin/sh -c echo broken stage ran; exit 3\" did not complete successfully: exit code: 3"),
+        "{stderr}"
+    );
+    let missing = berth.run(&["build", "--target", "nope", path]);
+    assert!(missing
+        .fails(1)
+        .contains("target stage \"nope\" could not be found"));
+    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "", "no container left");
+}
+
+#[test]
+fn heredocs_and_dockerignore() {
+    let berth = berth_with_busybox();
+    let dockerfile = "\
+FROM busybox
+ARG NAME=berth
+RUN <<EOF
+echo first > /one
+echo second >> /one
+EOF
+COPY <<EOF /greeting
+hello ${NAME}
+EOF
+COPY <<\"EOF\" /literal
+hello ${NAME}
+EOF
+COPY . /ctx/
+";
+    let directory = context(&[
+        ("Dockerfile", dockerfile),
+        (".dockerignore", "secret*\n**/*.log\n!keep.log\n"),
+        ("secret.txt", "no\n"),
+        ("kept.txt", "yes\n"),
+        ("deep/a.log", "no\n"),
+        ("keep.log", "yes\n"),
+    ]);
+    berth
+        .run(&["build", "-t", "docs", directory.path().to_str().unwrap()])
+        .ok();
+    let shown = |command: &str| {
+        berth
+            .run(&["run", "--rm", "docs", "sh", "-c", command])
+            .ok()
+    };
+    assert_eq!(shown("cat /one"), "first\nsecond\n");
+    assert_eq!(shown("cat /greeting"), "hello berth\n");
+    assert_eq!(shown("cat /literal"), "hello ${NAME}\n");
+    assert_eq!(
+        shown("cd /ctx && find . | sort"),
+        ".\n./.dockerignore\n./Dockerfile\n./deep\n./keep.log\n./kept.txt\n"
+    );
+}
+
+#[test]
+fn bad_input_is_refused_with_its_reason_and_leaves_nothing() {
+    let berth = berth_with_busybox();
+    let before = berth.content();
+    let cases: &[(&str, &[&str], &str)] = &[
+        ("FROM busybox\nFOO bar\n", &[], "dockerfile parse error on line 2: unknown instruction: FOO"),
+        ("FROM busybox\nCOPY missing.txt /\n", &[], "\"/missing.txt\": not found"),
+        ("FROM busybox\nRUN --mount=type=cache,target=/c true\n", &[], "RUN --mount is not supported by berth's builder yet"),
+        ("FROM busybox\nADD http://example.com/x /\n", &[], "ADD from a URL or git repository (http://example.com/x) is not supported"),
+        ("FROM busybox\nCOPY a b /x\n", &[], "When using COPY with more than one source file, the destination must be a directory and end with a /"),
+        ("FROM busybox\n", &["--platform", "linux/arm64"], "building for platform linux/arm64 is not supported by berth yet"),
+        ("FROM busybox\n", &["--secret", "id=x,src=/dev/null"], "--secret is not supported by berth's builder yet"),
+        ("FROM busybox\n", &["-t", "Bad:Tag"], "invalid tag \"Bad:Tag\""),
+    ];
+    for (dockerfile, flags, expected) in cases {
+        let directory = context(&[("Dockerfile", dockerfile), ("a", "a"), ("b", "b")]);
+        let mut args = vec!["build"];
+        args.extend_from_slice(flags);
+        args.push(directory.path().to_str().unwrap());
+        let failed = berth.run(&args);
+        assert_ne!(failed.code(), 0, "{dockerfile}");
+        let stderr = failed.stderr();
+        assert!(stderr.contains(expected), "{dockerfile}: {stderr}");
+    }
+    let missing = berth.run(&["build", "/nonexistent/context"]);
+    assert!(
+        missing.stderr().contains("unable to prepare context"),
+        "{}",
+        missing.stderr()
+    );
+    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "");
+    // No temporary file is left (the steps that ran before a failure
+    // stay, as cache).
+    let after = berth.content();
+    assert!(
+        after
+            .iter()
+            .all(|path| !path.starts_with(berth.root().join("tmp")) || before.contains(path)),
+        "{after:?}"
+    );
+}
+
+/// One line per file: path, type, mode, owner, size, link target.
+fn file_tree(engine: &dyn Fn(&[&str]) -> std::process::Output, image: &str) -> String {
+    let output = engine(&[
+        "run",
+        "--rm",
+        "--user",
+        "0",
+        "--entrypoint",
+        "sh",
+        image,
+        "-c",
+        "find /app /out -exec stat -c '%n %F %a %u:%g %s %N' {} + 2>/dev/null | sort",
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn the_same_dockerfile_as_docker_gives_the_same_config_and_files() {
+    let Some(host) = docker_host() else {
+        return;
+    };
+    let archive = fixture("busybox-docker.tar");
+    let loaded = docker(&host, &["load", "-q", "-i", archive.to_str().unwrap()]);
+    assert!(loaded.status.success(), "{loaded:?}");
+    let berth = berth_with_busybox();
+    let dockerfile = "\
+FROM busybox
+ENV APP=/app LEVEL=2
+WORKDIR $APP
+COPY --chown=1000:1000 hello.txt ./
+COPY --chmod=755 run.sh /app/bin/
+COPY sub /app/sub
+RUN ln -s hello.txt /app/link && mkdir -p /out && echo $LEVEL > /out/level
+LABEL a=1 b=\"two words\"
+EXPOSE 80
+VOLUME [\"/data\"]
+ENTRYPOINT [\"/app/bin/run.sh\"]
+CMD [\"x\"]
+SHELL [\"/bin/sh\", \"-ec\"]
+ONBUILD RUN echo child
+STOPSIGNAL SIGINT
+HEALTHCHECK --interval=10s --retries=2 CMD [\"true\"]
+USER nobody
+";
+    let directory = context(&[
+        ("Dockerfile", dockerfile),
+        ("hello.txt", "hi\n"),
+        ("run.sh", "#!/bin/sh\necho run \"$@\"\n"),
+        ("sub/inner/deep.txt", "deep\n"),
+    ]);
+    let path = directory.path().to_str().unwrap();
+    berth.run(&["build", "-t", "differential", path]).ok();
+    // Debian's docker.io CLI (20.10) has BuildKit built in; a newer CLI
+    // needs the buildx plugin, which Debian does not package.
+    let buildkit_cli = Path::new("/usr/bin/docker");
+    if !buildkit_cli.exists() {
+        eprintln!("SKIP: no /usr/bin/docker (docker.io's CLI, BuildKit built in)");
+        return;
+    }
+    let built = std::process::Command::new(buildkit_cli)
+        .args([
+            "-H",
+            &host,
+            "build",
+            "-q",
+            "-t",
+            "berth-test-differential",
+            path,
+        ])
+        .env("DOCKER_BUILDKIT", "1")
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+    let _cleanup = RemoveDockerImage(&host);
+
+    let fields = "{{json .Config.Env}} {{json .Config.Cmd}} {{json .Config.Entrypoint}} {{.Config.WorkingDir}} {{.Config.User}} {{json .Config.ExposedPorts}} {{json .Config.Volumes}} {{json .Config.Labels}} {{json .Config.Healthcheck}} {{.Config.StopSignal}} {{json .Config.Shell}} {{json .Config.OnBuild}}";
+    let docker_config = docker(
+        &host,
+        &[
+            "image",
+            "inspect",
+            "berth-test-differential",
+            "--format",
+            fields,
+        ],
+    );
+    assert_eq!(
+        inspect(&berth, "differential", fields),
+        String::from_utf8_lossy(&docker_config.stdout).trim()
+    );
+    let in_berth = |args: &[&str]| berth.run(args).output;
+    let in_docker = |args: &[&str]| docker(&host, args);
+    let tree = file_tree(&in_berth, "differential");
+    assert!(
+        tree.contains("/app/hello.txt regular file 644 1000:1000 3"),
+        "{tree}"
+    );
+    assert_eq!(tree, file_tree(&in_docker, "berth-test-differential"));
+}
+
+/// Removes the Docker side's image and build cache when the test ends.
+struct RemoveDockerImage<'a>(&'a str);
+
+impl Drop for RemoveDockerImage<'_> {
+    fn drop(&mut self) {
+        let _ = docker(self.0, &["rmi", "-f", "berth-test-differential"]);
+        let _ = docker(self.0, &["builder", "prune", "-af"]);
+    }
+}
