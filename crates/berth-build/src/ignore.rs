@@ -441,10 +441,15 @@ mod tests {
         assert!(matcher("[^a]").is_excluded("b"));
         assert_eq!(
             IgnoreMatcher::parse("[a-").unwrap_err(),
-            IgnoreError::BadPattern { pattern: "[a-".into() }
+            IgnoreError::BadPattern {
+                pattern: "[a-".into()
+            }
         );
         assert!(IgnoreMatcher::parse("[]").is_err());
-        assert_eq!(IgnoreMatcher::parse("!").unwrap_err().to_string(), "illegal exclusion pattern: \"!\"");
+        assert_eq!(
+            IgnoreMatcher::parse("!").unwrap_err().to_string(),
+            "illegal exclusion pattern: \"!\""
+        );
     }
 
     #[test]
@@ -465,7 +470,10 @@ mod tests {
         let m = matcher("*\n!src/**/*.rs\n!**/Cargo.toml\n");
         assert!(m.may_include_inside("src"));
         assert!(m.may_include_inside("src/a/b"));
-        assert!(m.may_include_inside("target"), "**/Cargo.toml can be anywhere");
+        assert!(
+            m.may_include_inside("target"),
+            "**/Cargo.toml can be anywhere"
+        );
         let m = matcher("*\n!src/*.rs\n");
         assert!(m.may_include_inside("src"));
         assert!(!m.may_include_inside("src/deep"), "* does not cross /");

@@ -109,7 +109,10 @@ mod tests {
         assert_eq!(parser.escape, '`');
         assert_eq!(parser.syntax.as_deref(), Some("docker/dockerfile:1"));
         assert!(!parser.parse_line("FROM x").unwrap());
-        assert!(!parser.parse_line("# syntax=y").unwrap(), "directives end at an instruction");
+        assert!(
+            !parser.parse_line("# syntax=y").unwrap(),
+            "directives end at an instruction"
+        );
     }
 
     #[test]

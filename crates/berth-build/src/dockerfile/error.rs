@@ -35,7 +35,11 @@ impl ParseError {
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.kind.is_instruction_error() {
-            write!(f, "dockerfile parse error on line {}: {}", self.line, self.kind)
+            write!(
+                f,
+                "dockerfile parse error on line {}: {}",
+                self.line, self.kind
+            )
         } else {
             write!(f, "{}", self.kind)
         }
@@ -205,7 +209,10 @@ mod tests {
             flag: "--chmown".into(),
             suggestion: Some("chown".into()),
         };
-        assert_eq!(kind.to_string(), "unknown flag: --chmown (did you mean chown?)");
+        assert_eq!(
+            kind.to_string(),
+            "unknown flag: --chmown (did you mean chown?)"
+        );
         assert_eq!(go_quote("a\"b\\c\td"), r#""a\"b\\c\td""#);
         assert_eq!(go_quote("é\x01"), "\"é\\x01\"");
     }

@@ -387,7 +387,11 @@ impl<'a> Lexer<'a> {
                 }
                 let unset = value.is_none() || (null_is_unset && value.as_deref() == Some(""));
                 match operator {
-                    '-' => Ok(if unset { word } else { value.unwrap_or_default() }),
+                    '-' => Ok(if unset {
+                        word
+                    } else {
+                        value.unwrap_or_default()
+                    }),
                     '+' => Ok(if unset { String::new() } else { word }),
                     '?' => {
                         let message = match (&value, word.is_empty()) {

@@ -54,7 +54,11 @@ fn quotes_and_escapes() {
     assert_eq!(ok("\"$HOME\""), "/root");
     assert_eq!(ok("\\$HOME"), "$HOME");
     assert_eq!(ok("\\\\$HOME"), "\\/root");
-    assert_eq!(ok("\"a\\tb\""), "a\\tb", "unknown escapes stay inside double quotes");
+    assert_eq!(
+        ok("\"a\\tb\""),
+        "a\\tb",
+        "unknown escapes stay inside double quotes"
+    );
     assert_eq!(ok("a\\tb"), "atb", "outside quotes the escape goes");
     assert_eq!(ok("'a\\tb'"), "a\\tb");
     assert_eq!(ok("\"a\\\"b\""), "a\"b");
@@ -148,7 +152,10 @@ fn malformed_references() {
             modifier: "\u{fffd}".into()
         }
     );
-    assert!(matches!(kind("${.}"), ExpandErrorKind::UnsupportedModifier { .. }));
+    assert!(matches!(
+        kind("${.}"),
+        ExpandErrorKind::UnsupportedModifier { .. }
+    ));
     assert_eq!(kind("'open"), ExpandErrorKind::UnterminatedSingleQuote);
     assert_eq!(kind("\"open"), ExpandErrorKind::UnterminatedDoubleQuote);
     assert_eq!(kind("\"open\\\""), ExpandErrorKind::UnterminatedDoubleQuote);
@@ -163,8 +170,15 @@ fn word_splitting() {
     assert_eq!(words("'a b' \"c d\""), ["a b", "c d"]);
     assert_eq!(words("a\\\" b"), ["a\"", "b"]);
     assert!(words("").is_empty());
-    assert!(words("\"\"").is_empty(), "an empty quoted word is dropped, as BuildKit does");
-    assert_eq!(words("${UNSET:-\"p q\"}"), ["p", "q"], "a default's value splits");
+    assert!(
+        words("\"\"").is_empty(),
+        "an empty quoted word is dropped, as BuildKit does"
+    );
+    assert_eq!(
+        words("${UNSET:-\"p q\"}"),
+        ["p", "q"],
+        "a default's value splits"
+    );
     assert_eq!(words("<< EOF x"), ["<< EOF", "x"]);
 }
 

@@ -14,7 +14,7 @@ pub(crate) enum FlagKind {
     Strings,
 }
 
-use FlagKind::{Bool, Strings, String as Text};
+use FlagKind::{Bool, String as Text, Strings};
 
 pub(crate) const FROM: &[(&str, FlagKind)] = &[("platform", Text)];
 pub(crate) const RUN: &[(&str, FlagKind)] = &[
@@ -110,9 +110,25 @@ mod tests {
 
     #[test]
     fn known_flags_pass_raw() {
-        let flags = check(&["--from=build", "--link", "--exclude=a", "--exclude=b"], COPY).unwrap();
-        assert_eq!(flags[0], Flag { name: "from".into(), value: Some("build".into()) });
-        assert_eq!(flags[1], Flag { name: "link".into(), value: None });
+        let flags = check(
+            &["--from=build", "--link", "--exclude=a", "--exclude=b"],
+            COPY,
+        )
+        .unwrap();
+        assert_eq!(
+            flags[0],
+            Flag {
+                name: "from".into(),
+                value: Some("build".into())
+            }
+        );
+        assert_eq!(
+            flags[1],
+            Flag {
+                name: "link".into(),
+                value: None
+            }
+        );
         assert_eq!(flags.len(), 4);
     }
 
@@ -127,8 +143,14 @@ mod tests {
             check(&["--from=a", "--from=b"], COPY).unwrap_err(),
             "duplicate flag specified: --from"
         );
-        assert_eq!(check(&["--from"], COPY).unwrap_err(), "missing a value on flag: --from");
-        assert_eq!(check(&["--link="], COPY).unwrap_err(), "missing a value on flag: --link");
+        assert_eq!(
+            check(&["--from"], COPY).unwrap_err(),
+            "missing a value on flag: --from"
+        );
+        assert_eq!(
+            check(&["--link="], COPY).unwrap_err(),
+            "missing a value on flag: --link"
+        );
         assert_eq!(
             check(&["--link=yes"], COPY).unwrap_err(),
             "expecting boolean value for flag --link, not: yes"

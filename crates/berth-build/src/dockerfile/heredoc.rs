@@ -100,11 +100,17 @@ mod tests {
     #[test]
     fn heredoc_words() {
         let h = parse_heredoc("<<EOF").unwrap();
-        assert_eq!((h.name.as_str(), h.expand, h.chomp, h.file_descriptor), ("EOF", true, false, None));
+        assert_eq!(
+            (h.name.as_str(), h.expand, h.chomp, h.file_descriptor),
+            ("EOF", true, false, None)
+        );
         let h = parse_heredoc("<<-'END'").unwrap();
         assert_eq!((h.name.as_str(), h.expand, h.chomp), ("END", false, true));
         let h = parse_heredoc("3<<\"X\"").unwrap();
-        assert_eq!((h.name.as_str(), h.expand, h.file_descriptor), ("X", false, Some(3)));
+        assert_eq!(
+            (h.name.as_str(), h.expand, h.file_descriptor),
+            ("X", false, Some(3))
+        );
         let h = parse_heredoc("<<E'O'F").unwrap();
         assert_eq!((h.name.as_str(), h.expand), ("EOF", false));
         assert!(parse_heredoc("<<").is_none());
@@ -118,7 +124,10 @@ mod tests {
         let docs = heredocs_in_line("RUN <<A cat - <<'B' > out");
         let names: Vec<&str> = docs.iter().map(|h| h.name.as_str()).collect();
         assert_eq!(names, ["A", "B"]);
-        assert!(heredocs_in_line("RUN echo '<<EOF'").is_empty(), "quoted: not a heredoc");
+        assert!(
+            heredocs_in_line("RUN echo '<<EOF'").is_empty(),
+            "quoted: not a heredoc"
+        );
         assert_eq!(heredocs_in_line("COPY << EOF /x")[0].name, "EOF");
     }
 

@@ -4,8 +4,8 @@
 //! become global, anything else there is refused.
 
 use super::ast::{
-    ArgDeclaration, Command, Copy, Dockerfile, Healthcheck, Instruction, InstructionKind,
-    KeyValue, Run, Stage,
+    ArgDeclaration, Command, Copy, Dockerfile, Healthcheck, Instruction, InstructionKind, KeyValue,
+    Run, Stage,
 };
 use super::error::{ParseError, ParseErrorKind};
 use super::flags::{self, check_flags};
@@ -46,7 +46,11 @@ fn arguments(args: &Args) -> Vec<String> {
         Args::Pairs(pairs) => pairs
             .iter()
             .flat_map(|(key, value, equals)| {
-                [key.clone(), value.clone(), if *equals { "=" } else { "" }.to_string()]
+                [
+                    key.clone(),
+                    value.clone(),
+                    if *equals { "=" } else { "" }.to_string(),
+                ]
             })
             .collect(),
         Args::Healthcheck { kind, command } => {

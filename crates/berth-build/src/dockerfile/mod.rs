@@ -35,6 +35,6 @@ pub fn parse(source: &str) -> Result<Dockerfile, ParseError> {
 }
 
 #[cfg(test)]
-mod parse_tests;
-#[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod parse_tests;

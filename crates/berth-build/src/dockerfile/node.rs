@@ -31,7 +31,10 @@ pub(crate) enum Args {
     Words(Vec<String>),
     /// `ENV`/`LABEL`: (key, value, written with `=`).
     Pairs(Vec<(String, String, bool)>),
-    Healthcheck { kind: String, command: Box<Args> },
+    Healthcheck {
+        kind: String,
+        command: Box<Args>,
+    },
     Onbuild(Box<Node>),
 }
 
@@ -167,7 +170,11 @@ fn name_values(args: &str, instruction: &str, escape: char) -> Result<Args, Pars
                 instruction: instruction.to_string(),
             });
         };
-        return Ok(Args::Pairs(vec![(key.to_string(), value.to_string(), false)]));
+        return Ok(Args::Pairs(vec![(
+            key.to_string(),
+            value.to_string(),
+            false,
+        )]));
     }
     words
         .into_iter()
@@ -202,14 +209,20 @@ mod tests {
 
     #[test]
     fn json_or_shell() {
-        assert_eq!(node("RUN [\"a\", \"b\"]").args, Args::Json(vec!["a".into(), "b".into()]));
+        assert_eq!(
+            node("RUN [\"a\", \"b\"]").args,
+            Args::Json(vec!["a".into(), "b".into()])
+        );
         assert_eq!(node("CMD [\"a\" x").args, Args::Text("[\"a\" x".into()));
         assert_eq!(node("run  echo  hi ").args, Args::Text("echo  hi".into()));
         assert_eq!(
             parse_node("CMD [1]", '\\').unwrap_err(),
             ParseErrorKind::NotStringArray
         );
-        assert_eq!(node("COPY a  b").args, Args::Words(vec!["a".into(), "b".into()]));
+        assert_eq!(
+            node("COPY a  b").args,
+            Args::Words(vec!["a".into(), "b".into()])
+        );
         assert_eq!(node("CMD").args, Args::Empty);
     }
 
@@ -246,7 +259,9 @@ mod tests {
     #[test]
     fn onbuild_and_healthcheck() {
         let n = node("ONBUILD RUN --mount=type=cache,target=/c make");
-        let Args::Onbuild(child) = &n.args else { panic!("{n:?}") };
+        let Args::Onbuild(child) = &n.args else {
+            panic!("{n:?}")
+        };
         assert_eq!(child.flags, ["--mount=type=cache,target=/c"]);
         assert!(node("ONBUILD COPY <<EOF /x").can_contain_heredoc());
         assert!(!node("RUN [\"<<EOF\"]").can_contain_heredoc());

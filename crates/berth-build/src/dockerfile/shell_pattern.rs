@@ -77,9 +77,7 @@ impl ShellPattern {
                     }
                 }
                 Token::Any => {
-                    for n in 0..text.len() {
-                        next[n + 1] = reach[n];
-                    }
+                    next[1..].copy_from_slice(&reach[..text.len()]);
                 }
                 Token::Literal(c) => {
                     for n in 0..text.len() {
@@ -96,18 +94,19 @@ impl ShellPattern {
     /// matches: what a Go regexp `^…` with lazy (greedy) stars finds.
     pub(crate) fn match_prefix(&self, text: &[char], greedy: bool) -> Option<usize> {
         let reach = self.prefix_matches(text);
-        let mut lengths = (0..reach.len()).filter(|&n| reach[n]);
         if greedy {
-            lengths.last()
+            reach.iter().rposition(|&r| r)
         } else {
-            lengths.next()
+            reach.iter().position(|&r| r)
         }
     }
 
     /// The leftmost match in `text` at or after `from`, longest there.
     fn find(&self, text: &[char], from: usize) -> Option<(usize, usize)> {
-        (from..=text.len())
-            .find_map(|start| self.match_prefix(&text[start..], true).map(|n| (start, start + n)))
+        (from..=text.len()).find_map(|start| {
+            self.match_prefix(&text[start..], true)
+                .map(|n| (start, start + n))
+        })
     }
 
     /// `${VAR/pat/repl}` (first match) and `${VAR//pat/repl}` (every match,

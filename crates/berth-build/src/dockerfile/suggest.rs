@@ -72,6 +72,9 @@ mod tests {
         assert_eq!(suggest("cpy", &options, false).as_deref(), Some("copy"));
         assert_eq!(suggest("Rnu", &options, false).as_deref(), Some("run"));
         assert_eq!(suggest("WHATEVER", &options, false), None);
-        assert_eq!(suggest("chmown", &["chown", "chmod"], true).as_deref(), Some("chown"));
+        assert_eq!(
+            suggest("chmown", &["chown", "chmod"], true).as_deref(),
+            Some("chown")
+        );
     }
 }
