@@ -95,7 +95,8 @@ pub enum Command {
 pub struct Heredoc {
     /// The word after `<<` (`EOF`), its quotes removed.
     pub name: String,
-    /// The body, with its final newline.
+    /// The body as written, with its final newline (`chomp` not applied:
+    /// see [`Heredoc::chomped_content`]).
     pub content: String,
     /// False when the name was quoted (`<<"EOF"`, `<<'EOF'`): no expansion.
     pub expand: bool,
@@ -105,7 +106,10 @@ pub struct Heredoc {
     pub file_descriptor: Option<u32>,
 }
 
-/// A `--name=value` (or bare `--name`) flag of an instruction, raw.
+/// A `--name=value` (or bare `--name`) flag of an instruction: the name
+/// checked against the instruction's flags as BuildKit checks it, the value
+/// with its quotes and escapes removed (as BuildKit's line parser does) but
+/// `$` references left for the builder.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Flag {
     pub name: String,

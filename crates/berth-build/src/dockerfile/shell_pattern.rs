@@ -77,9 +77,7 @@ impl ShellPattern {
                     }
                 }
                 Token::Any => {
-                    for n in 0..text.len() {
-                        next[n + 1] = reach[n];
-                    }
+                    next[1..].copy_from_slice(&reach[..text.len()]);
                 }
                 Token::Literal(c) => {
                     for n in 0..text.len() {
@@ -96,11 +94,10 @@ impl ShellPattern {
     /// matches: what a Go regexp `^…` with lazy (greedy) stars finds.
     pub(crate) fn match_prefix(&self, text: &[char], greedy: bool) -> Option<usize> {
         let reach = self.prefix_matches(text);
-        let mut lengths = (0..reach.len()).filter(|&n| reach[n]);
         if greedy {
-            lengths.last()
+            reach.iter().rposition(|&r| r)
         } else {
-            lengths.next()
+            reach.iter().position(|&r| r)
         }
     }
 
