@@ -192,7 +192,7 @@ fn run_args(image: &StepImage, step: &Run) -> Vec<String> {
     match (&step.command, step.heredocs.as_slice()) {
         (Command::Shell(text), [only]) if is_only_heredoc(text, &only.name) => {
             let mut args = image.shell();
-            args.push(only.content.clone());
+            args.push(only.chomped_content());
             args
         }
         (Command::Shell(text), heredocs) if !heredocs.is_empty() => {
@@ -395,10 +395,10 @@ fn copy_files(
     let mut inline = Vec::new();
     for heredoc in &copy.heredocs {
         let content = if heredoc.expand {
-            expand_heredoc(&heredoc.content, escape, &|name| state.variable(name))
+            expand_heredoc(&heredoc.chomped_content(), escape, &|name| state.variable(name))
                 .map_err(expand_error)?
         } else {
-            heredoc.content.clone()
+            heredoc.chomped_content()
         };
         inline.push((heredoc.name.clone(), content.into_bytes()));
     }
