@@ -21,8 +21,18 @@ pub fn prune_images(store: &mut Store, all: bool) -> Result<PruneReport, EngineE
         reclaimed: store.take_recovered(),
         ..PruneReport::default()
     };
-    for image in store.images()? {
+    let images = store.images()?;
+    // An image another was built on goes with that child (the removal
+    // prunes untagged parents), never before it.
+    let parents: std::collections::HashSet<String> = images
+        .iter()
+        .filter_map(|image| super::image_parent(store, image).ok())
+        .collect();
+    for image in images {
         if !all && !image.tags.is_empty() {
+            continue;
+        }
+        if parents.contains(&image.id.to_string()) || store.image(&image.id)?.is_none() {
             continue;
         }
         if !store

@@ -140,8 +140,27 @@ fn remove_image_unrecorded(
     for tag in image.tags.iter().chain(image.repo_digests.iter()) {
         events.push(RemovalEvent::Untagged(familiar(tag)));
     }
-    let removed = store.delete_image(&image.id)?;
-    events.push(RemovalEvent::Deleted(image.id.clone()));
+    let mut parent = super::image_parent(store, &image).unwrap_or_default();
+    let mut freed = delete_image_files(store, &image.id, &mut events)?;
+    // The untagged images it was built on go with it, as moby prunes
+    // them (a build's steps): each one that no container uses and that
+    // has no other child.
+    while let Some(image) = prunable_parent(store, &parent)? {
+        parent = super::image_parent(store, &image).unwrap_or_default();
+        freed += delete_image_files(store, &image.id, &mut events)?;
+    }
+    Ok(Removal { events, freed })
+}
+
+/// Deletes the image's row and the layers and blobs only it used; the
+/// caller holds the exclusive lock.
+fn delete_image_files(
+    store: &mut Store,
+    id: &Digest,
+    events: &mut Vec<RemovalEvent>,
+) -> Result<u64, EngineError> {
+    let removed = store.delete_image(id)?;
+    events.push(RemovalEvent::Deleted(id.clone()));
     let mut freed = 0;
     let layers = store.layers();
     for chain_id in removed.layers.iter().rev() {
@@ -152,7 +171,33 @@ fn remove_image_unrecorded(
     for digest in &removed.blobs {
         freed += blobs.delete(digest)?;
     }
-    Ok(Removal { events, freed })
+    Ok(freed)
+}
+
+/// The image `parent` names when it goes with its child: untagged, used
+/// by no container, and the parent of no other image.
+fn prunable_parent(
+    store: &Store,
+    parent: &str,
+) -> Result<Option<berth_store::ImageRecord>, EngineError> {
+    let Ok(id) = Digest::parse(parent) else {
+        return Ok(None);
+    };
+    let Some(image) = store.image(&id)? else {
+        return Ok(None);
+    };
+    if !image.tags.is_empty()
+        || !image.repo_digests.is_empty()
+        || !store.containers_using_image(parent)?.is_empty()
+    {
+        return Ok(None);
+    }
+    for other in store.images()? {
+        if other.id != image.id && super::image_parent(store, &other).is_ok_and(|p| p == parent) {
+            return Ok(None);
+        }
+    }
+    Ok(Some(image))
 }
 
 /// Removes the name `name` (a tag or a `name@digest`) of `image`. A tag
