@@ -134,28 +134,24 @@ impl ContextDir {
     /// Extracts the tar stream `body` (compressed or not) into the context.
     pub fn extract(&self, body: impl Read) -> Result<(), ContextError> {
         let (compression, body) = detect(body)?;
-        let target = ContainerFs::new(&self.context, "build context");
-        let options = ExtractOptions::default();
-        let extracted = match compression {
-            Compression::None => extract_into_container(&target, "/", body, &options),
-            Compression::Gzip => extract_into_container(
-                &target,
-                "/",
-                flate2::read::MultiGzDecoder::new(body),
-                &options,
-            ),
+        let decoded: Box<dyn Read + '_> = match compression {
+            Compression::None => Box::new(body),
+            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(body)),
             Compression::Zstd => {
-                let decoder = zstd::stream::read::Decoder::new(body).map_err(ContextError::Read)?;
-                extract_into_container(&target, "/", decoder, &options)
+                Box::new(zstd::stream::read::Decoder::new(body).map_err(ContextError::Read)?)
             }
-            Compression::Xz => {
-                // The xz decoder wants a reader it owns ('static): the
-                // stream is spooled to a file beside the context first.
-                let spooled = self.spool(body)?;
-                extract_into_container(&target, "/", xz4rust::XzReader::new(spooled), &options)
-            }
+            // The xz decoder wants a reader it owns ('static): the stream
+            // is spooled to a file beside the context first.
+            Compression::Xz => Box::new(xz4rust::XzReader::new(self.spool(body)?)),
         };
-        extracted.map_err(ContextError::Extract)
+        let target = ContainerFs::new(&self.context, "build context");
+        extract_into_container(
+            &target,
+            "/",
+            BlockPadded::new(decoded),
+            &ExtractOptions::default(),
+        )
+        .map_err(ContextError::Extract)
     }
 
     fn spool(&self, mut body: impl Read) -> Result<std::fs::File, ContextError> {
@@ -182,6 +178,60 @@ impl Drop for ContextDir {
         if let Err(error) = fs_err::remove_dir_all(&self.base) {
             tracing::warn!(%error, "failed to remove a build context");
         }
+    }
+}
+
+/// A tar stream that may end inside its last block, completed with zeros
+/// to the block's end. The docker CLI sends such streams: with `-f` outside
+/// the context (20.10's `AddDockerfileToBuildContext`) the archive stops
+/// right after the last file's data, without its padding nor the two end
+/// blocks. Go's tar reader takes an end there for the end of the archive;
+/// the tar crate takes one at a block boundary only, so the padding is
+/// supplied here. Only a clean end of the body is completed (a connection
+/// lost mid-body is an error before this sees it); the cost is that a
+/// body its client ends inside a file's last block is taken with the rest
+/// of that block as zeros, where Go would refuse it.
+struct BlockPadded<R> {
+    inner: R,
+    position: u64,
+    /// Zeros still to give after the inner stream ended.
+    padding: Option<u64>,
+}
+
+impl<R: Read> BlockPadded<R> {
+    const BLOCK: u64 = 512;
+
+    fn new(inner: R) -> Self {
+        Self {
+            inner,
+            position: 0,
+            padding: None,
+        }
+    }
+}
+
+impl<R: Read> Read for BlockPadded<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        if self.padding.is_none() {
+            let count = self.inner.read(buffer)?;
+            if count > 0 || buffer.is_empty() {
+                self.position += count as u64;
+                return Ok(count);
+            }
+            let partial = self.position % Self::BLOCK;
+            self.padding = Some(if partial == 0 {
+                0
+            } else {
+                Self::BLOCK - partial
+            });
+        }
+        let remaining = self.padding.unwrap_or(0);
+        let count = usize::try_from(remaining)
+            .unwrap_or(usize::MAX)
+            .min(buffer.len());
+        buffer[..count].fill(0);
+        self.padding = Some(remaining - count as u64);
+        Ok(count)
     }
 }
 

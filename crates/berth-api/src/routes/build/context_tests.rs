@@ -229,6 +229,32 @@ fn a_hard_link_to_outside_is_refused() {
 }
 
 #[test]
+fn a_stream_that_ends_inside_its_last_block_is_completed() {
+    // What docker CLI 20.10 sends with `-f` outside the context: the last
+    // file's data, then nothing (no padding, no end blocks).
+    let ignore = b".dockerfile.x\n.dockerignore\n";
+    let mut tar = Tar::new()
+        .file("Dockerfile", b"FROM busybox\n")
+        .file(".dockerignore", ignore)
+        .finish();
+    tar.truncate(tar.len() - 1024 - (512 - ignore.len()));
+    assert_eq!(tar.len() % 512, ignore.len());
+    let root = Root::new();
+    let (directory, result) = extract(&root, &tar);
+    result.unwrap();
+    assert_eq!(
+        fs_err::read(directory.path().join(".dockerignore")).unwrap(),
+        ignore
+    );
+    // Ending at a block boundary needs nothing; inside a header is refused.
+    let whole = Tar::new().file("a", b"x").finish();
+    let (_directory, result) = extract(&root, &whole[..1024]);
+    result.unwrap();
+    let (_directory, result) = extract(&root, &whole[..100]);
+    assert!(result.is_err());
+}
+
+#[test]
 fn compressed_contexts_are_decoded_by_magic() {
     let tar = Tar::new().file("Dockerfile", b"FROM busybox\n").finish();
     let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
