@@ -189,9 +189,22 @@ fn a_symlink_then_a_file_through_it_stays_inside() {
             .finish();
         let (directory, result) = extract(&root, &tar);
         // Resolved inside the context as if it were `/`: the file lands
-        // in the context (or is refused), never in `outside`.
-        let _ = result;
+        // in the context, never in `outside`.
+        result.unwrap();
         assert!(root.outside().is_empty(), "{target}: {:?}", root.outside());
+        let landed = if target.starts_with('/') {
+            directory
+                .path()
+                .join(target.trim_start_matches('/'))
+                .join("planted")
+        } else {
+            directory.path().join("planted")
+        };
+        assert_eq!(
+            fs_err::read(&landed).unwrap(),
+            b"through the link",
+            "{target}"
+        );
         drop(directory);
     }
 }
