@@ -3,7 +3,8 @@
 use crate::error::ApiError;
 use crate::http::{request::percent_decode, Connection, Exchange, Request, Response};
 use crate::routes::{
-    archive, attach, commit, containers, exec, images, logs, networks, swarm, system, volumes,
+    archive, attach, build, commit, containers, exec, images, logs, networks, swarm, system,
+    volumes,
 };
 use crate::server::{Outcome, Server};
 
@@ -78,12 +79,12 @@ fn dispatch(server: &'static Server, exchange: &mut Exchange<'_>, path: &[&str])
         ("GET", ["events"]) => system::events(server, exchange),
         ("GET", ["system", "df"]) => system::disk_usage(server),
         ("POST", ["auth"]) => system::auth(exchange),
-        ("POST", ["build"]) | ("POST", ["session"]) | ("POST", ["build", "prune"]) => {
-            Err(ApiError::new(
-                501,
-                "berth serve does not build images yet (POST /build is not implemented)",
-            ))
-        }
+        ("POST", ["build"]) => build::build(server, exchange),
+        // BuildKit's: its session, its cache and its cancel by build id.
+        ("POST", ["session"]) | ("POST", ["build", "prune" | "cancel"]) => Err(ApiError::new(
+            501,
+            "berth serve has only the classic builder (POST /build): BuildKit's session, cache and cancel are not implemented",
+        )),
 
         ("POST", ["commit"]) => commit::commit(server, exchange),
 

@@ -302,6 +302,11 @@ pub fn serve(config: ServeConfig) -> Result<(), ServeError> {
             }
         }
     }
+    // Build contexts a killed server left (`routes::build::context`).
+    let stale = crate::routes::build::remove_stale(&config.engine.root);
+    if stale > 0 {
+        tracing::info!(stale, "removed build contexts an earlier server left");
+    }
     let server: &'static Server = Box::leak(Box::new(Server::new(config)));
     let served = accept_loop(server, &listeners);
     // Containers created from the pool and never started stay as created

@@ -692,9 +692,14 @@ fn raw_http_errors_versions_and_ping() {
         server.raw(b"GET /containers/nosuch/json HTTP/1.1\r\nConnection: close\r\n\r\n");
     assert_eq!(status, 404);
     assert_eq!(message(&body), "No such container: nosuch");
+    // A build without a context has no Dockerfile (tests/api_build.rs
+    // has the rest of POST /build).
     let (status, _, body) = server.raw(b"POST /build HTTP/1.1\r\nConnection: close\r\n\r\n");
-    assert_eq!(status, 501);
-    assert!(message(&body).contains("build"));
+    assert_eq!(status, 400);
+    assert_eq!(
+        message(&body),
+        "Cannot locate specified Dockerfile: Dockerfile"
+    );
     // Keep-alive: two requests on one connection.
     let (status, _, body) = server.raw(
         b"GET /_ping HTTP/1.1\r\n\r\nGET /v1.41/version HTTP/1.1\r\nConnection: close\r\n\r\n",

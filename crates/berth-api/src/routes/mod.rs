@@ -3,6 +3,7 @@
 
 pub mod archive;
 pub mod attach;
+pub mod build;
 pub mod commit;
 pub mod containers;
 pub mod exec;

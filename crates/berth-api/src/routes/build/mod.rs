@@ -1,0 +1,84 @@
+//! `POST /build`: the classic builder's protocol (what `DOCKER_BUILDKIT=0
+//! docker build`, docker-py's `images.build` and docker-compose 1.29's
+//! `build:` speak), run by `berth_build::build`.
+//!
+//! ```text
+//! query::parse       the query, resolved or refused by name, before the body is read
+//! ContextDir         the body (a tar, maybe compressed) extracted safely under the root
+//! read_dockerfile    the Dockerfile, read inside the context
+//! BuildStream        berth_build::Progress as moby's JSON message stream
+//! ```
+//!
+//! `X-Registry-Config` (the client's registry credentials, base64 JSON) is
+//! accepted and not used: base images are pulled as every pull of the
+//! server is, with the server's registry settings and no client
+//! credentials, because `BuildRequest` has no field to carry them.
+//!
+//! A client that disconnects mid-build: the stream notices
+//! ([`BuildStream::cancelled`]) and stops writing, but the build runs to
+//! its end, since `berth_build::Progress` has no way to tell the builder
+//! to stop (a `fn cancelled(&self) -> bool` polled between steps and while
+//! a RUN waits would be enough).
+
+pub mod context;
+pub mod query;
+pub mod stream;
+
+use std::io::BufReader;
+
+use crate::error::ApiError;
+use crate::http::Exchange;
+use crate::router::Handled;
+use crate::server::{Outcome, Server};
+
+pub use context::{read_dockerfile, remove_stale, ContextDir, ContextError};
+pub use query::{BuildQuery, QueryError};
+pub use stream::BuildStream;
+
+/// `POST /build`.
+pub fn build(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
+    let build = query::parse(&exchange.request.query, exchange.version)?;
+    let mut engine = server.engine()?;
+    remove_stale(engine.root());
+    let directory = ContextDir::create(engine.root())?;
+    let mut body = exchange.body();
+    let extracted = directory.extract(BufReader::with_capacity(1 << 20, &mut body));
+    // Dropping the reader reads what the extraction left (tar padding,
+    // the last chunk), so the connection can take the next request.
+    drop(body);
+    if let Err(error) = extracted {
+        let error = ApiError::from(error);
+        if exchange.body_read() {
+            return Err(error);
+        }
+        // The rest of the body cannot be told from a next request:
+        // answer, then close the connection.
+        let mut stream = exchange.connection.stream();
+        let _ = crate::http::write_response(&mut stream, &error.response(), false, false);
+        return Ok(Outcome::Streamed { keep_alive: false });
+    }
+    let dockerfile = read_dockerfile(directory.path(), &build.dockerfile)?;
+    let request = build.request(directory.path().to_owned(), dockerfile);
+    tracing::debug!(context = %directory.path().display(), tags = ?request.tags, "building");
+
+    let stream = exchange
+        .connection
+        .stream()
+        .try_clone()
+        .map_err(|error| ApiError::internal(error.to_string()))?;
+    let mut progress = BuildStream::new(&stream, build.quiet, exchange.version >= (1, 30))
+        .with_gone_check(|| crate::server::client_gone(&stream));
+    let result = berth_build::build(&mut engine, &request, &mut progress);
+    if progress.cancelled() {
+        tracing::info!("the client of a build went away");
+    }
+    let outcome = match result {
+        Ok(outcome) => Ok(progress.succeed(&outcome)),
+        Err(error) => match progress.fail(&error) {
+            Some(outcome) => Ok(outcome),
+            None => Err(stream::api_error(&error)),
+        },
+    };
+    drop(directory);
+    outcome
+}
