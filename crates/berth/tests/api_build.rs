@@ -21,7 +21,7 @@ use serde_json::Value;
 
 /// Flip to true when the executor lands: the build tests then fail
 /// instead of skipping when the server says building is not implemented.
-const EXECUTOR_REQUIRED: bool = false;
+const EXECUTOR_REQUIRED: bool = true;
 
 /// What `berth_build::build` answers before the executor exists.
 const NOT_IMPLEMENTED: &str = "is not implemented yet";

@@ -158,7 +158,14 @@ fn a_dockerfile_builds_an_image_that_runs_with_its_config() {
     assert!(berth.run(&["images", "-aq"]).ok().lines().count() > 2);
     // Removing the image removes the steps it was built on, as Docker.
     let removed = berth.run(&["rmi", "app:1"]).ok();
-    assert!(removed.lines().filter(|line| line.starts_with("Deleted: ")).count() > 13, "{removed}");
+    assert!(
+        removed
+            .lines()
+            .filter(|line| line.starts_with("Deleted: "))
+            .count()
+            > 13,
+        "{removed}"
+    );
     assert_eq!(berth.run(&["images", "-aq"]).ok().lines().count(), 1);
 }
 

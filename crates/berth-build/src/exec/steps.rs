@@ -395,8 +395,10 @@ fn copy_files(
     let mut inline = Vec::new();
     for heredoc in &copy.heredocs {
         let content = if heredoc.expand {
-            expand_heredoc(&heredoc.chomped_content(), escape, &|name| state.variable(name))
-                .map_err(expand_error)?
+            expand_heredoc(&heredoc.chomped_content(), escape, &|name| {
+                state.variable(name)
+            })
+            .map_err(expand_error)?
         } else {
             heredoc.chomped_content()
         };

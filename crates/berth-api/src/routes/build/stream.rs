@@ -117,7 +117,10 @@ pub fn api_error(error: &BuildError) -> ApiError {
     let status = match error {
         BuildError::Unsupported(_) => 501,
         BuildError::Invalid(_) => 400,
-        BuildError::StepFailed { .. } => 500,
+        BuildError::StepFailed { .. }
+        | BuildError::Pipe(_)
+        | BuildError::Layer(_)
+        | BuildError::Context { .. } => 500,
         BuildError::Engine(engine) => crate::error::status_for(engine),
     };
     ApiError::new(status, message)
