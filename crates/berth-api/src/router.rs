@@ -134,7 +134,7 @@ fn dispatch(server: &'static Server, exchange: &mut Exchange<'_>, path: &[&str])
             Err(ApiError::new(501, "berth serve does not search registries"))
         }
         ("GET", ["images", name @ .., "json"]) if !name.is_empty() => {
-            images::inspect(server, &name.join("/"))
+            images::inspect(server, &name.join("/"), exchange.version)
         }
         ("GET", ["images", name @ .., "history"]) if !name.is_empty() => {
             images::history(server, &name.join("/"))

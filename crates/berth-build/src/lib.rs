@@ -16,7 +16,9 @@ pub mod ignore;
 mod exec;
 mod request;
 
-pub use request::{BuildError, BuildOutcome, BuildRequest, DockerfileSource, Progress, StepEnd};
+pub use request::{
+    BuildError, BuildOutcome, BuildRequest, DockerfileSource, OutputStream, Progress, StepEnd,
+};
 
 /// Builds `request` and returns the image (tagged as asked).
 pub fn build(

@@ -40,6 +40,14 @@ pub struct BuildRequest {
     pub network: Option<String>,
     /// `--platform`.
     pub platform: Option<String>,
+    /// `--add-host HOST:IP` for the RUN steps.
+    pub extra_hosts: Vec<String>,
+    /// `--shm-size` (bytes) for the RUN steps; None for the default.
+    pub shm_size: Option<i64>,
+    /// `--cache-from`: local images whose steps are the only cache this
+    /// build may use (the classic builder's rule; a name that is not in
+    /// the store gives no cache).
+    pub cache_from: Vec<String>,
 }
 
 impl BuildRequest {
@@ -55,6 +63,9 @@ impl BuildRequest {
             labels: BTreeMap::new(),
             network: None,
             platform: None,
+            extra_hosts: Vec::new(),
+            shm_size: None,
+            cache_from: Vec::new(),
         }
     }
 }
@@ -68,6 +79,13 @@ pub enum StepEnd {
     Done(Digest),
 }
 
+/// Which stream of a RUN step some output came on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
 /// What a build reports as it goes; the CLI prints it BuildKit's way, the
 /// API streams it as the classic builder's JSON lines.
 pub trait Progress {
@@ -76,11 +94,17 @@ pub trait Progress {
     /// A RUN step's container was created (the classic builder's
     /// "Running in ID").
     fn running_in(&mut self, _container: &str) {}
-    /// Output of the running step (stdout and stderr, as they come).
-    fn output(&mut self, bytes: &[u8]);
+    /// Output of the running step, as it comes.
+    fn output(&mut self, stream: OutputStream, bytes: &[u8]);
     fn step_end(&mut self, end: &StepEnd);
     /// A warning (an unused build arg, …).
     fn warning(&mut self, message: &str);
+    /// True once whoever asked for the build is gone (an API client that
+    /// disconnected): the build stops at the next step, or kills the RUN
+    /// it waits for.
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// A finished build.
@@ -104,6 +128,8 @@ pub enum BuildError {
     /// successfully: exit code: N".
     #[error("process \"{command}\" did not complete successfully: exit code: {code}")]
     StepFailed { command: String, code: i32 },
+    #[error("the build was cancelled")]
+    Cancelled,
     #[error("failed to read a step's output")]
     Pipe(#[source] std::io::Error),
     #[error("failed to write a step's layer")]

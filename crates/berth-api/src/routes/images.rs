@@ -463,10 +463,35 @@ pub fn list(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     reply(Response::json(200, &Value::Array(list)))
 }
 
-pub fn inspect(server: &Server, name: &str) -> Handled {
+pub fn inspect(server: &Server, name: &str, version: (u32, u32)) -> Handled {
     let engine = server.engine()?;
     let image = resolve_image(engine.store(), name)?;
-    reply(Response::json(200, &inspect_image(engine.store(), &image)?))
+    let mut inspected = inspect_image(engine.store(), &image)?;
+    if version < (1, 50) {
+        legacy_config(&mut inspected);
+    }
+    reply(Response::json(200, &inspected))
+}
+
+/// Before API 1.50, dockerd printed an image's `Config` as a container
+/// config, every field present (docker-py reads `Config.OnBuild` of any
+/// image); 1.50 keeps the OCI image config's fields that are set.
+fn legacy_config(inspected: &mut Value) {
+    let Some(config) = inspected.get_mut("Config").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let defaults = json!({
+        "Hostname": "", "Domainname": "", "User": "",
+        "AttachStdin": false, "AttachStdout": false, "AttachStderr": false,
+        "Tty": false, "OpenStdin": false, "StdinOnce": false,
+        "Env": null, "Cmd": null, "Image": "", "Volumes": null, "WorkingDir": "",
+        "Entrypoint": null, "OnBuild": null, "Labels": null,
+    });
+    if let Value::Object(defaults) = defaults {
+        for (key, value) in defaults {
+            config.entry(key).or_insert(value);
+        }
+    }
 }
 
 pub fn history(server: &Server, name: &str) -> Handled {

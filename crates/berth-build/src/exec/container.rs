@@ -6,12 +6,15 @@
 //! is removed, also when the step fails.
 
 use std::io::Read;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use berth_engine::containers::paths::ContainerPaths;
 use berth_engine::containers::{
-    create_container, find_container, remove_container, start_container, with_copy_root, Attachment,
+    create_container, find_container, kill_container, remove_container, start_container,
+    with_copy_root, Attachment,
 };
 use berth_engine::Engine;
 use berth_image::commit::{commit_step, StepCommit};
@@ -22,13 +25,17 @@ use berth_types::image::History;
 use berth_types::Digest;
 
 use super::image::StepImage;
-use crate::{BuildError, Progress};
+use crate::{BuildError, OutputStream, Progress};
 
 /// What a RUN's container runs with.
 pub struct RunSettings {
     pub args: Vec<String>,
     pub env: Vec<String>,
     pub network: Option<String>,
+    /// `--add-host` entries.
+    pub extra_hosts: Vec<String>,
+    /// `--shm-size` in bytes; 0 for the default.
+    pub shm_size: i64,
 }
 
 /// Creates a container on `image` for one step (with `run`, a RUN's
@@ -77,6 +84,10 @@ fn create_step_container(
             .and_then(|run| run.network.clone())
             .filter(|mode| mode != "default")
             .unwrap_or_default(),
+        extra_hosts: run
+            .map(|run| run.extra_hosts.clone())
+            .filter(|hosts| !hosts.is_empty()),
+        shm_size: run.map_or(0, |run| run.shm_size),
         ..HostConfig::default()
     };
     let request = CreateRequest {
@@ -90,31 +101,70 @@ fn create_step_container(
 }
 
 /// Starts the container, sends its output to `progress`, and returns its
-/// exit status once it ended.
+/// exit status once it ended; a cancelled build kills it.
 pub fn run_container(
     engine: &mut Engine,
     id: &str,
     progress: &mut dyn Progress,
 ) -> Result<i32, BuildError> {
-    let (mut reader, writer) = std::io::pipe().map_err(BuildError::Pipe)?;
-    let second = writer.try_clone().map_err(BuildError::Pipe)?;
+    let (stdout, stdout_writer) = std::io::pipe().map_err(BuildError::Pipe)?;
+    let (stderr, stderr_writer) = std::io::pipe().map_err(BuildError::Pipe)?;
     let attachment = Attachment {
         stdin: None,
-        stdout: Some(OwnedFd::from(writer)),
-        stderr: Some(OwnedFd::from(second)),
+        stdout: Some(OwnedFd::from(stdout_writer)),
+        stderr: Some(OwnedFd::from(stderr_writer)),
     };
     let mut started = start_container(engine, id, Some(attachment))?;
     progress.running_in(id);
+    let mut streams = [
+        (Some(stdout), OutputStream::Stdout),
+        (Some(stderr), OutputStream::Stderr),
+    ];
     let mut buffer = vec![0u8; 64 * 1024];
-    loop {
-        match reader.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(count) => progress.output(&buffer[..count]),
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(BuildError::Pipe(error)),
+    let mut cancelled = false;
+    while streams.iter().any(|(reader, _)| reader.is_some()) {
+        if !cancelled && progress.cancelled() {
+            cancelled = true;
+            let _ = kill_container(engine, id, "KILL");
+        }
+        let mut fds: Vec<PollFd<'_>> = streams
+            .iter()
+            .filter_map(|(reader, _)| reader.as_ref())
+            .map(|reader| PollFd::new(reader.as_fd(), PollFlags::POLLIN))
+            .collect();
+        match poll(&mut fds, PollTimeout::from(200u16)) {
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(error) => return Err(BuildError::Pipe(error.into())),
+        }
+        let ready: Vec<bool> = fds
+            .iter()
+            .map(|fd| fd.revents().is_some_and(|events| !events.is_empty()))
+            .collect();
+        drop(fds);
+        let mut open = streams.iter_mut().filter(|(reader, _)| reader.is_some());
+        for is_ready in ready {
+            let Some((reader, stream)) = open.next() else {
+                break;
+            };
+            if !is_ready {
+                continue;
+            }
+            let pipe = reader.as_mut().expect("only open streams are polled");
+            match pipe.read(&mut buffer) {
+                Ok(0) => *reader = None,
+                Ok(count) => progress.output(*stream, &buffer[..count]),
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(BuildError::Pipe(error)),
+            }
         }
     }
-    Ok(started.wait_exit().unwrap_or(137))
+    let code = started.wait_exit().unwrap_or(137);
+    if cancelled {
+        return Err(BuildError::Cancelled);
+    }
+    Ok(code)
 }
 
 /// Runs `action` with the (not running) container's root on the host.

@@ -27,6 +27,8 @@ pub struct StageRun<'a> {
     pub global: ArgScope,
     /// The built stages' last images, by index.
     pub results: Vec<Option<StepImage>>,
+    /// `--cache-from`'s images and the images they were built on.
+    cache_sources: Option<std::collections::HashSet<Digest>>,
     step: usize,
     total: usize,
 }
@@ -50,9 +52,22 @@ impl<'a> StageRun<'a> {
             cache,
             global: ArgScope::default(),
             results: vec![None; dockerfile.stages.len()],
+            cache_sources: None,
             step: 0,
             total: 0,
         }
+    }
+
+    /// Whether a cached image may serve: any, unless `--cache-from`
+    /// named the images whose steps alone may (the classic builder's rule).
+    pub fn may_use_cached(&mut self, id: &Digest) -> bool {
+        if self.request.cache_from.is_empty() {
+            return true;
+        }
+        let allowed = self
+            .cache_sources
+            .get_or_insert_with(|| cache_sources(self.engine, &self.request.cache_from));
+        allowed.contains(id)
     }
 
     pub fn escape(&self) -> char {
@@ -218,6 +233,9 @@ impl<'a> StageRun<'a> {
             run_step(self, &mut state, &instruction)?;
         }
         for instruction in &stage.instructions {
+            if self.progress.cancelled() {
+                return Err(BuildError::Cancelled);
+            }
             self.step += 1;
             self.progress
                 .step(self.step, self.total, &instruction.original);
@@ -261,6 +279,28 @@ impl<'a> StageRun<'a> {
         image.id = Some(id);
         Ok(())
     }
+}
+
+/// The images named and every image each was built on (its `parent`s).
+fn cache_sources(engine: &Engine, names: &[String]) -> std::collections::HashSet<Digest> {
+    let store = engine.store();
+    let mut found = std::collections::HashSet::new();
+    for name in names {
+        let Ok(mut image) = berth_engine::images::resolve_image(store, name) else {
+            continue;
+        };
+        while found.insert(image.id.clone()) {
+            let parent = berth_engine::images::image_parent(store, &image).unwrap_or_default();
+            let next = Digest::parse(&parent)
+                .ok()
+                .and_then(|parent| store.image(&parent).ok().flatten());
+            match next {
+                Some(next) => image = next,
+                None => break,
+            }
+        }
+    }
+    found
 }
 
 /// `FROM`'s text as the step display shows it: the base as expanded, and

@@ -173,7 +173,11 @@ fn cached_or_made(
 ) -> Result<(), BuildError> {
     let key = key.finish();
     if !run.request.no_cache {
-        if let Some(id) = run.cache.lookup(run.engine, &key) {
+        if let Some(id) = run
+            .cache
+            .lookup(run.engine, &key)
+            .filter(|id| run.may_use_cached(id))
+        {
             run.progress.step_end(&StepEnd::Cached(id.clone()));
             state.image.id = Some(id);
             return Ok(());
@@ -262,9 +266,16 @@ fn run_command(
         .add(&serde_json::to_vec(&args).expect("strings serialize"))
         .add(&serde_json::to_vec(&arg_env).expect("strings serialize"))
         .add(&serde_json::to_vec(&state.image.config).expect("a config always serializes"))
-        .add(network.as_deref().unwrap_or_default().as_bytes());
+        .add(network.as_deref().unwrap_or_default().as_bytes())
+        .add(run.request.extra_hosts.join(",").as_bytes());
     let shown = args.join(" ");
-    let settings = RunSettings { args, env, network };
+    let settings = RunSettings {
+        args,
+        env,
+        network,
+        extra_hosts: run.request.extra_hosts.clone(),
+        shm_size: run.request.shm_size.unwrap_or(0),
+    };
     let mut image = state.image.clone();
     cached_or_made(run, state, key, |run| {
         let parent = ensure_image(run.engine, &mut image)?;

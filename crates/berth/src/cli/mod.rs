@@ -295,7 +295,7 @@ pub enum ContainerCommand {
 #[derive(Debug, Subcommand)]
 pub enum ImageCommand {
     /// Build an image from a Dockerfile
-    Build(BuildArgs),
+    Build(Box<BuildArgs>),
     /// List images
     #[command(visible_alias = "list")]
     Ls(ImagesArgs),

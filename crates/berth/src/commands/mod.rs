@@ -36,7 +36,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Version(Lazy(args)) => system::version::run(&args),
         Command::System(Lazy(command)) => system::run(&global, command),
         Command::Info(Lazy(args)) => system::info::run(&global, &args),
-        Command::Build(Lazy(args)) | Command::Image(Lazy(ImageCommand::Build(args))) => {
+        Command::Build(Lazy(args)) => image::build::run(&mut open(&global)?, &args),
+        Command::Image(Lazy(ImageCommand::Build(args))) => {
             image::build::run(&mut open(&global)?, &args)
         }
         Command::Images(Lazy(args)) | Command::Image(Lazy(ImageCommand::Ls(args))) => {

@@ -44,6 +44,12 @@ pub struct BuildQuery {
     /// `networkmode`; `default` (or empty) is None.
     pub network: Option<String>,
     pub platform: Option<String>,
+    /// `extrahosts` (`host:ip`) for the RUN steps.
+    pub extra_hosts: Vec<String>,
+    /// `shmsize` in bytes; None for 0 (the default).
+    pub shm_size: Option<i64>,
+    /// `cachefrom`: the images whose steps alone may serve as cache.
+    pub cache_from: Vec<String>,
 }
 
 impl BuildQuery {
@@ -59,6 +65,9 @@ impl BuildQuery {
         request.pull = self.pull;
         request.labels = self.labels.clone();
         request.network = self.network.clone();
+        request.extra_hosts = self.extra_hosts.clone();
+        request.shm_size = self.shm_size;
+        request.cache_from = self.cache_from.clone();
         request.platform = self.platform.clone();
         request
     }
@@ -157,11 +166,6 @@ pub fn parse(query: &[(String, String)], version: (u32, u32)) -> Result<BuildQue
         "" | "default" => {}
         other => return Err(QueryError::Isolation(other.to_owned())),
     }
-    refuse_text(
-        &all("extrahosts"),
-        "extrahosts",
-        "RUN steps get no extra /etc/hosts entries",
-    )?;
     for (name, reason) in [
         ("cpusetcpus", "RUN steps take no cpuset"),
         ("cpusetmems", "RUN steps take no cpuset"),
@@ -177,7 +181,6 @@ pub fn parse(query: &[(String, String)], version: (u32, u32)) -> Result<BuildQue
         ("cpushares", "RUN steps take no resource limits"),
         ("cpuperiod", "RUN steps take no resource limits"),
         ("cpuquota", "RUN steps take no resource limits"),
-        ("shmsize", "RUN steps get the default /dev/shm size"),
     ] {
         refuse_nonzero(get(name), name, reason)?;
     }
@@ -187,12 +190,36 @@ pub fn parse(query: &[(String, String)], version: (u32, u32)) -> Result<BuildQue
         "ulimit settings",
         "RUN steps take no ulimits",
     )?;
-    refuse_json_list(
-        get("cachefrom"),
-        "cachefrom",
-        "cache-from",
-        "only local build cache is used",
-    )?;
+    let cache_from: Vec<String> = match text("cachefrom").as_str() {
+        "" => Vec::new(),
+        value => serde_json::from_str::<Option<Vec<String>>>(value)
+            .map_err(|error| QueryError::Json {
+                what: "cache-from",
+                message: error.to_string(),
+            })?
+            .unwrap_or_default(),
+    };
+    let shm_size = match text("shmsize").as_str() {
+        "" => None,
+        value => match value.parse::<i64>() {
+            Ok(0) => None,
+            Ok(size) if size > 0 => Some(size),
+            _ => {
+                return Err(QueryError::Integer {
+                    name: "shmsize",
+                    value: value.to_owned(),
+                })
+            }
+        },
+    };
+    // `extrahosts` comes once per entry (docker-py) or comma-separated.
+    let extra_hosts: Vec<String> = all("extrahosts")
+        .iter()
+        .flat_map(|value| value.split(','))
+        .map(str::trim)
+        .filter(|host| !host.is_empty())
+        .map(str::to_owned)
+        .collect();
     if version >= (1, 40) {
         refuse_json_list(
             get("outputs"),
@@ -233,6 +260,9 @@ pub fn parse(query: &[(String, String)], version: (u32, u32)) -> Result<BuildQue
         target: Some(text("target")).filter(|target| !target.is_empty()),
         network,
         platform,
+        extra_hosts,
+        shm_size,
+        cache_from,
     })
 }
 

@@ -29,8 +29,26 @@ fn the_docker_clis_defaults_are_accepted() {
             target: None,
             network: None,
             platform: None,
+            extra_hosts: Vec::new(),
+            shm_size: None,
+            cache_from: Vec::new(),
         }
     );
+}
+
+#[test]
+fn shm_size_extra_hosts_and_cache_from_reach_the_builder() {
+    let build = parsed(
+        "shmsize=134217728&extrahosts=a.test%3A127.0.0.1&extrahosts=b.test%3A127.0.0.2&cachefrom=%5B%22build1%22%5D",
+    )
+    .unwrap();
+    assert_eq!(build.shm_size, Some(134_217_728));
+    assert_eq!(build.extra_hosts, ["a.test:127.0.0.1", "b.test:127.0.0.2"]);
+    assert_eq!(build.cache_from, ["build1"]);
+    let request = build.request(std::path::PathBuf::from("/c"), String::new());
+    assert_eq!(request.shm_size, Some(134_217_728));
+    assert_eq!(request.cache_from, ["build1"]);
+    assert!(parsed("shmsize=big").is_err());
 }
 
 #[test]
@@ -88,7 +106,6 @@ fn platform_needs_api_1_32() {
 #[test]
 fn what_berth_does_not_do_is_refused_by_name() {
     let cases = [
-        ("extrahosts=host%3A127.0.0.1", "extrahosts"),
         ("memory=4194304", "memory"),
         ("memswap=-1", "memswap"),
         ("cpushares=512", "cpushares"),
@@ -97,14 +114,12 @@ fn what_berth_does_not_do_is_refused_by_name() {
         ("cpusetcpus=0-1", "cpusetcpus"),
         ("cpusetmems=0", "cpusetmems"),
         ("cgroupparent=x", "cgroupparent"),
-        ("shmsize=134217728", "shmsize"),
         ("session=abc", "session"),
         ("buildid=abc", "buildid"),
         (
             "ulimits=%5B%7B%22Name%22%3A%22nofile%22%2C%22Soft%22%3A1%2C%22Hard%22%3A1%7D%5D",
             "ulimits",
         ),
-        ("cachefrom=%5B%22build1%22%5D", "cachefrom"),
         ("outputs=%5B%7B%22Type%22%3A%22tar%22%7D%5D", "outputs"),
     ];
     for (text, name) in cases {

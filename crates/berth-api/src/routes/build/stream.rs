@@ -25,7 +25,7 @@
 
 use std::io::Write;
 
-use berth_build::{BuildError, BuildOutcome, Progress, StepEnd};
+use berth_build::{BuildError, BuildOutcome, OutputStream, Progress, StepEnd};
 use berth_types::Digest;
 use serde_json::{json, Value};
 
@@ -118,6 +118,7 @@ pub fn api_error(error: &BuildError) -> ApiError {
         BuildError::Unsupported(_) => 501,
         BuildError::Invalid(_) => 400,
         BuildError::StepFailed { .. }
+        | BuildError::Cancelled
         | BuildError::Pipe(_)
         | BuildError::Layer(_)
         | BuildError::Context { .. } => 500,
@@ -270,7 +271,14 @@ impl<W: Write> Progress for BuildStream<'_, W> {
         self.send(running_in_message(container));
     }
 
-    fn output(&mut self, bytes: &[u8]) {
+    fn output(&mut self, stream: OutputStream, bytes: &[u8]) {
+        if stream == OutputStream::Stderr {
+            // The classic builder sends each write to stderr whole, in
+            // red (moby's `streamformatter` stderr writer).
+            self.flush_partial();
+            let text = String::from_utf8_lossy(bytes);
+            return self.send(stream_message(&format!("\x1b[91m{text}\x1b[0m")));
+        }
         self.partial.extend_from_slice(bytes);
         let text = match std::str::from_utf8(&self.partial) {
             Ok(text) => text.to_owned(),
@@ -311,6 +319,10 @@ impl<W: Write> Progress for BuildStream<'_, W> {
     fn warning(&mut self, message: &str) {
         self.flush_partial();
         self.send(warning_message(message));
+    }
+
+    fn cancelled(&self) -> bool {
+        BuildStream::cancelled(self)
     }
 }
 

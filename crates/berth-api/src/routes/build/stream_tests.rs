@@ -46,7 +46,7 @@ fn report(progress: &mut dyn Progress) {
     progress.step_end(&StepEnd::Done(digest('a')));
     progress.step(2, 3, "RUN echo hi > /f");
     progress.running_in(&"3f4a".repeat(16));
-    progress.output(b"hi\n");
+    progress.output(OutputStream::Stdout, b"hi\n");
     progress.step_end(&StepEnd::Done(digest('b')));
     progress.step(3, 3, "CMD [\"cat\",\"/f\"]");
     progress.step_end(&StepEnd::Cached(digest('c')));
@@ -199,10 +199,10 @@ fn output_split_inside_a_character_is_joined() {
     let mut out = Vec::new();
     let mut stream = BuildStream::new(&mut out, false, true);
     let text = "héllo wörld\n".as_bytes();
-    stream.output(&text[..2]);
-    stream.output(&text[2..9]);
-    stream.output(&text[9..]);
-    stream.output(b"\xff\n");
+    stream.output(OutputStream::Stdout, &text[..2]);
+    stream.output(OutputStream::Stdout, &text[2..9]);
+    stream.output(OutputStream::Stdout, &text[9..]);
+    stream.output(OutputStream::Stdout, b"\xff\n");
     stream.step(1, 1, "FROM busybox");
     stream.succeed(&BuildOutcome {
         image: digest('a'),
@@ -255,5 +255,30 @@ fn messages_in_dockers_words() {
     assert_eq!(
         running_in_message("short"),
         json!({ "stream": " ---> Running in short\n" })
+    );
+}
+
+#[test]
+fn stderr_output_is_sent_whole_and_in_red() {
+    let mut out = Vec::new();
+    let mut stream = BuildStream::new(&mut out, false, true);
+    stream.step(1, 1, "RUN x");
+    stream.output(OutputStream::Stdout, b"out ");
+    stream.output(OutputStream::Stderr, b"Ancient Temple\n");
+    stream.output(OutputStream::Stdout, b"more\n");
+    let outcome = BuildOutcome {
+        image: digest('c'),
+        tags: Vec::new(),
+    };
+    stream.succeed(&outcome);
+    let messages = messages(&out);
+    // docker-py's test_build_stderr_data looks for this one message.
+    assert!(
+        messages.contains(&json!({ "stream": "\u{1b}[91mAncient Temple\n\u{1b}[0m" })),
+        "{messages:?}"
+    );
+    assert!(
+        streams(&messages).contains("out \u{1b}[91mAncient Temple\n\u{1b}[0mmore\n"),
+        "{messages:?}"
     );
 }

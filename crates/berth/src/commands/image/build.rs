@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use berth_build::{BuildError, BuildRequest, DockerfileSource, Progress, StepEnd};
+use berth_build::{BuildError, BuildRequest, DockerfileSource, OutputStream, Progress, StepEnd};
 use berth_engine::Engine;
 use clap::Args;
 
@@ -57,9 +57,15 @@ pub struct BuildArgs {
     /// Additional build contexts (not supported by berth yet)
     #[arg(long = "build-context", value_name = "stringArray")]
     pub build_contexts: Vec<String>,
-    /// External cache sources (not supported by berth yet)
+    /// Images to consider as cache sources (their steps are then the only cache)
     #[arg(long = "cache-from", value_name = "stringArray")]
     pub cache_from: Vec<String>,
+    /// Add a custom host-to-IP mapping (format: "host:ip")
+    #[arg(long = "add-host", value_name = "list")]
+    pub add_hosts: Vec<String>,
+    /// Size of /dev/shm (e.g. 64m)
+    #[arg(long = "shm-size", value_name = "bytes")]
+    pub shm_size: Option<String>,
     /// Output destination (not supported by berth yet)
     #[arg(short, long = "output", value_name = "stringArray")]
     pub outputs: Vec<String>,
@@ -104,7 +110,6 @@ fn refuse_unsupported(args: &BuildArgs) -> anyhow::Result<()> {
     let refused = [
         ("--secret", !args.secrets.is_empty()),
         ("--build-context", !args.build_contexts.is_empty()),
-        ("--cache-from", !args.cache_from.is_empty()),
         ("--output", !args.outputs.is_empty()),
     ];
     if let Some((flag, _)) = refused.iter().find(|(_, given)| *given) {
@@ -179,6 +184,18 @@ fn resolve_request(args: &BuildArgs) -> anyhow::Result<(BuildRequest, Option<tem
     request.labels = labels(&args.labels);
     request.network = args.network.clone();
     request.platform = args.platform.clone();
+    request.extra_hosts = args.add_hosts.clone();
+    request.cache_from = args.cache_from.clone();
+    request.shm_size = args
+        .shm_size
+        .as_deref()
+        .map(|size| {
+            crate::format::units::parse_size(size).map_err(|error| {
+                anyhow::anyhow!("invalid argument {size:?} for \"--shm-size\" flag: {error}")
+            })
+        })
+        .transpose()?
+        .map(|size| size as i64);
     Ok((request, stdin_context))
 }
 
@@ -287,7 +304,7 @@ impl Progress for PlainProgress {
         ));
     }
 
-    fn output(&mut self, bytes: &[u8]) {
+    fn output(&mut self, _stream: OutputStream, bytes: &[u8]) {
         self.partial.extend_from_slice(bytes);
         while let Some(end) = self.partial.iter().position(|byte| *byte == b'\n') {
             let line: Vec<u8> = self.partial.drain(..=end).collect();
