@@ -1,12 +1,6 @@
 //! `POST /build` (the classic builder's protocol) against `berth serve`:
 //! raw requests for the refusals and the hostile context, the real docker
 //! CLI with `DOCKER_BUILDKIT=0` for the build.
-//!
-//! The builds themselves need `berth_build::build`, which answers
-//! `BuildError::Unsupported("building … is not implemented yet")` until
-//! the executor lands. Those tests skip, with the reason printed, while
-//! the server answers that; set [`EXECUTOR_REQUIRED`] (or
-//! `BERTH_TEST_REQUIRE_BUILD=1`) to make the skip a failure once it works.
 
 #![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
 
@@ -18,13 +12,6 @@ use std::path::Path;
 
 use harness::{raw_request, Server};
 use serde_json::Value;
-
-/// Flip to true when the executor lands: the build tests then fail
-/// instead of skipping when the server says building is not implemented.
-const EXECUTOR_REQUIRED: bool = true;
-
-/// What `berth_build::build` answers before the executor exists.
-const NOT_IMPLEMENTED: &str = "is not implemented yet";
 
 const DOCKERFILE: &str = "FROM busybox\nRUN echo hi > /f\nCMD [\"cat\",\"/f\"]\n";
 
@@ -91,18 +78,6 @@ fn leftovers(root: &Path) -> Vec<String> {
     found
 }
 
-/// False (with the reason printed) while the builder is not implemented;
-/// a failure instead when [`EXECUTOR_REQUIRED`] says it must be.
-fn executor_works(answer: &str) -> bool {
-    if !answer.contains(NOT_IMPLEMENTED) {
-        return true;
-    }
-    let required = EXECUTOR_REQUIRED || std::env::var_os("BERTH_TEST_REQUIRE_BUILD").is_some();
-    assert!(!required, "the builder is required but answered: {answer}");
-    eprintln!("SKIP: berth_build::build is not implemented yet ({answer})");
-    false
-}
-
 #[test]
 fn a_parameter_berth_does_not_do_is_refused_by_name() {
     let Some(server) = Server::start() else {
@@ -111,9 +86,9 @@ fn a_parameter_berth_does_not_do_is_refused_by_name() {
     let context = tar(&[("Dockerfile", DOCKERFILE.as_bytes())]);
     for (query, name) in [
         ("memory=4194304", "memory"),
-        ("shmsize=134217728", "shmsize"),
-        ("extrahosts=example.test%3A127.0.0.1", "extrahosts"),
-        ("cachefrom=%5B%22busybox%22%5D", "cachefrom"),
+        ("cpushares=512", "cpushares"),
+        ("cpusetcpus=0", "cpusetcpus"),
+        ("cgroupparent=x", "cgroupparent"),
     ] {
         let (status, _, body) = server.raw(&build_request(query, &context));
         assert_eq!(status, 501, "{query}: {}", String::from_utf8_lossy(&body));
@@ -222,7 +197,7 @@ fn a_missing_dockerfile_is_dockers_error() {
     assert!(leftovers(server.berth.root()).is_empty());
 }
 
-/// Executor-dependent: a build through raw `POST /build` streams the
+/// A build through raw `POST /build` streams the
 /// classic builder's messages and makes an image that runs.
 #[test]
 fn a_raw_build_makes_an_image_that_runs() {
@@ -232,11 +207,6 @@ fn a_raw_build_makes_an_image_that_runs() {
     let context = tar(&[("Dockerfile", DOCKERFILE.as_bytes())]);
     let (status, _, body) = server.raw(&build_request("t=rawbuild", &context));
     let text = String::from_utf8_lossy(&body).into_owned();
-    if !executor_works(&text) {
-        assert_eq!(status, 501);
-        assert!(leftovers(server.berth.root()).is_empty());
-        return;
-    }
     assert_eq!(status, 200, "{text}");
     let answer = messages(&body);
     let streamed: String = answer
@@ -275,10 +245,9 @@ fn a_raw_build_makes_an_image_that_runs() {
     assert_eq!(last["errorDetail"]["code"], 1);
 }
 
-/// Executor-dependent: `DOCKER_BUILDKIT=0 docker build -t x .`. Until the
-/// executor lands it still checks that every parameter the CLI sends by
-/// default reaches the builder (no refusal), with a Dockerfile in the
-/// context and one outside it (`-f`, sent as `.dockerfile.<random>`).
+/// `DOCKER_BUILDKIT=0 docker build -t x .`: every parameter the CLI sends
+/// by default reaches the builder, with a Dockerfile in the context and
+/// one outside it (`-f`, sent as `.dockerfile.<random>`).
 #[test]
 fn docker_build_without_buildkit() {
     let Some(server) = Server::start() else {
@@ -306,14 +275,6 @@ fn docker_build_without_buildkit() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    if !executor_works(&printed) {
-        assert!(!output.status.success());
-        assert!(leftovers(server.berth.root()).is_empty());
-        let outside = build(&["-t", "clibuild2", "-f", elsewhere.to_str().unwrap()]);
-        let printed = String::from_utf8_lossy(&outside.stderr);
-        assert!(printed.contains(NOT_IMPLEMENTED), "{printed}");
-        return;
-    }
     assert!(output.status.success(), "{printed}");
     assert!(
         printed.contains("Successfully tagged clibuild:latest"),
