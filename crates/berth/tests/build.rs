@@ -451,3 +451,56 @@ impl Drop for RemoveDockerImage<'_> {
         let _ = docker(self.0, &["builder", "prune", "-af"]);
     }
 }
+
+/// A build killed during a RUN leaves its step's container; the next
+/// command sees the builder gone and removes it (once the step's process
+/// has ended), and no temporary layer stays.
+#[test]
+fn a_killed_build_leaves_nothing_the_next_command_keeps() {
+    let berth = berth_with_busybox();
+    let directory = context(&[(
+        "Dockerfile",
+        "FROM busybox\nRUN echo started && sleep 1 && echo never\n",
+    )]);
+    let mut child = berth
+        .command()
+        .args(["build", directory.path().to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until the step's container exists.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while berth.run(&["ps", "-aq"]).ok().trim().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no build container appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    child.wait().unwrap();
+    // The step's process ends on its own; the container then goes.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left = berth.run(&["ps", "-aq"]).ok();
+        if left.trim().is_empty() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "left: {left}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let temporary: Vec<_> = fs_err::read_dir(berth.root().join("tmp"))
+        .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
+        .unwrap_or_default();
+    assert!(temporary.is_empty(), "{temporary:?}");
+    // And the next build works.
+    let directory = context(&[("Dockerfile", "FROM busybox\nRUN true\n")]);
+    berth
+        .run(&["build", "-q", directory.path().to_str().unwrap()])
+        .ok();
+}

@@ -13,8 +13,8 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use berth_engine::containers::paths::ContainerPaths;
 use berth_engine::containers::{
-    create_container, find_container, kill_container, remove_container, start_container,
-    with_copy_root, Attachment,
+    build_owner, create_container, find_container, kill_container, remove_container,
+    start_container, with_copy_root, Attachment, BUILD_OWNER_LABEL,
 };
 use berth_engine::Engine;
 use berth_image::commit::{commit_step, StepCommit};
@@ -73,6 +73,12 @@ fn create_step_container(
         env: run.map(|run| run.env.clone()),
         user: step.config.user.clone().unwrap_or_default(),
         working_dir: step.working_dir(),
+        // Removed with the step; a builder killed first leaves it to the
+        // next command, which sees its owner gone (berth-engine `repair`).
+        labels: Some(std::collections::BTreeMap::from([(
+            BUILD_OWNER_LABEL.to_owned(),
+            build_owner(),
+        )])),
         ..CreateConfig::default()
     };
     let host_config = HostConfig {

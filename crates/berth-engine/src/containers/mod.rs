@@ -62,6 +62,7 @@ pub use manage::{
 };
 pub use monitor::Attachment;
 pub use remove::{remove_container, remove_container_with};
+pub use repair::{build_owner, BUILD_OWNER_LABEL};
 pub use restart::{restart_container, restarted};
 pub use run::{
     create_for_run, ensure_image, prepare_run, PreparedRun, PullPolicy, PullReason, RunFrontEnd,

@@ -68,6 +68,10 @@ pub(crate) fn repair(store: &Store, config: &EngineConfig, mut container: Contai
             }
         }
     }
+    if abandoned_by_its_build(&container) {
+        remove_abandoned(store, &paths, &mut container);
+        return container;
+    }
     if copies_ended {
         let _guard = copy_lock(&paths);
         unmount_unless_copying(&paths);
@@ -79,6 +83,42 @@ pub(crate) fn repair(store: &Store, config: &EngineConfig, mut container: Contai
         );
     }
     container
+}
+
+/// The label on a build step's container: its builder as `pid:start
+/// time` (see berth-build), which removes the container when the step
+/// ends; a builder killed before that leaves it to the next command.
+pub const BUILD_OWNER_LABEL: &str = "io.berth.build.owner";
+
+/// The label's value for this process.
+pub fn build_owner() -> String {
+    let pid = std::process::id() as i32;
+    format!("{pid}:{}", process_start_time(pid).unwrap_or(0))
+}
+
+/// A build step's container that is not running and whose builder is gone.
+fn abandoned_by_its_build(container: &Container) -> bool {
+    let Some(owner) = container.record.run.labels.get(BUILD_OWNER_LABEL) else {
+        return false;
+    };
+    let Some((pid, start)) = owner.split_once(':') else {
+        return false;
+    };
+    let (Ok(pid), Ok(start)) = (pid.parse::<i32>(), start.parse::<u64>()) else {
+        return false;
+    };
+    !container.state.is_running() && !process_alive(pid, start)
+}
+
+fn remove_abandoned(store: &Store, paths: &ContainerPaths, container: &mut Container) {
+    let Ok(Some(lock)) = RemovalLock::try_acquire(paths) else {
+        return;
+    };
+    tracing::debug!(container = %container.record.id, "removing a killed build's container");
+    match remove_files_and_row_checked(store, paths, &container.record.id, &lock) {
+        Ok(()) => container.state.status = Status::Removing,
+        Err(error) => tracing::warn!(%error, "failed to remove a killed build's container"),
+    }
 }
 
 /// Docker refuses to start a container being removed, or whose removal
