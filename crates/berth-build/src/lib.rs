@@ -17,7 +17,8 @@ mod exec;
 mod request;
 
 pub use request::{
-    BuildError, BuildOutcome, BuildRequest, DockerfileSource, OutputStream, Progress, StepEnd,
+    BuildError, BuildOutcome, BuildRequest, DockerfileSource, KeepContainers, OutputStream,
+    Progress, StepEnd,
 };
 
 /// Builds `request` and returns the image (tagged as asked).

@@ -48,6 +48,20 @@ pub struct BuildRequest {
     /// build may use (the classic builder's rule; a name that is not in
     /// the store gives no cache).
     pub cache_from: Vec<String>,
+    /// Which step containers stay after their step (the classic
+    /// builder's `rm`/`forcerm`); BuildKit's and the CLI's: none.
+    pub keep_containers: KeepContainers,
+}
+
+/// The classic builder's intermediate containers: `forcerm=1` removes
+/// every one, `rm=1` (its default) keeps the one of a failed step, `rm=0`
+/// keeps them all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeepContainers {
+    #[default]
+    None,
+    Failed,
+    All,
 }
 
 impl BuildRequest {
@@ -66,6 +80,7 @@ impl BuildRequest {
             extra_hosts: Vec::new(),
             shm_size: None,
             cache_from: Vec::new(),
+            keep_containers: KeepContainers::None,
         }
     }
 }

@@ -243,6 +243,45 @@ fn a_raw_build_makes_an_image_that_runs() {
         "The command '/bin/sh -c false' returned a non-zero code: 1"
     );
     assert_eq!(last["errorDetail"]["code"], 1);
+
+    // The classic builder keeps a failed step's container unless
+    // `forcerm=1` (compose's test_build_failed finds it by the label the
+    // Dockerfile gave), and every step's with `rm=0`.
+    let labelled = tar(&[(
+        "Dockerfile",
+        b"FROM busybox\nLABEL kept=yes\nRUN false\n".as_slice(),
+    )]);
+    let kept = |query: &str| {
+        let (status, _, _) = server.raw(&build_request(query, &labelled));
+        assert_eq!(status, 200, "{query}");
+        let listed = server
+            .docker(&["ps", "-aq", "--filter", "label=kept=yes"])
+            .ok();
+        for id in listed.lines() {
+            server.docker(&["rm", "-f", id]).ok();
+        }
+        listed.lines().count()
+    };
+    assert_eq!(kept(""), 1);
+    assert_eq!(kept("rm=1&forcerm=1"), 0);
+    let passing = tar(&[(
+        "Dockerfile",
+        b"FROM busybox\nLABEL kept=yes\nRUN true\n".as_slice(),
+    )]);
+    let (status, _, body) = server.raw(&build_request("rm=0", &passing));
+    assert_eq!(status, 200);
+    let streamed: String = messages(&body)
+        .iter()
+        .filter_map(|message| message["stream"].as_str())
+        .collect();
+    assert!(
+        !streamed.contains("Removing intermediate container"),
+        "{streamed}"
+    );
+    let listed = server
+        .docker(&["ps", "-aq", "--filter", "label=kept=yes"])
+        .ok();
+    assert_eq!(listed.lines().count(), 1, "{listed}");
 }
 
 /// `DOCKER_BUILDKIT=0 docker build -t x .`: every parameter the CLI sends

@@ -25,7 +25,7 @@ use berth_types::image::History;
 use berth_types::Digest;
 
 use super::image::StepImage;
-use crate::{BuildError, OutputStream, Progress};
+use crate::{BuildError, KeepContainers, OutputStream, Progress};
 
 /// What a RUN's container runs with.
 pub struct RunSettings {
@@ -36,6 +36,10 @@ pub struct RunSettings {
     pub extra_hosts: Vec<String>,
     /// `--shm-size` in bytes; 0 for the default.
     pub shm_size: i64,
+    /// Whether the container stays after the step (the classic builder's
+    /// `rm`/`forcerm`); a kept one has no builder label, so no repair
+    /// removes it.
+    pub keep: KeepContainers,
 }
 
 /// Creates a container on `image` for one step (with `run`, a RUN's
@@ -48,10 +52,18 @@ pub fn with_step_container<T>(
     run: Option<&RunSettings>,
     action: impl FnOnce(&mut Engine, &str) -> Result<T, BuildError>,
 ) -> Result<T, BuildError> {
+    let keep = run.map_or(KeepContainers::None, |run| run.keep);
     let id = create_step_container(engine, image, step, run)?;
     let result = action(engine, &id);
-    if let Err(error) = remove_container(engine, &id, true) {
-        tracing::warn!(container = %id, %error, "failed to remove a build container");
+    let kept = match keep {
+        KeepContainers::None => false,
+        KeepContainers::Failed => result.is_err(),
+        KeepContainers::All => true,
+    };
+    if !kept {
+        if let Err(error) = remove_container(engine, &id, true) {
+            tracing::warn!(container = %id, %error, "failed to remove a build container");
+        }
     }
     result
 }
@@ -75,10 +87,11 @@ fn create_step_container(
         working_dir: step.working_dir(),
         // Removed with the step; a builder killed first leaves it to the
         // next command, which sees its owner gone (berth-engine `repair`).
-        labels: Some(std::collections::BTreeMap::from([(
-            BUILD_OWNER_LABEL.to_owned(),
-            build_owner(),
-        )])),
+        labels: Some(
+            std::iter::once((BUILD_OWNER_LABEL.to_owned(), build_owner()))
+                .filter(|_| run.is_none_or(|run| run.keep == KeepContainers::None))
+                .collect(),
+        ),
         ..CreateConfig::default()
     };
     let host_config = HostConfig {

@@ -275,6 +275,7 @@ fn run_command(
         network,
         extra_hosts: run.request.extra_hosts.clone(),
         shm_size: run.request.shm_size.unwrap_or(0),
+        keep: run.request.keep_containers,
     };
     let mut image = state.image.clone();
     cached_or_made(run, state, key, |run| {

@@ -67,7 +67,8 @@ pub fn build(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
         .try_clone()
         .map_err(|error| ApiError::internal(error.to_string()))?;
     let mut progress = BuildStream::new(&stream, build.quiet, exchange.version >= (1, 30))
-        .with_gone_check(|| crate::server::client_gone(&stream));
+        .with_gone_check(|| crate::server::client_gone(&stream))
+        .keeping_containers(request.keep_containers == berth_build::KeepContainers::All);
     let result = berth_build::build(&mut engine, &request, &mut progress);
     if progress.cancelled() {
         tracing::info!("the client of a build went away");

@@ -8,17 +8,14 @@
 //! sends `cpushares=0`, `memory=0`, `networkmode=default`, `ulimits=null`,
 //! `buildargs={}`, `cachefrom=[]`, `version=1`, … on every build).
 //!
-//! One deliberate exception: `rm` and `forcerm` are accepted whatever
-//! their values. berth's builder always removes its intermediate
-//! containers, which is `forcerm=1`; `rm=0` asks Docker to keep the
-//! containers of successful steps, for debugging only, and it is
-//! docker-py's default (`APIClient.build(rm=False)`), so refusing it would
-//! refuse every docker-py build.
+//! `rm` and `forcerm` are the classic builder's: `forcerm=1` removes every
+//! RUN step's container, `rm=1` (the default) keeps a failed step's, `rm=0`
+//! (docker-py's default) keeps them all.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use berth_build::{BuildRequest, DockerfileSource};
+use berth_build::{BuildRequest, DockerfileSource, KeepContainers};
 use berth_types::Reference;
 
 use crate::error::ApiError;
@@ -50,6 +47,8 @@ pub struct BuildQuery {
     pub shm_size: Option<i64>,
     /// `cachefrom`: the images whose steps alone may serve as cache.
     pub cache_from: Vec<String>,
+    /// `rm` / `forcerm`.
+    pub keep_containers: KeepContainers,
 }
 
 impl BuildQuery {
@@ -68,6 +67,7 @@ impl BuildQuery {
         request.extra_hosts = self.extra_hosts.clone();
         request.shm_size = self.shm_size;
         request.cache_from = self.cache_from.clone();
+        request.keep_containers = self.keep_containers;
         request.platform = self.platform.clone();
         request
     }
@@ -263,6 +263,13 @@ pub fn parse(query: &[(String, String)], version: (u32, u32)) -> Result<BuildQue
         extra_hosts,
         shm_size,
         cache_from,
+        keep_containers: if boolean("forcerm") {
+            KeepContainers::None
+        } else if get("rm").is_none_or(bool_value) {
+            KeepContainers::Failed
+        } else {
+            KeepContainers::All
+        },
     })
 }
 

@@ -32,7 +32,25 @@ fn the_docker_clis_defaults_are_accepted() {
             extra_hosts: Vec::new(),
             shm_size: None,
             cache_from: Vec::new(),
+            keep_containers: KeepContainers::Failed,
         }
+    );
+}
+
+#[test]
+fn rm_and_forcerm_decide_which_step_containers_stay() {
+    assert_eq!(parsed("").unwrap().keep_containers, KeepContainers::Failed);
+    assert_eq!(
+        parsed("rm=1").unwrap().keep_containers,
+        KeepContainers::Failed
+    );
+    assert_eq!(
+        parsed("rm=False").unwrap().keep_containers,
+        KeepContainers::All
+    );
+    assert_eq!(
+        parsed("rm=0&forcerm=1").unwrap().keep_containers,
+        KeepContainers::None
     );
 }
 

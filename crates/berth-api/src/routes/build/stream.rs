@@ -146,6 +146,8 @@ pub struct BuildStream<'s, W: Write> {
     partial: Vec<u8>,
     /// True once the client is gone (poll of the socket).
     gone: Option<Box<dyn Fn() -> bool + 's>>,
+    /// `rm=0`: step containers are not removed.
+    keeps_containers: bool,
 }
 
 enum State<W: Write> {
@@ -166,7 +168,15 @@ impl<'s, W: Write> BuildStream<'s, W> {
             container: None,
             partial: Vec::new(),
             gone: None,
+            keeps_containers: false,
         }
+    }
+
+    /// With `rm=0` the steps' containers stay: no "Removing intermediate
+    /// container" then.
+    pub fn keeping_containers(mut self, keeps: bool) -> Self {
+        self.keeps_containers = keeps;
+        self
     }
 
     /// How to tell that the client went away while nothing is written.
@@ -176,8 +186,8 @@ impl<'s, W: Write> BuildStream<'s, W> {
     }
 
     /// True once the client has gone (a write failed, or the socket hung
-    /// up): the build is no longer wanted. `Progress` has no way to say
-    /// so to the builder yet (see `mod.rs`).
+    /// up): the build is no longer wanted, and the builder stops
+    /// (`Progress::cancelled`).
     pub fn cancelled(&self) -> bool {
         matches!(self.state, State::Closed) || self.gone.as_ref().is_some_and(|gone| gone())
     }
@@ -309,7 +319,9 @@ impl<W: Write> Progress for BuildStream<'_, W> {
             }
             StepEnd::Done(image) => {
                 if let Some(container) = self.container.take() {
-                    self.send(removing_message(&container));
+                    if !self.keeps_containers {
+                        self.send(removing_message(&container));
+                    }
                 }
                 self.send(image_message(image));
             }
