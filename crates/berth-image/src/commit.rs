@@ -86,6 +86,10 @@ pub struct StepCommit<'a> {
     pub history: History,
     /// `MAINTAINER`: the image's `author`.
     pub author: Option<String>,
+    /// The step's container config as moby's classic builder records it
+    /// (`container_config`: the config with the step's command as `Cmd`);
+    /// compose 1.x reads its `Volumes` and `Cmd` back.
+    pub container_config: Option<Value>,
 }
 
 pub fn commit_step(store: &mut Store, request: StepCommit<'_>) -> Result<Committed, CommitError> {
@@ -116,6 +120,11 @@ pub fn commit_step(store: &mut Store, request: StepCommit<'_>) -> Result<Committ
     config.config = Some(request.config);
     config.extra.remove("container");
     config.extra.remove("container_config");
+    if let Some(container_config) = request.container_config {
+        config
+            .extra
+            .insert("container_config".to_owned(), container_config);
+    }
     let history = History {
         empty_layer: request.layer_tar.is_none(),
         ..request.history

@@ -207,7 +207,7 @@ pub fn commit_layer(
     id: &str,
     parent: &Digest,
     step: &StepImage,
-    history: History,
+    (history, saved_cmd): (History, Vec<String>),
 ) -> Result<Digest, BuildError> {
     let config = engine.config();
     let paths = ContainerPaths::new(&config.root, &config.run_root, id);
@@ -236,6 +236,7 @@ pub fn commit_layer(
                 config: step.config.clone(),
                 history,
                 author: step.author.clone(),
+                container_config: Some(container_config(step, saved_cmd)),
             },
         )
         .map(|committed| committed.id)
@@ -243,6 +244,22 @@ pub fn commit_layer(
     });
     let _ = fs_err::remove_file(&staged);
     result
+}
+
+/// The step's `container_config`: its config with the step's command.
+fn container_config(step: &StepImage, saved_cmd: Vec<String>) -> serde_json::Value {
+    let mut config = serde_json::to_value(&step.config).expect("a config always serializes");
+    config["Cmd"] = serde_json::json!(saved_cmd);
+    config
+}
+
+/// What moby's classic builder records as a step's command: the RUN's
+/// own (after `|N NAME=value…`, its build args, sorted) or, for another
+/// step, the shell and `#(nop) INSTRUCTION`.
+pub fn nop_command(step: &StepImage, instruction: &str) -> Vec<String> {
+    let mut command = step.shell();
+    command.push(format!("#(nop) {instruction}"));
+    command
 }
 
 fn commit_error(error: berth_image::commit::CommitError) -> BuildError {
@@ -270,6 +287,7 @@ pub fn ensure_image(engine: &mut Engine, step: &mut StepImage) -> Result<Digest,
                 ..History::default()
             },
             author: step.author.clone(),
+            container_config: None,
         },
     )
     .map_err(commit_error)?;
@@ -281,7 +299,7 @@ pub fn ensure_image(engine: &mut Engine, step: &mut StepImage) -> Result<Digest,
 pub fn commit_metadata(
     engine: &mut Engine,
     step: &StepImage,
-    history: History,
+    (history, saved_cmd): (History, Vec<String>),
 ) -> Result<Digest, BuildError> {
     commit_step(
         engine.store_mut(),
@@ -291,6 +309,7 @@ pub fn commit_metadata(
             config: step.config.clone(),
             history,
             author: step.author.clone(),
+            container_config: Some(container_config(step, saved_cmd)),
         },
     )
     .map(|committed| committed.id)

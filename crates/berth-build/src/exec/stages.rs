@@ -271,7 +271,8 @@ impl<'a> StageRun<'a> {
         let id = match self.cache.lookup(self.engine, &key) {
             Some(id) if !self.request.no_cache => id,
             _ => {
-                let id = commit_metadata(self.engine, image, history)?;
+                let saved = super::container::nop_command(image, "LABEL");
+                let id = commit_metadata(self.engine, image, (history, saved))?;
                 self.cache.record(&key, &id);
                 id
             }

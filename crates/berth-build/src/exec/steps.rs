@@ -9,8 +9,8 @@ use berth_types::Digest;
 use super::args::ArgScope;
 use super::cache::CacheKey;
 use super::container::{
-    commit_layer, commit_metadata, ensure_image, run_container, with_root, with_step_container,
-    RunSettings,
+    commit_layer, commit_metadata, ensure_image, nop_command, run_container, with_root,
+    with_step_container, RunSettings,
 };
 use super::copy::{add_to_key, collect_sources, has_wildcard, parse_chmod, CopySpec, SourceRoot};
 use super::image::StepImage;
@@ -159,8 +159,9 @@ fn metadata_step(
         .add(&serde_json::to_vec(&state.image.config).expect("a config always serializes"))
         .add(state.image.author.as_deref().unwrap_or_default().as_bytes());
     let image = state.image.clone();
+    let saved = nop_command(&image, &instruction.original);
     cached_or_made(run, state, key, |run| {
-        commit_metadata(run.engine, &image, history)
+        commit_metadata(run.engine, &image, (history, saved))
     })
 }
 
@@ -269,6 +270,19 @@ fn run_command(
         .add(network.as_deref().unwrap_or_default().as_bytes())
         .add(run.request.extra_hosts.join(",").as_bytes());
     let shown = args.join(" ");
+    let mut saved = args.clone();
+    if !arg_env.is_empty() {
+        let mut sorted = arg_env.clone();
+        sorted.sort();
+        saved = std::iter::once(format!("|{}", sorted.len()))
+            .chain(sorted)
+            .chain(args.iter().cloned())
+            .collect();
+    }
+    let history = History {
+        created_by: Some(saved.join(" ")),
+        ..history
+    };
     let settings = RunSettings {
         args,
         env,
@@ -294,7 +308,7 @@ fn run_command(
                         code,
                     });
                 }
-                commit_layer(engine, id, &parent, &image, history)
+                commit_layer(engine, id, &parent, &image, (history, saved))
             },
         )
     })
@@ -325,10 +339,11 @@ fn workdir(
         let parent = ensure_image(run.engine, &mut image)?;
         with_step_container(run.engine, &parent, &image, None, |engine, id| {
             let made = with_root(engine, id, |root| make_directory(root, id, &directory))?;
+            let saved = nop_command(&image, &format!("WORKDIR {directory}"));
             if made {
-                commit_layer(engine, id, &parent, &image, history)
+                commit_layer(engine, id, &parent, &image, (history, saved))
             } else {
-                commit_metadata(engine, &image, history)
+                commit_metadata(engine, &image, (history, saved))
             }
         })
     })
@@ -466,6 +481,7 @@ fn copy_files(
     };
     let mut image = state.image.clone();
     let chown = flags.chown.clone();
+    let original = history.created_by.clone().unwrap_or_default();
     cached_or_made(run, state, key, |run| {
         let parent = ensure_image(run.engine, &mut image)?;
         let context = &run.request.context;
@@ -511,7 +527,8 @@ fn copy_files(
                 }
                 None => put(engine, None)?,
             }
-            commit_layer(engine, id, &parent, &image, history)
+            let saved = nop_command(&image, &original);
+            commit_layer(engine, id, &parent, &image, (history, saved))
         })
     })
 }
