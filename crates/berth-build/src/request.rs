@@ -48,6 +48,9 @@ pub struct BuildRequest {
     /// build may use (the classic builder's rule; a name that is not in
     /// the store gives no cache).
     pub cache_from: Vec<String>,
+    /// The RUN steps' resources (`--memory`, `--cpu-shares`, cpusets,
+    /// `--cgroup-parent`, `--ulimit`), as a container's.
+    pub run_resources: berth_types::container::resources::Resources,
     /// Which step containers stay after their step (the classic
     /// builder's `rm`/`forcerm`); BuildKit's and the CLI's: none.
     pub keep_containers: KeepContainers,
@@ -81,6 +84,7 @@ impl BuildRequest {
             shm_size: None,
             cache_from: Vec::new(),
             keep_containers: KeepContainers::None,
+            run_resources: Default::default(),
         }
     }
 }
@@ -114,6 +118,9 @@ pub trait Progress {
     fn step_end(&mut self, end: &StepEnd);
     /// A warning (an unused build arg, …).
     fn warning(&mut self, message: &str);
+    /// A pull's last word (`Status: Image is up to date for busybox:1`),
+    /// when `--pull` or a missing base image pulled one.
+    fn status(&mut self, _message: &str) {}
     /// True once whoever asked for the build is gone (an API client that
     /// disconnected): the build stops at the next step, or kills the RUN
     /// it waits for.

@@ -36,6 +36,7 @@ pub struct RunSettings {
     pub extra_hosts: Vec<String>,
     /// `--shm-size` in bytes; 0 for the default.
     pub shm_size: i64,
+    pub resources: berth_types::container::resources::Resources,
     /// Whether the container stays after the step (the classic builder's
     /// `rm`/`forcerm`); a kept one has no builder label, so no repair
     /// removes it.
@@ -107,6 +108,7 @@ fn create_step_container(
             .map(|run| run.extra_hosts.clone())
             .filter(|hosts| !hosts.is_empty()),
         shm_size: run.map_or(0, |run| run.shm_size),
+        resources: run.map(|run| run.resources.clone()).unwrap_or_default(),
         ..HostConfig::default()
     };
     let request = CreateRequest {

@@ -143,6 +143,7 @@ fn base_image(
     engine: &mut Engine,
     name: &str,
     pull: bool,
+    progress: &mut dyn Progress,
 ) -> Result<berth_types::Digest, BuildError> {
     if !pull {
         if let Ok(image) = resolve_image(engine.store(), name) {
@@ -159,8 +160,19 @@ fn base_image(
         concurrency: 3,
         settings,
     };
-    let pulled = berth_engine::images::pull::pull_image(engine.store_mut(), &request, &|_| {})
+    let statuses = std::sync::Mutex::new(Vec::new());
+    let collect = |event| {
+        if let berth_engine::images::PullEvent::Status(text) = event {
+            if let Ok(mut statuses) = statuses.lock() {
+                statuses.push(text);
+            }
+        }
+    };
+    let pulled = berth_engine::images::pull::pull_image(engine.store_mut(), &request, &collect)
         .map_err(|error| BuildError::Invalid(format!("failed to pull {name}: {error}")))?;
+    for status in statuses.into_inner().unwrap_or_default() {
+        progress.status(&format!("Status: {status}"));
+    }
     Ok(pulled.id)
 }
 

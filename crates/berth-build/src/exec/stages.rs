@@ -218,7 +218,8 @@ impl<'a> StageRun<'a> {
                 .expect("a stage's base stage is built before it"),
             None if base.eq_ignore_ascii_case("scratch") => StepImage::scratch(),
             None => {
-                let id = super::base_image(self.engine, &base, self.request.pull)?;
+                let id =
+                    super::base_image(self.engine, &base, self.request.pull, &mut *self.progress)?;
                 StepImage::load(self.engine, &id)?
             }
         };

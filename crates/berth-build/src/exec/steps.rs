@@ -290,6 +290,7 @@ fn run_command(
         extra_hosts: run.request.extra_hosts.clone(),
         shm_size: run.request.shm_size.unwrap_or(0),
         keep: run.request.keep_containers,
+        resources: run.request.run_resources.clone(),
     };
     let mut image = state.image.clone();
     cached_or_made(run, state, key, |run| {
@@ -451,7 +452,7 @@ fn copy_files(
                     .expect("a COPY --from stage is built before");
                 ensure_image(run.engine, &mut stage)?
             }
-            None => super::base_image(run.engine, from, run.request.pull)?,
+            None => super::base_image(run.engine, from, run.request.pull, &mut *run.progress)?,
         }),
     };
     let mut key = CacheKey::new(state.image.id.as_ref());

@@ -49,6 +49,9 @@ pub struct BuildQuery {
     pub cache_from: Vec<String>,
     /// `rm` / `forcerm`.
     pub keep_containers: KeepContainers,
+    /// `memory`, `memswap`, `cpushares`, `cpuperiod`, `cpuquota`,
+    /// `cpusetcpus`, `cpusetmems`, `cgroupparent`, `ulimits`.
+    pub run_resources: berth_types::container::resources::Resources,
 }
 
 impl BuildQuery {
@@ -68,6 +71,7 @@ impl BuildQuery {
         request.shm_size = self.shm_size;
         request.cache_from = self.cache_from.clone();
         request.keep_containers = self.keep_containers;
+        request.run_resources = self.run_resources.clone();
         request.platform = self.platform.clone();
         request
     }
@@ -167,29 +171,44 @@ pub fn parse(query: &[(String, String)], version: (u32, u32)) -> Result<BuildQue
         other => return Err(QueryError::Isolation(other.to_owned())),
     }
     for (name, reason) in [
-        ("cpusetcpus", "RUN steps take no cpuset"),
-        ("cpusetmems", "RUN steps take no cpuset"),
-        ("cgroupparent", "RUN steps take no cgroup parent"),
         ("session", "sessions belong to BuildKit"),
         ("buildid", "builds cannot be cancelled by id"),
     ] {
         refuse_text(&all(name), name, reason)?;
     }
-    for (name, reason) in [
-        ("memory", "RUN steps take no resource limits"),
-        ("memswap", "RUN steps take no resource limits"),
-        ("cpushares", "RUN steps take no resource limits"),
-        ("cpuperiod", "RUN steps take no resource limits"),
-        ("cpuquota", "RUN steps take no resource limits"),
-    ] {
-        refuse_nonzero(get(name), name, reason)?;
-    }
-    refuse_json_list(
-        get("ulimits"),
-        "ulimits",
-        "ulimit settings",
-        "RUN steps take no ulimits",
-    )?;
+    let integer = |name: &'static str| -> Result<i64, QueryError> {
+        match text(name).as_str() {
+            "" => Ok(0),
+            value => value.parse().map_err(|_| QueryError::Integer {
+                name,
+                value: value.to_owned(),
+            }),
+        }
+    };
+    let ulimits = match text("ulimits").as_str() {
+        "" => None,
+        value => {
+            serde_json::from_str::<Option<Vec<berth_types::container::resources::Ulimit>>>(value)
+                .map_err(|error| QueryError::Json {
+                    what: "ulimit settings",
+                    message: error.to_string(),
+                })?
+                .filter(|ulimits| !ulimits.is_empty())
+        }
+    };
+    // The RUN steps' resources, as a container's.
+    let run_resources = berth_types::container::resources::Resources {
+        memory: integer("memory")?,
+        memory_swap: integer("memswap")?,
+        cpu_shares: integer("cpushares")?,
+        cpu_period: integer("cpuperiod")?,
+        cpu_quota: integer("cpuquota")?,
+        cpuset_cpus: text("cpusetcpus"),
+        cpuset_mems: text("cpusetmems"),
+        cgroup_parent: text("cgroupparent"),
+        ulimits,
+        ..Default::default()
+    };
     let cache_from: Vec<String> = match text("cachefrom").as_str() {
         "" => Vec::new(),
         value => serde_json::from_str::<Option<Vec<String>>>(value)
@@ -263,6 +282,7 @@ pub fn parse(query: &[(String, String)], version: (u32, u32)) -> Result<BuildQue
         extra_hosts,
         shm_size,
         cache_from,
+        run_resources,
         keep_containers: if boolean("forcerm") {
             KeepContainers::None
         } else if get("rm").is_none_or(bool_value) {
@@ -294,30 +314,6 @@ fn refuse_text(
             reason,
         }),
         None => Ok(()),
-    }
-}
-
-/// moby's `Int64ValueOrZero`: a number; zero (or empty) is the default.
-fn refuse_nonzero(
-    value: Option<&str>,
-    name: &'static str,
-    reason: &'static str,
-) -> Result<(), QueryError> {
-    let value = value.unwrap_or_default().trim();
-    if value.is_empty() {
-        return Ok(());
-    }
-    match value.parse::<i64>() {
-        Ok(0) => Ok(()),
-        Ok(_) => Err(QueryError::Unsupported {
-            name,
-            value: value.to_owned(),
-            reason,
-        }),
-        Err(_) => Err(QueryError::Integer {
-            name,
-            value: value.to_owned(),
-        }),
     }
 }
 

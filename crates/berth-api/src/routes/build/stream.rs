@@ -336,6 +336,11 @@ impl<W: Write> Progress for BuildStream<'_, W> {
     fn cancelled(&self) -> bool {
         BuildStream::cancelled(self)
     }
+
+    fn status(&mut self, message: &str) {
+        self.flush_partial();
+        self.send(serde_json::json!({ "status": message }));
+    }
 }
 
 #[cfg(test)]
