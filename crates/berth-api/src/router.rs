@@ -80,10 +80,11 @@ fn dispatch(server: &'static Server, exchange: &mut Exchange<'_>, path: &[&str])
         ("GET", ["system", "df"]) => system::disk_usage(server),
         ("POST", ["auth"]) => system::auth(exchange),
         ("POST", ["build"]) => build::build(server, exchange),
-        // BuildKit's: its session, its cache and its cancel by build id.
-        ("POST", ["session"]) | ("POST", ["build", "prune" | "cancel"]) => Err(ApiError::new(
+        ("POST", ["build", "prune"]) => build::prune(server, exchange),
+        // BuildKit's: its session and its cancel by build id.
+        ("POST", ["session"]) | ("POST", ["build", "cancel"]) => Err(ApiError::new(
             501,
-            "berth serve has only the classic builder (POST /build): BuildKit's session, cache and cancel are not implemented",
+            "berth serve has only the classic builder (POST /build): BuildKit's session and cancel are not implemented",
         )),
 
         ("POST", ["commit"]) => commit::commit(server, exchange),

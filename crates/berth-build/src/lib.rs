@@ -14,6 +14,8 @@ pub mod dockerfile;
 pub mod ignore;
 
 mod exec;
+
+pub use exec::prune_cache;
 mod request;
 
 pub use request::{

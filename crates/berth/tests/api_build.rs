@@ -329,3 +329,39 @@ fn docker_build_without_buildkit() {
     assert!(id.starts_with("sha256:"), "{quiet:?}");
     assert!(leftovers(server.berth.root()).is_empty());
 }
+
+/// `POST /build/prune` empties the build cache: the next build makes
+/// every step again; a BuildKit cache policy is refused by name.
+#[test]
+fn build_prune_empties_the_cache() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let context = tar(&[("Dockerfile", DOCKERFILE.as_bytes())]);
+    let streamed = |body: &[u8]| -> String {
+        messages(body)
+            .iter()
+            .filter_map(|message| message["stream"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let (status, _, _) = server.raw(&build_request("", &context));
+    assert_eq!(status, 200);
+    let (_, _, body) = server.raw(&build_request("", &context));
+    assert!(streamed(&body).contains("Using cache"));
+
+    let prune = b"POST /v1.41/build/prune HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    let (status, _, body) = server.raw(prune);
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let answer: Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        !answer["CachesDeleted"].as_array().unwrap().is_empty(),
+        "{answer}"
+    );
+    assert!(answer["SpaceReclaimed"].as_u64().unwrap() > 0, "{answer}");
+    let (_, _, body) = server.raw(&build_request("", &context));
+    assert!(!streamed(&body).contains("Using cache"));
+
+    let policy = b"POST /v1.41/build/prune?all=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    let (status, _, body) = server.raw(policy);
+    assert_eq!(status, 501, "{}", String::from_utf8_lossy(&body));
+}

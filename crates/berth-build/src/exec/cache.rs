@@ -79,8 +79,36 @@ impl BuildCache {
     }
 }
 
+/// Empties the build cache (`POST /build/prune`): every key's entry goes,
+/// so the next build makes each step anew; the images the steps made stay
+/// until `image prune` or `rmi` removes them. Returns the keys removed and
+/// the bytes their entries took.
+pub fn prune_cache(root: &Path) -> std::io::Result<(Vec<String>, u64)> {
+    let directory = BuildCache::new(root).directory;
+    let entries = match fs_err::read_dir(&directory) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+        Err(error) => return Err(error),
+    };
+    let mut removed = Vec::new();
+    let mut bytes = 0;
+    for entry in entries {
+        let entry = entry?;
+        let size = entry.metadata().map(|metadata| metadata.len()).unwrap_or(0);
+        fs_err::remove_file(entry.path())?;
+        bytes += size;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with('.') {
+            removed.push(name);
+        }
+    }
+    removed.sort();
+    Ok((removed, bytes))
+}
+
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
@@ -98,5 +126,20 @@ mod tests {
         assert_ne!(one, two);
         assert_ne!(one, three);
         assert_eq!(one, again);
+    }
+
+    #[test]
+    fn a_pruned_cache_has_no_entries_left() {
+        let directory = tempfile::tempdir().unwrap();
+        let digest = Digest::parse(&format!("sha256:{}", "b".repeat(64))).unwrap();
+        let cache = BuildCache::new(directory.path());
+        cache.record("key1", &digest);
+        cache.record("key2", &digest);
+        let (removed, bytes) = prune_cache(directory.path()).unwrap();
+        assert_eq!(removed, ["key1", "key2"]);
+        assert_eq!(bytes, 2 * 71);
+        assert_eq!(prune_cache(directory.path()).unwrap(), (Vec::new(), 0));
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(prune_cache(empty.path()).unwrap(), (Vec::new(), 0));
     }
 }

@@ -25,6 +25,8 @@ use std::path::{Path, PathBuf};
 use berth_engine::images::{parse_reference, resolve_image, tag_image};
 use berth_engine::Engine;
 
+pub use cache::prune_cache;
+
 use crate::dockerfile::{self, Dockerfile};
 use crate::ignore::IgnoreMatcher;
 use crate::{BuildError, BuildOutcome, BuildRequest, DockerfileSource, Progress};

@@ -36,6 +36,34 @@ pub use query::{BuildQuery, QueryError};
 pub use stream::BuildStream;
 
 /// `POST /build`.
+/// `POST /build/prune`: berth's build cache emptied (`all`, `keep-storage`
+/// and `filters` are BuildKit's cache policy; refused when given).
+pub fn prune(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
+    for (name, value) in &exchange.request.query {
+        let default = match name.as_str() {
+            "all" => matches!(value.as_str(), "" | "0" | "false" | "False"),
+            "keep-storage" => matches!(value.as_str(), "" | "0"),
+            "filters" => matches!(value.as_str(), "" | "{}"),
+            _ => true,
+        };
+        if !default {
+            return Err(ApiError::new(
+                501,
+                format!(
+                    "berth's build cache prune takes no {name}={value:?}: it empties the cache"
+                ),
+            ));
+        }
+    }
+    let engine = server.engine()?;
+    let (removed, bytes) = berth_build::prune_cache(&engine.config().root)
+        .map_err(|error| ApiError::internal(format!("failed to prune the build cache: {error}")))?;
+    crate::router::reply(crate::http::Response::json(
+        200,
+        &serde_json::json!({ "CachesDeleted": removed, "SpaceReclaimed": bytes }),
+    ))
+}
+
 pub fn build(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     let build = query::parse(&exchange.request.query, exchange.version)?;
     let mut engine = server.engine()?;
