@@ -6,6 +6,7 @@ pub mod detach_keys;
 pub mod digest;
 pub mod duration;
 pub mod glob;
+pub mod go;
 pub mod image;
 pub mod reference;
 

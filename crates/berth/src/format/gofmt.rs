@@ -250,37 +250,7 @@ fn write_json_string(out: &mut String, text: &str) {
     out.push('"');
 }
 
-/// A string in Go's `strconv.Quote` form (what `%q` prints).
-pub fn quote(text: &str) -> String {
-    let mut out = String::from('"');
-    for character in text.chars() {
-        match character {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if u32::from(c) < 0x80 && c.is_control() => {
-                out.push_str(&format!("\\x{:02x}", u32::from(c)));
-            }
-            c if c.is_control() => {
-                let code = u32::from(c);
-                if code <= 0xffff {
-                    out.push_str(&format!("\\u{code:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{code:08x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use berth_types::go::quote;
 
 #[cfg(test)]
 mod tests {
@@ -369,10 +339,5 @@ mod tests {
             json(&value),
             r#"{"z":1,"a":[true,null,1],"s":"<&>\n\t\u0001\u2028é"}"#
         );
-    }
-
-    #[test]
-    fn quote_matches_strconv_quote() {
-        assert_eq!(quote("a\"b\\c\n\u{1}é"), r#""a\"b\\c\n\x01é""#);
     }
 }
