@@ -230,19 +230,13 @@ pub fn commit_layer(
         std::io::Write::flush(&mut writer).map_err(BuildError::Layer)
     };
     let result = write().and_then(|()| {
-        commit_step(
-            engine.store_mut(),
-            StepCommit {
-                parent: Some(parent),
-                layer_tar: Some(&staged),
-                config: step.config.clone(),
-                history,
-                author: step.author.clone(),
-                container_config: Some(container_config(step, saved_cmd)),
-            },
+        store_step(
+            engine,
+            step,
+            (Some(parent), Some(&staged)),
+            history,
+            Some(container_config(step, saved_cmd)),
         )
-        .map(|committed| committed.id)
-        .map_err(commit_error)
     });
     let _ = fs_err::remove_file(&staged);
     result
@@ -264,8 +258,28 @@ pub fn nop_command(step: &StepImage, instruction: &str) -> Vec<String> {
     command
 }
 
-fn commit_error(error: berth_image::commit::CommitError) -> BuildError {
-    BuildError::Invalid(format!("failed to commit the step: {error}"))
+/// Stores `step`'s config as an image on `parent` (none: scratch), with
+/// `layer` when the step changed files.
+fn store_step(
+    engine: &mut Engine,
+    step: &StepImage,
+    (parent, layer): (Option<&Digest>, Option<&Path>),
+    history: History,
+    container_config: Option<serde_json::Value>,
+) -> Result<Digest, BuildError> {
+    commit_step(
+        engine.store_mut(),
+        StepCommit {
+            parent,
+            layer_tar: layer,
+            config: step.config.clone(),
+            history,
+            author: step.author.clone(),
+            container_config,
+        },
+    )
+    .map(|committed| committed.id)
+    .map_err(|error| BuildError::Invalid(format!("failed to commit the step: {error}")))
 }
 
 fn layer_path(root: &Path, id: &str) -> PathBuf {
@@ -278,23 +292,13 @@ pub fn ensure_image(engine: &mut Engine, step: &mut StepImage) -> Result<Digest,
     if let Some(id) = &step.id {
         return Ok(id.clone());
     }
-    let committed = commit_step(
-        engine.store_mut(),
-        StepCommit {
-            parent: None,
-            layer_tar: None,
-            config: step.config.clone(),
-            history: History {
-                created_by: Some("FROM scratch".to_owned()),
-                ..History::default()
-            },
-            author: step.author.clone(),
-            container_config: None,
-        },
-    )
-    .map_err(commit_error)?;
-    step.id = Some(committed.id.clone());
-    Ok(committed.id)
+    let history = History {
+        created_by: Some("FROM scratch".to_owned()),
+        ..History::default()
+    };
+    let id = store_step(engine, step, (None, None), history, None)?;
+    step.id = Some(id.clone());
+    Ok(id)
 }
 
 /// A step that changes only the config: a new image on the same layers.
@@ -303,17 +307,12 @@ pub fn commit_metadata(
     step: &StepImage,
     (history, saved_cmd): (History, Vec<String>),
 ) -> Result<Digest, BuildError> {
-    commit_step(
-        engine.store_mut(),
-        StepCommit {
-            parent: step.id.as_ref(),
-            layer_tar: None,
-            config: step.config.clone(),
-            history,
-            author: step.author.clone(),
-            container_config: Some(container_config(step, saved_cmd)),
-        },
+    let parent = step.id.clone();
+    store_step(
+        engine,
+        step,
+        (parent.as_ref(), None),
+        history,
+        Some(container_config(step, saved_cmd)),
     )
-    .map(|committed| committed.id)
-    .map_err(commit_error)
 }
