@@ -9,8 +9,6 @@
 mod harness;
 mod support;
 
-use std::process::Command;
-
 use harness::Server;
 use serde_json::Value;
 
@@ -31,16 +29,6 @@ fn call(server: &Server, method: &str, target: &str, body: &str) -> (u16, Value)
 
 fn message(value: &Value) -> &str {
     value["message"].as_str().unwrap_or_default()
-}
-
-fn bridge_exists(device: &str) -> bool {
-    Command::new("ip")
-        .args(["link", "show", "dev", device])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .unwrap()
-        .success()
 }
 
 /// The bridge device of a network (`berth-<id>`), from its id.
@@ -165,7 +153,7 @@ fn init_inspect_info_and_leave_take_their_state_and_ingress_with_them() {
         )
     );
     let ingress_id = ingress["Id"].as_str().unwrap().to_owned();
-    assert!(bridge_exists(&device(&ingress_id)));
+    assert!(support::link_exists(&device(&ingress_id)));
 
     // A manager does not leave without force (moby's words).
     let (status, body) = call(&server, "POST", "/swarm/leave", "");
@@ -180,7 +168,7 @@ fn init_inspect_info_and_leave_take_their_state_and_ingress_with_them() {
     assert_eq!(status, 200, "{body}");
     assert!(!server.berth.root().join("swarm.json").exists());
     assert!(
-        !bridge_exists(&device(&ingress_id)),
+        !support::link_exists(&device(&ingress_id)),
         "leave left the ingress bridge"
     );
     let (status, _) = call(&server, "GET", "/networks/ingress", "");
@@ -345,7 +333,7 @@ fn overlay_networks_keep_scope_attachable_and_ingress_and_run_containers_when_at
     let (status, body) = call(&server, "POST", "/swarm/leave?force=1", "");
     assert_eq!(status, 200, "{body}");
     assert!(
-        !bridge_exists(&device(&attachable_id)),
+        !support::link_exists(&device(&attachable_id)),
         "leave left an overlay bridge"
     );
     let (_, listed) = call(&server, "GET", "/networks", "");

@@ -26,16 +26,6 @@ fn busybox() -> Berth {
     berth
 }
 
-fn bridge_exists(device: &str) -> bool {
-    Command::new("ip")
-        .args(["link", "show", "dev", device])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .unwrap()
-        .success()
-}
-
 fn table_exists(table: &str) -> bool {
     Command::new("nft")
         .args(["list", "table", "ip", table])
@@ -50,7 +40,7 @@ fn table_exists(table: &str) -> bool {
 fn host_objects(root: &Path) -> (bool, bool) {
     let instance = Instance::for_root(root);
     (
-        bridge_exists(&instance.default_bridge),
+        support::link_exists(&instance.default_bridge),
         table_exists(&instance.table),
     )
 }
@@ -116,7 +106,7 @@ fn a_user_network_keeps_the_table_until_it_is_removed() {
         .trim()[..9]
         .to_owned();
     let device = format!("berth-{device}");
-    assert!(bridge_exists(&device));
+    assert!(support::link_exists(&device));
     assert!(table_exists(&table));
     berth
         .run(&[
@@ -131,9 +121,9 @@ fn a_user_network_keeps_the_table_until_it_is_removed() {
         ])
         .ok();
     assert!(table_exists(&table), "the network still needs its rules");
-    assert!(bridge_exists(&device));
+    assert!(support::link_exists(&device));
     berth.run(&["network", "rm", "cleanup-net"]).ok();
-    assert!(!bridge_exists(&device));
+    assert!(!support::link_exists(&device));
     assert_eq!(host_objects(&root), (false, false));
 }
 

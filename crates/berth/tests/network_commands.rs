@@ -12,7 +12,6 @@
 mod support;
 
 use std::ops::Deref;
-use std::path::Path;
 
 use std::process::{Command, Output};
 
@@ -123,10 +122,6 @@ fn device_with_address(address: &str) -> Option<String> {
         .and_then(|line| line.split_whitespace().nth(1).map(str::to_owned))
 }
 
-fn device_exists(device: &str) -> bool {
-    Path::new("/sys/class/net").join(device).exists()
-}
-
 // ------------------------------------------------------- create/ls/inspect/rm
 
 #[test]
@@ -206,7 +201,10 @@ fn create_ls_inspect_rm_round_trip() {
     // freed subnet at once.)
     let device = device_with_address(&gateway_address).unwrap();
     assert_eq!(berth.run(&["network", "remove", "web"]).ok(), "web\n");
-    assert!(!device_exists(&device), "the bridge {device} is left");
+    assert!(
+        !support::link_exists(&device),
+        "the bridge {device} is left"
+    );
     assert_eq!(berth.names(&[]), ["bridge", "host", "none"]);
     let stderr = berth.run(&["network", "inspect", "web"]).fails(1);
     assert_eq!(stderr, "Error: No such network: web\n");

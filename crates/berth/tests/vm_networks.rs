@@ -55,16 +55,6 @@ fn guest_card(berth: &VmBerth, container: &str, card: &str) -> String {
         .ok()
 }
 
-fn link_exists(device: &str) -> bool {
-    Command::new("ip")
-        .args(["link", "show", "dev", device])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .unwrap()
-        .status
-        .success()
-}
-
 fn nft_tables() -> String {
     String::from_utf8_lossy(
         &Command::new("nft")
@@ -206,7 +196,7 @@ fn a_vm_container_joins_every_network_it_was_connected_to_before_its_start() {
         processes.iter().all(|pid| !pid_alive(*pid))
     });
     for bridge in &bridges {
-        assert!(!link_exists(bridge), "bridge {bridge} left");
+        assert!(!support::link_exists(bridge), "bridge {bridge} left");
     }
     let table = berth_net::instance::Instance::for_root(berth.berth.root()).table;
     let tables = nft_tables();

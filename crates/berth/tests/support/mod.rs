@@ -326,6 +326,11 @@ fn bounded(command: &mut Command) -> Option<Output> {
     }
 }
 
+/// Whether a network device of this name exists (in this namespace).
+pub fn link_exists(device: &str) -> bool {
+    Path::new("/sys/class/net").join(device).exists()
+}
+
 /// The Docker engine to compare with, or None with the reason printed.
 pub fn docker_host() -> Option<String> {
     let Some(host) = std::env::var("BERTH_TEST_DOCKER_HOST")
