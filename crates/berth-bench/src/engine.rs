@@ -47,7 +47,17 @@ impl Engine {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut command = Command::new(&self.program);
+        self.command_with_program(&self.program, args)
+    }
+
+    /// [`Engine::command`] with another CLI binary for the same engine
+    /// (Debian's docker.io CLI, which builds with BuildKit without buildx).
+    pub fn command_with_program<I, S>(&self, program: impl AsRef<OsStr>, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut command = Command::new(program);
         command.args(&self.global_args).args(args);
         for name in &self.env_remove {
             command.env_remove(name);

@@ -72,10 +72,11 @@ pub enum Metric {
     Seccomp,
     Pull,
     Binary,
+    Dockerfile,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 9] = [
+    pub const ALL: [Metric; 10] = [
         Metric::Start,
         Metric::Memory,
         Metric::Copy,
@@ -85,6 +86,7 @@ impl Metric {
         Metric::Seccomp,
         Metric::Pull,
         Metric::Binary,
+        Metric::Dockerfile,
     ];
 
     /// The name used by `--metrics` and in the JSON report.
@@ -99,6 +101,7 @@ impl Metric {
             Metric::Seccomp => "seccomp",
             Metric::Pull => "pull",
             Metric::Binary => "binary",
+            Metric::Dockerfile => "dockerfile",
         }
     }
 
@@ -113,6 +116,7 @@ impl Metric {
             Metric::Seccomp => "Seccomp fidelity: syscall loop and CPU-bound loop",
             Metric::Pull => "Cold pull from a local registry",
             Metric::Binary => "Binary size and engine start-up",
+            Metric::Dockerfile => "Dockerfile builds: clean and fully cached",
         }
     }
 }

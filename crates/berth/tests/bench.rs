@@ -17,8 +17,17 @@ use std::time::Instant;
 
 use support::Berth;
 
-const METRICS: [&str; 9] = [
-    "start", "memory", "cp", "bind", "build", "network", "seccomp", "pull", "binary",
+const METRICS: [&str; 10] = [
+    "start",
+    "memory",
+    "cp",
+    "bind",
+    "build",
+    "network",
+    "seccomp",
+    "pull",
+    "binary",
+    "dockerfile",
 ];
 
 #[test]
@@ -112,7 +121,15 @@ fn quick_bench_writes_every_metric() {
                 })
             })
     };
-    for id in ["start", "memory", "cp", "bind", "seccomp", "binary"] {
+    for id in [
+        "start",
+        "memory",
+        "cp",
+        "bind",
+        "seccomp",
+        "binary",
+        "dockerfile",
+    ] {
         assert!(measured(id), "no berth samples for {id}");
     }
     // Nothing of the run is left running under the test's root.

@@ -6,6 +6,7 @@ mod binary;
 mod bind;
 mod build;
 mod copy;
+mod dockerfile;
 mod memory;
 mod network;
 mod pull;
@@ -28,5 +29,6 @@ pub fn run(metric: Metric, context: &mut Context) -> MetricReport {
         Metric::Seccomp => seccomp::run(context),
         Metric::Pull => pull::run(context),
         Metric::Binary => binary::run(context),
+        Metric::Dockerfile => dockerfile::run(context),
     }
 }
