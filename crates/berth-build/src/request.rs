@@ -48,6 +48,9 @@ pub struct BuildRequest {
     /// build may use (the classic builder's rule; a name that is not in
     /// the store gives no cache).
     pub cache_from: Vec<String>,
+    /// `--secret id=ID,src=FILE`: what `RUN --mount=type=secret,id=ID`
+    /// sees (read-only, never in a layer).
+    pub secrets: BTreeMap<String, PathBuf>,
     /// The RUN steps' resources (`--memory`, `--cpu-shares`, cpusets,
     /// `--cgroup-parent`, `--ulimit`), as a container's.
     pub run_resources: berth_types::container::resources::Resources,
@@ -85,6 +88,7 @@ impl BuildRequest {
             cache_from: Vec::new(),
             keep_containers: KeepContainers::None,
             run_resources: Default::default(),
+            secrets: BTreeMap::new(),
         }
     }
 }

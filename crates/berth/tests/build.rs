@@ -504,3 +504,80 @@ fn a_killed_build_leaves_nothing_the_next_command_keeps() {
         .run(&["build", "-q", directory.path().to_str().unwrap()])
         .ok();
 }
+
+/// `RUN --mount`: a cache that persists between builds, a tmpfs, a
+/// secret and a read-only bind of the context, none of them in a layer;
+/// the secret's bytes are nowhere in the saved image.
+#[test]
+fn run_mounts_reach_the_step_and_stay_out_of_the_image() {
+    let berth = berth_with_busybox();
+    let dockerfile = "\
+FROM busybox
+RUN --mount=type=cache,target=/cache sh -c 'echo run >> /cache/log; wc -l < /cache/log | tr -d \" \" > /count'
+RUN --mount=type=tmpfs,target=/scratch sh -c 'echo x > /scratch/f && grep -q \" /scratch tmpfs\" /proc/mounts && echo tmpfs > /tmpfs-seen'
+RUN --mount=type=secret,id=token sh -c 'wc -c < /run/secrets/token | tr -d \" \" > /secret-seen'
+RUN --mount=type=bind,source=data.txt,target=/data.txt sh -c 'cat /data.txt > /copied; echo no >> /data.txt || echo read-only > /bind-ro'
+";
+    let directory = context(&[
+        ("Dockerfile", dockerfile),
+        ("data.txt", "from the context\n"),
+    ]);
+    let secret = directory.path().join("token.txt");
+    fs_err::write(&secret, "s3cret-value").unwrap();
+    let secret_flag = format!("id=token,src={}", secret.display());
+    let path = directory.path().to_str().unwrap();
+    for round in 1..=2 {
+        berth
+            .run(&[
+                "build",
+                "--no-cache",
+                "--secret",
+                &secret_flag,
+                "-t",
+                "mounts",
+                path,
+            ])
+            .ok();
+        let count = berth.run(&["run", "--rm", "mounts", "cat", "/count"]).ok();
+        assert_eq!(
+            count.trim(),
+            round.to_string(),
+            "the cache persists between builds"
+        );
+    }
+    let shown = |command: &str| {
+        berth
+            .run(&["run", "--rm", "mounts", "sh", "-c", command])
+            .ok()
+    };
+    assert_eq!(
+        shown("cat /tmpfs-seen /secret-seen /copied /bind-ro"),
+        "tmpfs\n12\nfrom the context\nread-only\n"
+    );
+    assert_eq!(
+        shown("ls -a /cache /scratch /run/secrets 2>&1 | grep -c 'No such file'"),
+        "3\n"
+    );
+    let saved = berth.run(&["save", "mounts"]);
+    assert!(saved.output.status.success());
+    let bytes = &saved.output.stdout;
+    assert!(
+        !bytes
+            .windows(b"s3cret-value".len())
+            .any(|window| window == b"s3cret-value"),
+        "the secret is in the saved image"
+    );
+    // A required secret that was not given.
+    let missing = context(&[(
+        "Dockerfile",
+        "FROM busybox\nRUN --mount=type=secret,id=absent,required true\n",
+    )]);
+    let failed = berth.run(&["build", missing.path().to_str().unwrap()]);
+    assert!(failed.fails(1).contains("secret absent not found"));
+    // Ssh mounts are refused by name.
+    let ssh = context(&[("Dockerfile", "FROM busybox\nRUN --mount=type=ssh true\n")]);
+    let failed = berth.run(&["build", ssh.path().to_str().unwrap()]);
+    assert!(failed
+        .fails(1)
+        .contains("RUN --mount type=ssh is not supported"));
+}

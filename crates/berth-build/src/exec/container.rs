@@ -37,6 +37,9 @@ pub struct RunSettings {
     /// `--shm-size` in bytes; 0 for the default.
     pub shm_size: i64,
     pub resources: berth_types::container::resources::Resources,
+    /// `RUN --mount`s: `source:target[:ro]` binds and tmpfs mounts.
+    pub binds: Vec<String>,
+    pub tmpfs: std::collections::BTreeMap<String, String>,
     /// Whether the container stays after the step (the classic builder's
     /// `rm`/`forcerm`); a kept one has no builder label, so no repair
     /// removes it.
@@ -109,6 +112,10 @@ fn create_step_container(
             .filter(|hosts| !hosts.is_empty()),
         shm_size: run.map_or(0, |run| run.shm_size),
         resources: run.map(|run| run.resources.clone()).unwrap_or_default(),
+        binds: run
+            .map(|run| run.binds.clone())
+            .filter(|binds| !binds.is_empty()),
+        tmpfs: run.map(|run| run.tmpfs.clone()).unwrap_or_default(),
         ..HostConfig::default()
     };
     let request = CreateRequest {

@@ -14,6 +14,7 @@ mod container;
 mod copy;
 mod image;
 mod metadata;
+mod mounts;
 mod owner;
 mod place;
 mod root_path;

@@ -3,6 +3,7 @@
 //! and ADD do; RUN, CMD, ENTRYPOINT, SHELL and HEALTHCHECK leave that to
 //! the shell), its cache key, and its image: from the cache, or made.
 
+use berth_engine::containers::paths::ContainerPaths;
 use berth_types::image::History;
 use berth_types::Digest;
 
@@ -15,6 +16,7 @@ use super::container::{
 use super::copy::{add_to_key, collect_sources, has_wildcard, parse_chmod, CopySpec, SourceRoot};
 use super::image::StepImage;
 use super::metadata;
+use super::mounts::{parse_mount, prepare, remove_mount_points};
 use super::owner::resolve_chown;
 use super::place::{make_directory, place};
 use super::stages::{expand_error, StageRun};
@@ -229,8 +231,12 @@ fn run_command(
     history: History,
 ) -> Result<(), BuildError> {
     let mut network = run.request.network.clone();
+    let mut mounts = Vec::new();
     for flag in &step.flags {
         match (flag.name.as_str(), flag.value.as_deref()) {
+            ("mount", Some(value)) => {
+                mounts.push(parse_mount(value, &state.image.working_dir())?);
+            }
             ("network", Some(mode @ ("default" | "none" | "host"))) => {
                 network = Some(mode.to_owned());
             }
@@ -268,7 +274,8 @@ fn run_command(
         .add(&serde_json::to_vec(&arg_env).expect("strings serialize"))
         .add(&serde_json::to_vec(&state.image.config).expect("a config always serializes"))
         .add(network.as_deref().unwrap_or_default().as_bytes())
-        .add(run.request.extra_hosts.join(",").as_bytes());
+        .add(run.request.extra_hosts.join(",").as_bytes())
+        .add(format!("{mounts:?}").as_bytes());
     let shown = args.join(" ");
     let mut saved = args.clone();
     if !arg_env.is_empty() {
@@ -291,10 +298,20 @@ fn run_command(
         shm_size: run.request.shm_size.unwrap_or(0),
         keep: run.request.keep_containers,
         resources: run.request.run_resources.clone(),
+        binds: Vec::new(),
+        tmpfs: Default::default(),
     };
     let mut image = state.image.clone();
     cached_or_made(run, state, key, |run| {
         let parent = ensure_image(run.engine, &mut image)?;
+        let root = run.engine.config().root.clone();
+        // Held (cache locks) until the step is committed.
+        let prepared = prepare(&mounts, &root, &run.request.context, &run.request.secrets)?;
+        let settings = RunSettings {
+            binds: prepared.binds.clone(),
+            tmpfs: prepared.tmpfs.clone(),
+            ..settings
+        };
         let progress = &mut *run.progress;
         with_step_container(
             run.engine,
@@ -309,6 +326,9 @@ fn run_command(
                         code,
                     });
                 }
+                let config = engine.config();
+                let paths = ContainerPaths::new(&config.root, &config.run_root, id);
+                remove_mount_points(&paths.rootfs().upper, &mounts);
                 commit_layer(engine, id, &parent, &image, (history, saved))
             },
         )

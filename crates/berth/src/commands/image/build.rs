@@ -51,7 +51,7 @@ pub struct BuildArgs {
     /// Set type of progress output ("auto", "plain", "quiet")
     #[arg(long, value_name = "string", default_value = "auto")]
     pub progress: String,
-    /// Secret to expose to the build (not supported by berth yet)
+    /// Secret file to expose to the build: id=mysecret,src=/local/secret
     #[arg(long = "secret", value_name = "stringArray")]
     pub secrets: Vec<String>,
     /// Additional build contexts (not supported by berth yet)
@@ -108,7 +108,6 @@ pub fn run(engine: &mut Engine, args: &BuildArgs) -> anyhow::Result<i32> {
 
 fn refuse_unsupported(args: &BuildArgs) -> anyhow::Result<()> {
     let refused = [
-        ("--secret", !args.secrets.is_empty()),
         ("--build-context", !args.build_contexts.is_empty()),
         ("--output", !args.outputs.is_empty()),
     ];
@@ -185,6 +184,7 @@ fn resolve_request(args: &BuildArgs) -> anyhow::Result<(BuildRequest, Option<tem
     request.network = args.network.clone();
     request.platform = args.platform.clone();
     request.extra_hosts = args.add_hosts.clone();
+    request.secrets = secrets(&args.secrets)?;
     request.cache_from = args.cache_from.clone();
     request.shm_size = args
         .shm_size
@@ -208,6 +208,39 @@ fn build_args(given: &[String]) -> BTreeMap<String, Option<String>> {
             None => (arg.clone(), std::env::var(arg).ok()),
         })
         .collect()
+}
+
+/// `--secret id=ID,src=FILE` (`source=`, `type=file` too), as BuildKit's
+/// CLI takes it; a secret from the environment (`env=`) is refused.
+fn secrets(given: &[String]) -> anyhow::Result<BTreeMap<String, PathBuf>> {
+    let mut secrets = BTreeMap::new();
+    for secret in given {
+        let mut id = None;
+        let mut source = None;
+        for field in secret.split(',') {
+            match field.split_once('=') {
+                Some(("id", value)) => id = Some(value.to_owned()),
+                Some(("src" | "source", value)) => source = Some(PathBuf::from(value)),
+                Some(("type", "file")) => {}
+                Some(("env", _)) | Some(("type", "env")) => {
+                    bail!("--secret {secret}: a secret from the environment is not supported by berth yet: give a file (src=)")
+                }
+                _ => bail!("invalid --secret {secret:?}: expected id=ID,src=FILE"),
+            }
+        }
+        let source =
+            source.ok_or_else(|| anyhow::anyhow!("invalid --secret {secret:?}: no src=FILE"))?;
+        let id = id.unwrap_or_else(|| {
+            source
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        });
+        let source = fs_err::canonicalize(&source)
+            .with_context(|| format!("failed to read the secret file {}", source.display()))?;
+        secrets.insert(id, source);
+    }
+    Ok(secrets)
 }
 
 fn labels(given: &[String]) -> BTreeMap<String, String> {
