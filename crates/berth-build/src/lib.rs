@@ -15,7 +15,7 @@ pub mod ignore;
 
 mod exec;
 
-pub use exec::prune_cache;
+pub use exec::{export_image, prune_cache};
 mod request;
 
 pub use request::{

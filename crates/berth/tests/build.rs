@@ -581,3 +581,43 @@ RUN --mount=type=bind,source=data.txt,target=/data.txt sh -c 'cat /data.txt > /c
         .fails(1)
         .contains("RUN --mount type=ssh is not supported"));
 }
+
+/// `--output`: the image's files in a directory or a tar (on stdout with
+/// `-`), read from its layers: nothing of a container (no /etc/hosts).
+#[test]
+fn output_writes_the_files_to_a_directory_or_a_tar() {
+    let berth = berth_with_busybox();
+    let directory = context(&[(
+        "Dockerfile",
+        "FROM busybox\nRUN echo built > /artifact && rm /bin/vi\n",
+    )]);
+    let path = directory.path().to_str().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("files");
+    let local = format!("type=local,dest={}", dest.display());
+    berth.run(&["build", "-q", "-o", &local, path]).ok();
+    assert_eq!(
+        fs_err::read_to_string(dest.join("artifact")).unwrap(),
+        "built\n"
+    );
+    assert!(dest.join("bin/busybox").is_file());
+    assert!(!dest.join("bin/vi").exists(), "a deletion shows as one");
+    assert!(!dest.join("etc/hosts").exists(), "nothing of a container");
+
+    let tar = berth.run(&["build", "-q", "-o", "-", path]);
+    assert!(tar.output.status.success(), "{}", tar.stderr());
+    let mut names = Vec::new();
+    for entry in tar::Archive::new(&tar.output.stdout[..]).entries().unwrap() {
+        names.push(entry.unwrap().path().unwrap().display().to_string());
+    }
+    assert!(names.contains(&"artifact".to_owned()), "{names:?}");
+    assert!(!names.iter().any(|name| name == "bin/vi"));
+    let refused = berth.run(&["build", "-o", "type=registry,dest=x", path]);
+    assert!(refused
+        .stderr()
+        .contains("--output type=registry is not supported"));
+    let temporary: Vec<_> = fs_err::read_dir(berth.root().join("tmp"))
+        .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
+        .unwrap_or_default();
+    assert!(temporary.is_empty(), "{temporary:?}");
+}

@@ -12,6 +12,7 @@ mod args;
 mod cache;
 mod container;
 mod copy;
+mod export;
 mod image;
 mod metadata;
 mod mounts;
@@ -27,6 +28,7 @@ use berth_engine::images::{parse_reference, resolve_image, tag_image};
 use berth_engine::Engine;
 
 pub use cache::prune_cache;
+pub use export::export_image;
 
 use crate::dockerfile::{self, Dockerfile};
 use crate::ignore::IgnoreMatcher;

@@ -66,7 +66,7 @@ pub struct BuildArgs {
     /// Size of /dev/shm (e.g. 64m)
     #[arg(long = "shm-size", value_name = "bytes")]
     pub shm_size: Option<String>,
-    /// Output destination (not supported by berth yet)
+    /// Output destination (format: "type=local,dest=path", "type=tar,dest=file", "-" for a tar on stdout)
     #[arg(short, long = "output", value_name = "stringArray")]
     pub outputs: Vec<String>,
     /// PATH | -
@@ -76,16 +76,26 @@ pub struct BuildArgs {
 pub fn run(engine: &mut Engine, args: &BuildArgs) -> anyhow::Result<i32> {
     refuse_unsupported(args)?;
     let quiet = args.quiet || args.progress == "quiet";
+    let output = match args.outputs.as_slice() {
+        [] => None,
+        [one] => Some(parse_output(one)?),
+        _ => bail!("only one --output is supported"),
+    };
     let (request, _stdin_context) = resolve_request(args)?;
     let mut progress = PlainProgress::new(quiet);
     match berth_build::build(engine, &request, &mut progress) {
         Ok(outcome) => {
             progress.finish_step();
             let id = outcome.image.to_string();
+            if let Some(output) = &output {
+                export(engine, &outcome.image, output)?;
+                progress.line(&format!("exporting to {} done", output.describe()));
+            }
             if let Some(path) = &args.iidfile {
                 fs_err::write(path, &id).with_context(|| "failed to write the image id file")?;
             }
-            if quiet {
+            // A tar on stdout is all stdout carries.
+            if quiet && output != Some(Output::Tar(None)) {
                 println!("{id}");
             } else {
                 progress.line(&format!("writing image {id} done"));
@@ -106,11 +116,81 @@ pub fn run(engine: &mut Engine, args: &BuildArgs) -> anyhow::Result<i32> {
     }
 }
 
+/// Where `--output` puts the image's files.
+#[derive(Debug, PartialEq, Eq)]
+enum Output {
+    /// `type=local,dest=DIR` (or `-o DIR`): the files in a directory.
+    Local(PathBuf),
+    /// `type=tar,dest=FILE` (`-` or `-o -`: stdout).
+    Tar(Option<PathBuf>),
+}
+
+impl Output {
+    fn describe(&self) -> String {
+        match self {
+            Output::Local(directory) => format!("directory {}", directory.display()),
+            Output::Tar(Some(file)) => format!("tar {}", file.display()),
+            Output::Tar(None) => "tar on stdout".to_owned(),
+        }
+    }
+}
+
+/// `--output`: BuildKit's CSV form, or a bare destination (`-` for a tar
+/// on stdout, else a directory).
+fn parse_output(text: &str) -> anyhow::Result<Output> {
+    if !text.contains('=') {
+        return Ok(if text == "-" {
+            Output::Tar(None)
+        } else {
+            Output::Local(PathBuf::from(text))
+        });
+    }
+    let mut kind = None;
+    let mut dest = None;
+    for field in text.split(',') {
+        match field.split_once('=') {
+            Some(("type", value)) => kind = Some(value.to_owned()),
+            Some(("dest", value)) => dest = Some(value.to_owned()),
+            _ => bail!("--output {text}: berth takes type= and dest= only"),
+        }
+    }
+    let dest = dest.ok_or_else(|| anyhow::anyhow!("--output {text}: dest= is required"))?;
+    match kind.as_deref().unwrap_or("local") {
+        "local" => Ok(Output::Local(PathBuf::from(dest))),
+        "tar" if dest == "-" => Ok(Output::Tar(None)),
+        "tar" => Ok(Output::Tar(Some(PathBuf::from(dest)))),
+        other => bail!("--output type={other} is not supported by berth yet (local and tar are)"),
+    }
+}
+
+fn export(engine: &Engine, image: &berth_types::Digest, output: &Output) -> anyhow::Result<()> {
+    match output {
+        Output::Tar(None) => {
+            let mut stdout = std::io::stdout();
+            berth_build::export_image(engine, image, &mut stdout)?;
+            stdout.flush()?;
+        }
+        Output::Tar(Some(file)) => {
+            let mut out = std::io::BufWriter::new(fs_err::File::create(file)?);
+            berth_build::export_image(engine, image, &mut out)?;
+            out.flush()?;
+        }
+        Output::Local(directory) => {
+            fs_err::create_dir_all(directory)?;
+            let mut tar = Vec::new();
+            berth_build::export_image(engine, image, &mut tar)?;
+            let mut archive = tar::Archive::new(&tar[..]);
+            archive.set_preserve_permissions(true);
+            archive
+                .unpack(directory)
+                .with_context(|| format!("failed to write the files to {}", directory.display()))?;
+        }
+    }
+    Ok(())
+}
+
 fn refuse_unsupported(args: &BuildArgs) -> anyhow::Result<()> {
-    let refused = [
-        ("--build-context", !args.build_contexts.is_empty()),
-        ("--output", !args.outputs.is_empty()),
-    ];
+    let refused = [("--build-context", !args.build_contexts.is_empty())];
     if let Some((flag, _)) = refused.iter().find(|(_, given)| *given) {
         bail!("{flag} is not supported by berth's builder yet");
     }
@@ -379,6 +459,28 @@ mod tests {
         assert_eq!(args["A"].as_deref(), Some("1"));
         assert_eq!(args["B"].as_deref(), Some(""));
         assert_eq!(args["BERTH_SURELY_UNSET_VARIABLE"], None);
+    }
+
+    #[test]
+    fn outputs_parse_as_buildkit_spells_them() {
+        assert_eq!(
+            parse_output("out").unwrap(),
+            Output::Local(PathBuf::from("out"))
+        );
+        assert_eq!(parse_output("-").unwrap(), Output::Tar(None));
+        assert_eq!(
+            parse_output("type=tar,dest=img.tar").unwrap(),
+            Output::Tar(Some(PathBuf::from("img.tar")))
+        );
+        assert_eq!(
+            parse_output("type=local,dest=d").unwrap(),
+            Output::Local(PathBuf::from("d"))
+        );
+        assert!(parse_output("type=registry,dest=x")
+            .unwrap_err()
+            .to_string()
+            .contains("type=registry is not supported"));
+        assert!(parse_output("type=tar").is_err());
     }
 
     #[test]
