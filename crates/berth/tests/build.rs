@@ -621,3 +621,33 @@ fn output_writes_the_files_to_a_directory_or_a_tar() {
         .unwrap_or_default();
     assert!(temporary.is_empty(), "{temporary:?}");
 }
+
+/// `COPY --exclude` leaves out what its patterns match (and is part of
+/// the step's cache key).
+#[test]
+fn copy_exclude_leaves_out_what_it_matches() {
+    let berth = berth_with_busybox();
+    let directory = context(&[
+        (
+            "Dockerfile",
+            "FROM busybox\nCOPY --exclude=*.log --exclude=deep/skip . /ex/\n",
+        ),
+        ("keep.txt", "k\n"),
+        ("drop.log", "d\n"),
+        ("deep/skip", "s\n"),
+        ("deep/stay", "t\n"),
+    ]);
+    let path = directory.path().to_str().unwrap();
+    berth.run(&["build", "-q", "-t", "excluded", path]).ok();
+    let listed = berth
+        .run(&[
+            "run",
+            "--rm",
+            "excluded",
+            "sh",
+            "-c",
+            "cd /ex && find . -type f | sort",
+        ])
+        .ok();
+    assert_eq!(listed, "./Dockerfile\n./deep/stay\n./keep.txt\n");
+}

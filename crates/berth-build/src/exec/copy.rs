@@ -98,6 +98,9 @@ pub struct CopySpec {
     /// ADD: local archives are extracted.
     pub extract_archives: bool,
     pub inline: Vec<(String, Vec<u8>)>,
+    /// `--exclude` patterns (`.dockerignore`'s syntax), on the paths in
+    /// the source root.
+    pub exclude: Option<std::sync::Arc<IgnoreMatcher>>,
 }
 
 impl CopySpec {
@@ -134,7 +137,8 @@ pub fn collect_sources(root: &SourceRoot<'_>, spec: &CopySpec) -> Result<Vec<Sou
             });
             continue;
         }
-        let matches = expand_pattern(root, pattern)?;
+        let exclude = spec.exclude.as_deref();
+        let matches = expand_pattern(root, pattern, exclude)?;
         if matches.is_empty() {
             if has_wildcard(pattern) {
                 continue;
@@ -142,7 +146,7 @@ pub fn collect_sources(root: &SourceRoot<'_>, spec: &CopySpec) -> Result<Vec<Sou
             return Err(not_found(pattern));
         }
         for relative in matches {
-            sources.push(tree(root, &relative, spec.extract_archives)?);
+            sources.push(tree(root, &relative, spec.extract_archives, exclude)?);
         }
     }
     if sources.is_empty() {
@@ -162,7 +166,11 @@ fn not_found(pattern: &str) -> BuildError {
 
 /// The paths (relative to the root) a source word names: itself, or what
 /// its wildcards match, in name order; excluded ones left out.
-fn expand_pattern(root: &SourceRoot<'_>, pattern: &str) -> Result<Vec<PathBuf>, BuildError> {
+fn expand_pattern(
+    root: &SourceRoot<'_>,
+    pattern: &str,
+    exclude: Option<&IgnoreMatcher>,
+) -> Result<Vec<PathBuf>, BuildError> {
     let mut found = vec![PathBuf::new()];
     for part in clean(pattern) {
         let text = part.to_string_lossy().into_owned();
@@ -193,6 +201,7 @@ fn expand_pattern(root: &SourceRoot<'_>, pattern: &str) -> Result<Vec<PathBuf>, 
             let host = resolve(root.root(), &relative.to_string_lossy(), true);
             host.is_ok_and(|host| fs_err::symlink_metadata(host).is_ok())
                 && !root.excluded(relative)
+                && !excluded_by(exclude, relative)
         })
         .collect())
 }
@@ -206,7 +215,16 @@ fn context_error(root: &Path, relative: &Path, source: std::io::Error) -> BuildE
 
 /// The source at `relative` (followed if a link) and, for a directory,
 /// everything under it that is not excluded.
-fn tree(root: &SourceRoot<'_>, relative: &Path, extract: bool) -> Result<Source, BuildError> {
+fn excluded_by(exclude: Option<&IgnoreMatcher>, relative: &Path) -> bool {
+    exclude.is_some_and(|exclude| exclude.is_excluded(&relative.to_string_lossy()))
+}
+
+fn tree(
+    root: &SourceRoot<'_>,
+    relative: &Path,
+    extract: bool,
+    exclude: Option<&IgnoreMatcher>,
+) -> Result<Source, BuildError> {
     let host = resolve(root.root(), &relative.to_string_lossy(), true)
         .map_err(|source| context_error(root.root(), relative, source))?;
     let metadata = fs_err::symlink_metadata(&host)
@@ -223,7 +241,7 @@ fn tree(root: &SourceRoot<'_>, relative: &Path, extract: bool) -> Result<Source,
         metadata,
     }];
     if is_dir {
-        walk(root, relative, &host, Path::new(""), &mut entries)?;
+        walk(root, relative, &host, Path::new(""), exclude, &mut entries)?;
     }
     Ok(Source::Tree {
         name,
@@ -240,6 +258,7 @@ fn walk(
     top: &Path,
     host: &Path,
     under: &Path,
+    exclude: Option<&IgnoreMatcher>,
     entries: &mut Vec<Entry>,
 ) -> Result<(), BuildError> {
     let directory = host.join(under);
@@ -256,11 +275,14 @@ fn walk(
         let metadata = fs_err::symlink_metadata(&path)
             .map_err(|source| context_error(root.root(), &top.join(&relative), source))?;
         let in_root = top.join(&relative);
+        if excluded_by(exclude, &in_root) {
+            continue;
+        }
         if root.excluded(&in_root) {
             // An exception may bring back something inside it.
             if metadata.is_dir() && root.may_include_inside(&in_root) {
                 let before = entries.len();
-                walk(root, top, host, &relative, entries)?;
+                walk(root, top, host, &relative, exclude, entries)?;
                 if entries.len() > before {
                     entries.insert(
                         before,
@@ -281,7 +303,7 @@ fn walk(
             metadata,
         });
         if is_dir {
-            walk(root, top, host, &relative, entries)?;
+            walk(root, top, host, &relative, exclude, entries)?;
         }
     }
     Ok(())

@@ -24,6 +24,7 @@ use crate::dockerfile::{
     expand_heredoc, expand_word, expand_words, Command, Copy, Flag, Healthcheck, Instruction,
     InstructionKind, Run,
 };
+use crate::ignore::IgnoreMatcher;
 use crate::{BuildError, StepEnd};
 
 /// A stage being built.
@@ -376,6 +377,7 @@ struct CopyFlags {
     from: Option<String>,
     chown: Option<String>,
     chmod: Option<u32>,
+    exclude: Vec<String>,
 }
 
 fn copy_flags(
@@ -391,6 +393,7 @@ fn copy_flags(
             "from" if !add => parsed.from = Some(expand(&value)?),
             "chown" => parsed.chown = Some(expand(&value)?).filter(|chown| !chown.is_empty()),
             "chmod" => parsed.chmod = Some(parse_chmod(&expand(&value)?)?),
+            "exclude" => parsed.exclude.push(expand(&value)?),
             // The same files either way; berth's layers are always diffs
             // on their parent, which --link only lets BuildKit rebase.
             "link" if value.is_empty() || value == "true" => {}
@@ -459,6 +462,14 @@ fn copy_files(
         chown: None,
         chmod: flags.chmod,
         extract_archives: add,
+        exclude: if flags.exclude.is_empty() {
+            None
+        } else {
+            Some(std::sync::Arc::new(
+                IgnoreMatcher::parse(&flags.exclude.join("\n"))
+                    .map_err(|error| BuildError::Invalid(format!("invalid --exclude: {error}")))?,
+            ))
+        },
         inline,
     };
 
@@ -481,7 +492,8 @@ fn copy_files(
         .add(&[u8::from(spec.destination_is_dir)])
         .add(flags.chown.as_deref().unwrap_or_default().as_bytes())
         .add(&spec.chmod.unwrap_or(u32::MAX).to_le_bytes())
-        .add(&serde_json::to_vec(&spec.sources).expect("strings serialize"));
+        .add(&serde_json::to_vec(&spec.sources).expect("strings serialize"))
+        .add(flags.exclude.join("\n").as_bytes());
     for (name, content) in &spec.inline {
         key.add(name.as_bytes()).add(content);
     }
