@@ -306,11 +306,13 @@ fn bad_input_is_refused_with_its_reason_and_leaves_nothing() {
     let cases: &[(&str, &[&str], &str)] = &[
         ("FROM busybox\nFOO bar\n", &[], "dockerfile parse error on line 2: unknown instruction: FOO"),
         ("FROM busybox\nCOPY missing.txt /\n", &[], "\"/missing.txt\": not found"),
-        ("FROM busybox\nRUN --mount=type=cache,target=/c true\n", &[], "RUN --mount is not supported by berth's builder yet"),
+        ("FROM busybox\nRUN --mount=type=ssh true\n", &[], "RUN --mount type=ssh is not supported by berth's builder yet"),
+        ("FROM busybox\nCOPY --parents a /x/\n", &[], "COPY --parents is not supported by berth's builder yet"),
         ("FROM busybox\nADD http://example.com/x /\n", &[], "ADD from a URL or git repository (http://example.com/x) is not supported"),
         ("FROM busybox\nCOPY a b /x\n", &[], "When using COPY with more than one source file, the destination must be a directory and end with a /"),
         ("FROM busybox\n", &["--platform", "linux/arm64"], "building for platform linux/arm64 is not supported by berth yet"),
-        ("FROM busybox\n", &["--secret", "id=x,src=/dev/null"], "--secret is not supported by berth's builder yet"),
+        ("FROM busybox\n", &["--secret", "id=x,env=HOME"], "a secret from the environment is not supported by berth yet"),
+        ("FROM busybox\n", &["--build-context", "x=/tmp"], "--build-context is not supported by berth's builder yet"),
         ("FROM busybox\n", &["-t", "Bad:Tag"], "invalid tag \"Bad:Tag\""),
     ];
     for (dockerfile, flags, expected) in cases {
