@@ -36,11 +36,17 @@ impl VmBerth {
         let mut bridges: Vec<String> = networks
             .iter()
             .map(|network| {
-                let format = "{{index .Options \"com.docker.network.bridge.name\"}}";
-                self.run(&["network", "inspect", "-f", format, network])
-                    .ok()
-                    .trim()
-                    .to_owned()
+                // A user network's bridge is `berth-` and its id's first
+                // nine digits, unless the option named another.
+                let format = "{{index .Options \"com.docker.network.bridge.name\"}} {{.Id}}";
+                let printed = self
+                    .run(&["network", "inspect", "-f", format, network])
+                    .ok();
+                match printed.split_whitespace().collect::<Vec<_>>()[..] {
+                    [name, _] => name.to_owned(),
+                    [id] => format!("berth-{}", &id[..9]),
+                    _ => panic!("network inspect printed {printed:?}"),
+                }
             })
             .collect();
         bridges.push(berth_net::instance::Instance::for_root(self.berth.root()).default_bridge);

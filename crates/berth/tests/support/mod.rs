@@ -326,9 +326,10 @@ fn bounded(command: &mut Command) -> Option<Output> {
     }
 }
 
-/// Whether a network device of this name exists (in this namespace).
+/// Whether a network device of this name exists (in this namespace); an
+/// empty name or one with a `/` names none (as `ip link show dev NAME`).
 pub fn link_exists(device: &str) -> bool {
-    Path::new("/sys/class/net").join(device).exists()
+    !device.is_empty() && !device.contains('/') && Path::new("/sys/class/net").join(device).exists()
 }
 
 /// The Docker engine to compare with, or None with the reason printed.
