@@ -307,7 +307,7 @@ fn bad_input_is_refused_with_its_reason_and_leaves_nothing() {
         ("FROM busybox\nFOO bar\n", &[], "dockerfile parse error on line 2: unknown instruction: FOO"),
         ("FROM busybox\nCOPY missing.txt /\n", &[], "\"/missing.txt\": not found"),
         ("FROM busybox\nRUN --mount=type=ssh true\n", &[], "RUN --mount type=ssh is not supported by berth's builder yet"),
-        ("FROM busybox\nCOPY --parents a /x/\n", &[], "COPY --parents is not supported by berth's builder yet"),
+        ("FROM busybox\nADD --checksum=sha256:0000 a /x\n", &[], "ADD --checksum is not supported by berth's builder yet"),
         ("FROM busybox\nADD http://example.com/x /\n", &[], "ADD from a URL or git repository (http://example.com/x) is not supported"),
         ("FROM busybox\nCOPY a b /x\n", &[], "When using COPY with more than one source file, the destination must be a directory and end with a /"),
         ("FROM busybox\n", &["--platform", "linux/arm64"], "building for platform linux/arm64 is not supported by berth yet"),
@@ -652,4 +652,35 @@ fn copy_exclude_leaves_out_what_it_matches() {
         ])
         .ok();
     assert_eq!(listed, "./Dockerfile\n./deep/stay\n./keep.txt\n");
+}
+
+/// `COPY --parents` keeps each source's path below the destination.
+#[test]
+fn copy_parents_keeps_the_sources_paths() {
+    let berth = berth_with_busybox();
+    let directory = context(&[
+        (
+            "Dockerfile",
+            "FROM busybox\nCOPY --parents a/b/f.txt c/g.txt d /dest/\n",
+        ),
+        ("a/b/f.txt", "f\n"),
+        ("c/g.txt", "g\n"),
+        ("d/h.txt", "h\n"),
+    ]);
+    let path = directory.path().to_str().unwrap();
+    berth.run(&["build", "-q", "-t", "parents", path]).ok();
+    let listed = berth
+        .run(&[
+            "run",
+            "--rm",
+            "parents",
+            "sh",
+            "-c",
+            "cd /dest && find . | sort",
+        ])
+        .ok();
+    assert_eq!(
+        listed,
+        ".\n./a\n./a/b\n./a/b/f.txt\n./c\n./c/g.txt\n./d\n./d/h.txt\n"
+    );
 }

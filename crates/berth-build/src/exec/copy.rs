@@ -79,6 +79,8 @@ pub enum Source {
         entries: Vec<Entry>,
         /// ADD of a local archive: extracted, not copied.
         archive: bool,
+        /// Where it is in its root (`COPY --parents` keeps it).
+        relative: PathBuf,
     },
     /// A heredoc (`COPY <<EOF /file`).
     Inline { name: String, content: Vec<u8> },
@@ -97,6 +99,8 @@ pub struct CopySpec {
     pub chmod: Option<u32>,
     /// ADD: local archives are extracted.
     pub extract_archives: bool,
+    /// `--parents`: each source keeps its path below the destination.
+    pub parents: bool,
     pub inline: Vec<(String, Vec<u8>)>,
     /// `--exclude` patterns (`.dockerignore`'s syntax), on the paths in
     /// the source root.
@@ -248,6 +252,7 @@ fn tree(
         is_dir,
         entries,
         archive,
+        relative: relative.to_path_buf(),
     })
 }
 
@@ -326,6 +331,7 @@ pub fn add_to_key(
                 is_dir,
                 entries,
                 archive,
+                ..
             } => {
                 key.add(b"tree")
                     .add(name.as_bytes())

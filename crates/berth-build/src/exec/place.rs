@@ -35,7 +35,7 @@ pub fn place(
     if several && !(spec.destination_is_dir || existing_dir) {
         return Err(BuildError::Invalid(NOT_A_DIRECTORY.to_owned()));
     }
-    let into_dir = spec.destination_is_dir || several || existing_dir;
+    let into_dir = spec.destination_is_dir || several || existing_dir || spec.parents;
     let owner = spec.chown.unwrap_or((0, 0));
     let now = chrono::Utc::now().timestamp().max(0).unsigned_abs();
 
@@ -83,9 +83,30 @@ pub fn place(
                 name,
                 is_dir,
                 entries,
+                relative,
                 ..
             } => {
-                let top = if *is_dir {
+                let top = if spec.parents {
+                    // `--parents`: the source's own path below the
+                    // destination, its missing directories made.
+                    let top = destination.join(relative);
+                    let mut walked = destination.clone();
+                    for part in relative.parent().into_iter().flat_map(Path::components) {
+                        walked.push(part);
+                        let made = plan.items.iter().any(
+                            |item| matches!(item, Item::Directory { name, .. } if *name == walked),
+                        );
+                        if !made && fs_err::symlink_metadata(root.join(&walked)).is_err() {
+                            plan.items.push(Item::Directory {
+                                name: walked.clone(),
+                                mode: 0o755,
+                                owner,
+                                mtime: now,
+                            });
+                        }
+                    }
+                    top
+                } else if *is_dir {
                     destination.clone()
                 } else if into_dir {
                     destination.join(name)
@@ -95,7 +116,7 @@ pub fn place(
                 for entry in entries {
                     // A copied directory's own entry is its destination,
                     // kept as it is when it exists.
-                    if *is_dir && entry.relative.as_os_str().is_empty() {
+                    if *is_dir && entry.relative.as_os_str().is_empty() && !spec.parents {
                         continue;
                     }
                     let owner = match spec.chown {

@@ -378,6 +378,7 @@ struct CopyFlags {
     chown: Option<String>,
     chmod: Option<u32>,
     exclude: Vec<String>,
+    parents: bool,
 }
 
 fn copy_flags(
@@ -394,6 +395,7 @@ fn copy_flags(
             "chown" => parsed.chown = Some(expand(&value)?).filter(|chown| !chown.is_empty()),
             "chmod" => parsed.chmod = Some(parse_chmod(&expand(&value)?)?),
             "exclude" => parsed.exclude.push(expand(&value)?),
+            "parents" => parsed.parents = value.is_empty() || value == "true",
             // The same files either way; berth's layers are always diffs
             // on their parent, which --link only lets BuildKit rebase.
             "link" if value.is_empty() || value == "true" => {}
@@ -462,6 +464,7 @@ fn copy_files(
         chown: None,
         chmod: flags.chmod,
         extract_archives: add,
+        parents: flags.parents,
         exclude: if flags.exclude.is_empty() {
             None
         } else {
@@ -493,7 +496,8 @@ fn copy_files(
         .add(flags.chown.as_deref().unwrap_or_default().as_bytes())
         .add(&spec.chmod.unwrap_or(u32::MAX).to_le_bytes())
         .add(&serde_json::to_vec(&spec.sources).expect("strings serialize"))
-        .add(flags.exclude.join("\n").as_bytes());
+        .add(flags.exclude.join("\n").as_bytes())
+        .add(&[u8::from(flags.parents)]);
     for (name, content) in &spec.inline {
         key.add(name.as_bytes()).add(content);
     }
