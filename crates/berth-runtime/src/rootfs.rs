@@ -103,6 +103,29 @@ pub fn mount_overlay(layers: &[PathBuf], paths: &RootfsPaths) -> Result<(), Root
     })
 }
 
+/// Mounts `layers` (bottom first, at least two: a lone lower needs an
+/// upper) as a read-only overlay at `target`, with no writable layer: an
+/// image's files as they stack (`build --output`).
+pub fn mount_readonly_overlay(layers: &[PathBuf], target: &Path) -> Result<(), RootfsError> {
+    let lower: Vec<String> = layers
+        .iter()
+        .rev()
+        .map(|layer| escape(&layer.display().to_string()))
+        .collect();
+    mount(
+        Some("overlay"),
+        target,
+        Some("overlay"),
+        MsFlags::MS_RDONLY,
+        Some(format!("lowerdir={}", lower.join(":")).as_str()),
+    )
+    .map_err(|source| RootfsError::Mount {
+        target: target.to_path_buf(),
+        layers: layers.len(),
+        source,
+    })
+}
+
 /// Unmounts the container root; not mounted is fine.
 pub fn unmount_rootfs(paths: &RootfsPaths) -> Result<(), RootfsError> {
     if !is_mounted(&paths.merged) {

@@ -76,19 +76,9 @@ fn export_layers(
                 None::<&str>,
             )
             .map_err(namespace)?;
-            let lower: Vec<String> = layers
-                .iter()
-                .rev()
-                .map(|layer| layer.display().to_string().replace(':', "\\:"))
-                .collect();
-            mount(
-                Some("overlay"),
-                mount_point,
-                Some("overlay"),
-                MsFlags::MS_RDONLY,
-                Some(format!("lowerdir={}", lower.join(":")).as_str()),
-            )
-            .map_err(namespace)?;
+            berth_runtime::rootfs::mount_readonly_overlay(layers, mount_point).map_err(
+                |error| BuildError::Invalid(format!("failed to mount the image's layers: {error}")),
+            )?;
             exported(mount_point, out)
         }
     }
