@@ -40,7 +40,7 @@ pub fn build(
     request: &BuildRequest,
     progress: &mut dyn Progress,
 ) -> Result<BuildOutcome, BuildError> {
-    check_request(engine, request)?;
+    check_request(request)?;
     let (text, dockerfile_path) = read_dockerfile(request)?;
     let parsed =
         dockerfile::parse(&text).map_err(|error| BuildError::Invalid(error.to_string()))?;
@@ -65,7 +65,7 @@ pub fn build(
 
 /// What the builder does not do, refused before anything runs; tags
 /// checked before the build takes minutes.
-fn check_request(engine: &Engine, request: &BuildRequest) -> Result<(), BuildError> {
+fn check_request(request: &BuildRequest) -> Result<(), BuildError> {
     for tag in &request.tags {
         parse_reference(tag)
             .map_err(|error| BuildError::Invalid(format!("invalid tag {tag:?}: {error}")))?;
@@ -84,7 +84,6 @@ fn check_request(engine: &Engine, request: &BuildRequest) -> Result<(), BuildErr
             request.context.display().to_string()
         )));
     }
-    let _ = engine;
     Ok(())
 }
 

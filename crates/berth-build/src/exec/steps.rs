@@ -521,35 +521,31 @@ fn copy_files(
     let original = history.created_by.clone().unwrap_or_default();
     cached_or_made(run, state, key, |run| {
         let parent = ensure_image(run.engine, &mut image)?;
-        let context = &run.request.context;
-        let ignore = &run.ignore;
         with_step_container(run.engine, &parent, &image, None, |engine, id| {
             let put = |engine: &berth_engine::Engine, source_root: Option<&std::path::Path>| {
                 with_root(engine, id, |root| {
-                    let mut spec = spec.clone_for(
+                    let spec = spec.clone_for(
                         chown
                             .as_deref()
                             .map(|chown| resolve_chown(root, chown))
                             .transpose()?,
                     );
-                    match (source_root, &context_sources) {
-                        (Some(source_root), _) => {
+                    match source_root {
+                        Some(source_root) => {
                             let root_source = SourceRoot::Image { root: source_root };
                             let sources = collect_sources(&root_source, &spec)?;
                             place(&sources, &spec, true, root, id)
                         }
-                        (None, Some(sources)) => {
-                            spec.sources.clear();
-                            place(sources, &spec, false, root, id)
-                        }
-                        (None, None) => {
-                            let root_source = SourceRoot::Context {
-                                directory: context,
-                                ignore,
-                            };
-                            let sources = collect_sources(&root_source, &spec)?;
-                            place(&sources, &spec, false, root, id)
-                        }
+                        // The context's sources were read for the key.
+                        None => place(
+                            context_sources
+                                .as_ref()
+                                .expect("a COPY from the context has its sources"),
+                            &spec,
+                            false,
+                            root,
+                            id,
+                        ),
                     }
                 })
             };
