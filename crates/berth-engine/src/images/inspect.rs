@@ -31,6 +31,17 @@ pub fn image_parent(store: &Store, image: &ImageRecord) -> Result<String, Engine
         .to_owned())
 }
 
+/// The ids of the images some of `images` were built on: the intermediate
+/// images (`images` hides them without `-a`, `prune` and `rmi` take them
+/// only with their last child).
+pub fn parent_ids(store: &Store, images: &[ImageRecord]) -> std::collections::HashSet<String> {
+    images
+        .iter()
+        .filter_map(|image| image_parent(store, image).ok())
+        .filter(|parent| !parent.is_empty())
+        .collect()
+}
+
 pub fn inspect_image(store: &Store, image: &ImageRecord) -> Result<Value, EngineError> {
     let config = read_config(store, image)?;
     let repo_tags: Vec<String> = image.tags.iter().map(|tag| familiar(tag)).collect();

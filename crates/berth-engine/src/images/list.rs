@@ -99,14 +99,10 @@ pub fn list_images(store: &Store, options: &ListOptions) -> Result<Vec<ImageSumm
         .map(|text| created_of(store, text))
         .transpose()?;
     let images = store.images()?;
-    let parents: std::collections::HashSet<String> = if options.all {
+    let parents = if options.all {
         Default::default()
     } else {
-        images
-            .iter()
-            .filter_map(|image| super::image_parent(store, image).ok())
-            .filter(|parent| !parent.is_empty())
-            .collect()
+        super::parent_ids(store, &images)
     };
     let mut rows = Vec::new();
     for image in images {

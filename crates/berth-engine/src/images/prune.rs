@@ -24,10 +24,7 @@ pub fn prune_images(store: &mut Store, all: bool) -> Result<PruneReport, EngineE
     let images = store.images()?;
     // An image another was built on goes with that child (the removal
     // prunes untagged parents), never before it.
-    let parents: std::collections::HashSet<String> = images
-        .iter()
-        .filter_map(|image| super::image_parent(store, image).ok())
-        .collect();
+    let parents = super::parent_ids(store, &images);
     for image in images {
         if !all && !image.tags.is_empty() {
             continue;

@@ -192,10 +192,8 @@ fn prunable_parent(
     {
         return Ok(None);
     }
-    for other in store.images()? {
-        if other.id != image.id && super::image_parent(store, &other).is_ok_and(|p| p == parent) {
-            return Ok(None);
-        }
+    if super::parent_ids(store, &store.images()?).contains(parent) {
+        return Ok(None);
     }
     Ok(Some(image))
 }
