@@ -268,18 +268,36 @@ impl<'a> StageRun<'a> {
             )),
             ..Default::default()
         };
-        let key = key.finish();
-        let id = match self.cache.lookup(self.engine, &key) {
-            Some(id) if !self.request.no_cache => id,
-            _ => {
-                let saved = super::container::nop_command(image, "LABEL");
-                let id = commit_metadata(self.engine, image, (history, saved))?;
-                self.cache.record(&key, &id);
-                id
-            }
-        };
+        let saved = super::container::nop_command(image, "LABEL");
+        let labelled = image.clone();
+        let end = self.cached_or_make(key, |run| {
+            commit_metadata(run.engine, &labelled, (history, saved))
+        })?;
+        let (StepEnd::Cached(id) | StepEnd::Done(id)) = end;
         image.id = Some(id);
         Ok(())
+    }
+
+    /// The image cached under `key` (unless `--no-cache`, or `--cache-from`
+    /// rules it out), or the one `make` makes, then recorded.
+    pub fn cached_or_make(
+        &mut self,
+        key: CacheKey,
+        make: impl FnOnce(&mut Self) -> Result<Digest, BuildError>,
+    ) -> Result<StepEnd, BuildError> {
+        let key = key.finish();
+        if !self.request.no_cache {
+            if let Some(id) = self
+                .cache
+                .lookup(self.engine, &key)
+                .filter(|id| self.may_use_cached(id))
+            {
+                return Ok(StepEnd::Cached(id));
+            }
+        }
+        let id = make(self)?;
+        self.cache.record(&key, &id);
+        Ok(StepEnd::Done(id))
     }
 }
 

@@ -175,21 +175,9 @@ fn cached_or_made(
     key: CacheKey,
     make: impl FnOnce(&mut StageRun<'_>) -> Result<Digest, BuildError>,
 ) -> Result<(), BuildError> {
-    let key = key.finish();
-    if !run.request.no_cache {
-        if let Some(id) = run
-            .cache
-            .lookup(run.engine, &key)
-            .filter(|id| run.may_use_cached(id))
-        {
-            run.progress.step_end(&StepEnd::Cached(id.clone()));
-            state.image.id = Some(id);
-            return Ok(());
-        }
-    }
-    let id = make(run)?;
-    run.cache.record(&key, &id);
-    run.progress.step_end(&StepEnd::Done(id.clone()));
+    let end = run.cached_or_make(key, make)?;
+    run.progress.step_end(&end);
+    let (StepEnd::Cached(id) | StepEnd::Done(id)) = end;
     state.image.id = Some(id);
     Ok(())
 }
