@@ -15,10 +15,9 @@
 //! credentials, because `BuildRequest` has no field to carry them.
 //!
 //! A client that disconnects mid-build: the stream notices
-//! ([`BuildStream::cancelled`]) and stops writing, but the build runs to
-//! its end, since `berth_build::Progress` has no way to tell the builder
-//! to stop (a `fn cancelled(&self) -> bool` polled between steps and while
-//! a RUN waits would be enough).
+//! ([`BuildStream::cancelled`]), stops writing and tells the builder
+//! (`Progress::cancelled`), which kills the RUN it waits for and starts
+//! no further step.
 
 pub mod context;
 pub mod query;
