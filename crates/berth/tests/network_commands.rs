@@ -850,6 +850,58 @@ fn connecting_a_stopped_container_takes_effect_at_start() {
     );
 }
 
+/// dockerd creates a container on a network that does not exist yet and
+/// looks the network up at each start (compose creates a service's
+/// containers before its networks when asked to): the start fails, with
+/// the error in the state, until the network is made.
+#[test]
+fn a_container_created_on_a_missing_network_starts_once_it_exists() {
+    let berth = Networks::new();
+    berth
+        .run(&[
+            "create",
+            "--name",
+            "early",
+            "--network",
+            "later-net",
+            "busybox",
+            "echo",
+            "hi",
+        ])
+        .ok();
+    let networks = &berth.inspect_json("early")["NetworkSettings"]["Networks"];
+    assert_eq!(networks["later-net"]["NetworkID"], "", "{networks}");
+    let stderr = berth.run(&["start", "early"]).fails(1);
+    assert!(stderr.contains("network later-net not found"), "{stderr}");
+    let state = &berth.inspect_json("early")["State"];
+    assert_eq!(state["Status"], "created", "{state}");
+    assert_eq!(state["Error"], "network later-net not found", "{state}");
+    assert_eq!(state["ExitCode"], 128, "{state}");
+    // `run` leaves the created container behind and exits 125, as Docker's.
+    let stderr = berth
+        .run(&[
+            "run",
+            "--name",
+            "eager",
+            "--network",
+            "later-net",
+            "busybox",
+            "true",
+        ])
+        .fails(125);
+    assert!(stderr.contains("network later-net not found"), "{stderr}");
+    assert_eq!(berth.status("eager"), "created");
+
+    let id = berth.create(&["--subnet", "10.213.118.0/24", "later-net"]);
+    assert_eq!(berth.run(&["start", "-a", "early"]).ok(), "hi\n");
+    let networks = &berth.inspect_json("early")["NetworkSettings"]["Networks"];
+    assert_eq!(
+        networks["later-net"]["NetworkID"],
+        id.as_str(),
+        "{networks}"
+    );
+}
+
 #[test]
 fn unknown_networks_and_containers_are_errors() {
     let berth = Networks::new();

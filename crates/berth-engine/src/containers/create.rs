@@ -79,7 +79,6 @@ fn network_requests(
             .filter(|name| *name != first && *name != "default"),
     );
     for name in names {
-        let network = crate::networks::find_network(store, kernel, name)?;
         let mut settings = endpoints
             .get(name)
             .or_else(|| (name == first).then(|| endpoints.get("default")).flatten())
@@ -89,6 +88,15 @@ fn network_requests(
         if name == first && settings.mac_address.is_empty() {
             settings.mac_address.clone_from(&request.config.mac_address);
         }
+        // A network that does not exist yet is looked up at each start,
+        // as dockerd does (its create succeeds, its start fails).
+        let network = match crate::networks::find_network(store, kernel, name) {
+            Err(EngineError::Network(NetworkError::NotFound(_))) => {
+                requests.push(NetworkRequest::awaiting_network(name, &settings)?);
+                continue;
+            }
+            found => found?,
+        };
         let request = NetworkRequest::for_endpoint(&network, &settings)?;
         if !network.is_bridge() {
             return Err(CreateError::HostNetwork {

@@ -136,10 +136,13 @@ pub fn start_container(
         }
         Claim::Start(container, lock) => (container, lock),
     };
+    let mut container = container;
     crate::volumes::mounts::repair_all(&config.root, &config.run_root);
     // Until the monitor runs, a failure undoes the start record: nothing
     // was done that a repair would have to undo.
-    if let Err(error) = prepare(engine, &container) {
+    let prepared = crate::networks::bind_awaiting_networks(engine, &mut container.record)
+        .and_then(|()| prepare(engine, &container));
+    if let Err(error) = prepared {
         lock.release();
         return Err(error);
     }
@@ -241,7 +244,7 @@ pub(crate) fn container_layers(
         }
     })?;
     let image = store
-        .image(&image_id)?
+        .image_of_containers(&image_id)?
         .ok_or_else(|| EngineError::NoSuchImage(container.image_name.clone()))?;
     let mut layers: Vec<_> = image
         .layers

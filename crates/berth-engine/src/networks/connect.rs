@@ -10,7 +10,42 @@ use super::rules::sync_rules;
 use super::NetworkError;
 use crate::containers::find_container;
 use crate::containers::lookup::save_record;
+use crate::containers::record::ContainerRecord;
 use crate::{Engine, EngineError};
+
+/// Looks up, as a start begins, the networks the container was created on
+/// before they existed ([`NetworkRequest::awaiting_network`]) and keeps
+/// what it found in the record. One still missing stays unbound: the
+/// monitor's connect then fails with dockerd's "network NAME not found",
+/// recorded in the container's state as dockerd records it.
+pub(crate) fn bind_awaiting_networks(
+    engine: &mut Engine,
+    record: &mut ContainerRecord,
+) -> Result<(), EngineError> {
+    if record.run.networks.iter().all(NetworkRequest::is_bound) {
+        return Ok(());
+    }
+    let (store, kernel) = engine.network_parts();
+    let mut bound = false;
+    for request in &mut record.run.networks {
+        if request.is_bound() {
+            continue;
+        }
+        match find_network(store, kernel, &request.name) {
+            Ok(network) if !network.is_bridge() => return Err(NetworkError::HostNetwork.into()),
+            Ok(network) => {
+                *request = request.clone().bind_to(&network)?;
+                bound = true;
+            }
+            Err(EngineError::Network(NetworkError::NotFound(_))) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    if bound {
+        save_record(store, record)?;
+    }
+    Ok(())
+}
 
 /// `network connect [--alias A] [--ip IP] [--link C:A] NETWORK CONTAINER`
 /// (the API's `EndpointConfig`).

@@ -17,6 +17,7 @@ pub mod ports;
 pub mod record;
 mod rules;
 
+pub(crate) use connect::bind_awaiting_networks;
 pub use connect::{connect_network, disconnect_network};
 pub use endpoints::{
     connect_container, container_device, container_endpoints, disconnect_container,

@@ -281,6 +281,17 @@ impl NetworkRequest {
         network: &Network,
         settings: &berth_types::container::EndpointSettings,
     ) -> Result<Self, NetworkError> {
+        Self::awaiting_network(&network.name, settings)?.bind_to(network)
+    }
+
+    /// The request of `settings` on the network named `name`, which does
+    /// not exist yet: dockerd creates such a container and looks the
+    /// network up only when it starts ("network NAME not found" then).
+    /// What can be checked without the network is; `bind_to` does the rest.
+    pub fn awaiting_network(
+        name: &str,
+        settings: &berth_types::container::EndpointSettings,
+    ) -> Result<Self, NetworkError> {
         let unsupported = |setting, why| NetworkError::UnsupportedEndpointSetting { setting, why };
         let ipam = settings.ipam_config.clone().unwrap_or_default();
         if !ipam.ipv6_address.is_empty() {
@@ -296,18 +307,7 @@ impl NetworkRequest {
                 "the first network has the default route",
             ));
         }
-        // swarmkit's refusal, as dockerd wraps it.
-        if network.is_swarm_scoped() && (network.record.ingress || !network.record.attachable) {
-            return Err(NetworkError::NotAttachable {
-                name: network.name.clone(),
-            });
-        }
-        let aliases = settings.aliases.clone().unwrap_or_default();
-        network.check_endpoint_request(&ipam.ipv4_address, &ipam.ipv6_address, &aliases)?;
         let links = settings.links.clone().unwrap_or_default();
-        if !links.is_empty() && !network.is_user_defined() {
-            return Err(NetworkError::LinksOnPredefined);
-        }
         for link in &links {
             crate::containers::links::parse_link(link)
                 .map_err(|_| NetworkError::InvalidLink { text: link.clone() })?;
@@ -316,9 +316,9 @@ impl NetworkRequest {
             parse_mac(&settings.mac_address)?;
         }
         Ok(Self {
-            network_id: network.id.clone(),
-            name: network.name.clone(),
-            aliases,
+            network_id: String::new(),
+            name: name.to_owned(),
+            aliases: settings.aliases.clone().unwrap_or_default(),
             ipv4_address: ipam.ipv4_address,
             ipv6_address: ipam.ipv6_address,
             link_local_ips: ipam.link_local_ips,
@@ -326,6 +326,29 @@ impl NetworkRequest {
             links,
             driver_opts: settings.driver_opts.clone().unwrap_or_default(),
         })
+    }
+
+    /// Whether the network was looked up (see [`Self::awaiting_network`]).
+    pub fn is_bound(&self) -> bool {
+        !self.network_id.is_empty()
+    }
+
+    /// This request on `network`, checked against it as dockerd checks an
+    /// endpoint's settings against its network.
+    pub fn bind_to(mut self, network: &Network) -> Result<Self, NetworkError> {
+        // swarmkit's refusal, as dockerd wraps it.
+        if network.is_swarm_scoped() && (network.record.ingress || !network.record.attachable) {
+            return Err(NetworkError::NotAttachable {
+                name: network.name.clone(),
+            });
+        }
+        network.check_endpoint_request(&self.ipv4_address, &self.ipv6_address, &self.aliases)?;
+        if !self.links.is_empty() && !network.is_user_defined() {
+            return Err(NetworkError::LinksOnPredefined);
+        }
+        self.network_id.clone_from(&network.id);
+        self.name.clone_from(&network.name);
+        Ok(self)
     }
 }
 

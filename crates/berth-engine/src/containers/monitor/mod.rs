@@ -225,7 +225,7 @@ fn supervise(
         Err(message) => {
             let mut state = read_state(&store, &record.id).unwrap_or_default();
             state.error = message.clone();
-            state.exit_code = 125;
+            state.exit_code = failed_start_exit_code(125);
             write_state(&store, &record.id, &state);
             cleanup(cgroup.as_ref(), &paths);
             if record.run.auto_remove {
@@ -300,7 +300,7 @@ fn supervise(
                 drop(held_volumes.take());
                 let mut state = read_state(&store, &record.id).unwrap_or_default();
                 state.error = message.clone();
-                state.exit_code = status;
+                state.exit_code = failed_start_exit_code(status);
                 if !first {
                     state.status = Status::Exited;
                     state.finished_at = now();
@@ -852,5 +852,16 @@ pub(crate) fn write_state(store: &Store, id: &str, state: &ContainerState) {
     let json = serde_json::to_string(state).unwrap_or_default();
     if let Err(error) = store.set_container_state(id, &json) {
         tracing::warn!(%error, "failed to record the container state");
+    }
+}
+
+/// The `State.ExitCode` of a start that failed with the CLI exit `status`:
+/// dockerd keeps 126 and 127 (the command cannot be run, or is not found)
+/// and records 128 for every other failure before the process ran; the
+/// CLI's `run` exits 125 for those all the same.
+fn failed_start_exit_code(status: i32) -> i32 {
+    match status {
+        125 => 128,
+        status => status,
     }
 }
