@@ -47,7 +47,7 @@ pub fn commit_image(
 ) -> Result<Committed, CommitError> {
     let _lock = store.lock_shared()?;
     let base = store
-        .image(request.base)?
+        .image_of_containers(request.base)?
         .ok_or_else(|| CommitError::BaseImage(request.base.clone()))?;
     let mut config = base_config(store, &base)?;
     if request.author.is_some() {

@@ -99,6 +99,13 @@ const MIGRATIONS: &[&str] = &[
         WHERE address != '';
     CREATE INDEX endpoints_by_container ON endpoints(container_id);
     "#,
+    // 5: an image `rmi --force` deleted while stopped containers were made
+    // from it: gone for every name and lookup, its row (and so its layers)
+    // kept until the last of those containers goes (moby keeps the layers
+    // the containers' own layers hold).
+    r#"
+    ALTER TABLE images ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

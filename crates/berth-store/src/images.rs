@@ -88,7 +88,8 @@ impl Store {
             "INSERT INTO images (id, manifest_digest, created, size, added_at)
              VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT(id) DO UPDATE SET
-                manifest_digest = COALESCE(excluded.manifest_digest, manifest_digest)",
+                manifest_digest = COALESCE(excluded.manifest_digest, manifest_digest),
+                deleted = 0",
             params![
                 image.id.to_string(),
                 image.manifest_digest.as_ref().map(ToString::to_string),
@@ -199,27 +200,36 @@ impl Store {
         let pattern = format!("sha256:{}%", prefix.replace(['%', '_'], ""));
         let mut statement = self
             .connection()?
-            .prepare_cached("SELECT id FROM images WHERE id LIKE ?1 ORDER BY id")?;
+            .prepare_cached("SELECT id FROM images WHERE id LIKE ?1 AND deleted = 0 ORDER BY id")?;
         let rows = statement.query_map([pattern], |row| row.get::<_, String>(0))?;
         rows.map(|row| digest_column(row?)).collect()
     }
 
     pub fn image(&self, id: &Digest) -> Result<Option<ImageRecord>, StoreError> {
+        self.image_row(id, "SELECT id, manifest_digest, created, size, added_at FROM images WHERE id = ?1 AND deleted = 0")
+    }
+
+    /// The image containers were made from, also when `rmi --force` has
+    /// deleted it since ([`Store::hide_image`]): their layers.
+    pub fn image_of_containers(&self, id: &Digest) -> Result<Option<ImageRecord>, StoreError> {
+        self.image_row(
+            id,
+            "SELECT id, manifest_digest, created, size, added_at FROM images WHERE id = ?1",
+        )
+    }
+
+    fn image_row(&self, id: &Digest, sql: &str) -> Result<Option<ImageRecord>, StoreError> {
         let row = self
             .connection()?
-            .query_row(
-                "SELECT id, manifest_digest, created, size, added_at FROM images WHERE id = ?1",
-                [id.to_string()],
-                |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, Option<String>>(1)?,
-                        row.get::<_, Option<String>>(2)?,
-                        row.get::<_, i64>(3)?,
-                        row.get::<_, i64>(4)?,
-                    ))
-                },
-            )
+            .query_row(sql, [id.to_string()], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, Option<String>>(1)?,
+                    row.get::<_, Option<String>>(2)?,
+                    row.get::<_, i64>(3)?,
+                    row.get::<_, i64>(4)?,
+                ))
+            })
             .optional()?;
         row.map(|row| self.complete_record(row)).transpose()
     }
@@ -227,7 +237,7 @@ impl Store {
     /// Every image, newest first.
     pub fn images(&self) -> Result<Vec<ImageRecord>, StoreError> {
         let mut statement = self.connection()?.prepare_cached(
-            "SELECT id, manifest_digest, created, size, added_at FROM images
+            "SELECT id, manifest_digest, created, size, added_at FROM images WHERE deleted = 0
              ORDER BY COALESCE(created, '') DESC, added_at DESC, id",
         )?;
         let rows = statement
@@ -317,41 +327,60 @@ impl Store {
         let transaction = self
             .connection_mut()?
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let id_text = id.to_string();
-        let candidate_layers = column_set(
-            &transaction,
-            "SELECT chain_id FROM image_layers WHERE image_id = ?1",
-            &id_text,
-        )?;
-        let candidate_blobs = column_set(
-            &transaction,
-            "SELECT digest FROM image_blobs WHERE image_id = ?1",
-            &id_text,
-        )?;
-        transaction.execute("DELETE FROM tags WHERE image_id = ?1", [&id_text])?;
-        transaction.execute("DELETE FROM images WHERE id = ?1", [&id_text])?;
+        let removed = delete_image_in(&transaction, &id.to_string())?;
+        transaction.commit()?;
+        Ok(removed)
+    }
 
-        let mut removed = RemovedImage::default();
-        for chain_id in candidate_layers {
-            let users: i64 = transaction.query_row(
-                "SELECT COUNT(*) FROM image_layers WHERE chain_id = ?1",
-                [&chain_id],
-                |row| row.get(0),
+    /// Deletes the image for every name and lookup while containers made
+    /// from it still need its layers (`rmi --force` of an image stopped
+    /// containers use, as moby's): its tags and digest references go, its
+    /// row stays, marked, until [`Store::delete_unused_hidden_images`].
+    pub fn hide_image(&mut self, id: &Digest) -> Result<(), StoreError> {
+        let transaction = self
+            .connection_mut()?
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let id_text = id.to_string();
+        transaction.execute("DELETE FROM tags WHERE image_id = ?1", [&id_text])?;
+        transaction.execute("DELETE FROM repo_digests WHERE image_id = ?1", [&id_text])?;
+        transaction.execute("UPDATE images SET deleted = 1 WHERE id = ?1", [&id_text])?;
+        transaction.commit()?;
+        Ok(())
+    }
+
+    /// Whether some image [`Store::hide_image`] hid is used by no container
+    /// any more (one cheap query, for the paths that remove containers).
+    pub fn has_unused_hidden_images(&self) -> Result<bool, StoreError> {
+        Ok(self.connection()?.query_row(
+            "SELECT EXISTS (SELECT 1 FROM images WHERE deleted = 1
+                AND NOT EXISTS (SELECT 1 FROM containers WHERE image_id = images.id))",
+            [],
+            |row| row.get(0),
+        )?)
+    }
+
+    /// Deletes each hidden image no container uses any more, as
+    /// [`Store::delete_image`] does; the caller holds the exclusive lock
+    /// and removes the layers and blobs reported.
+    pub fn delete_unused_hidden_images(
+        &self,
+        _exclusive: &crate::StoreLock,
+    ) -> Result<Vec<(Digest, RemovedImage)>, StoreError> {
+        let connection = self.connection()?;
+        let transaction =
+            rusqlite::Transaction::new_unchecked(connection, TransactionBehavior::Immediate)?;
+        let ids: Vec<String> = {
+            let mut statement = transaction.prepare(
+                "SELECT id FROM images WHERE deleted = 1
+                 AND NOT EXISTS (SELECT 1 FROM containers WHERE image_id = images.id)",
             )?;
-            if users == 0 {
-                transaction.execute("DELETE FROM layers WHERE chain_id = ?1", [&chain_id])?;
-                removed.layers.push(digest_column(chain_id)?);
-            }
-        }
-        for digest in candidate_blobs {
-            let users: i64 = transaction.query_row(
-                "SELECT COUNT(*) FROM image_blobs WHERE digest = ?1",
-                [&digest],
-                |row| row.get(0),
-            )?;
-            if users == 0 {
-                removed.blobs.push(digest_column(digest)?);
-            }
+            let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let mut removed = Vec::with_capacity(ids.len());
+        for id in ids {
+            let content = delete_image_in(&transaction, &id)?;
+            removed.push((digest_column(id)?, content));
         }
         transaction.commit()?;
         Ok(removed)
@@ -381,11 +410,57 @@ impl Store {
 
     /// Counts for `berth info`.
     pub fn image_count(&self) -> Result<u64, StoreError> {
-        let count: i64 =
-            self.connection()?
-                .query_row("SELECT COUNT(*) FROM images", [], |row| row.get(0))?;
+        let count: i64 = self.connection()?.query_row(
+            "SELECT COUNT(*) FROM images WHERE deleted = 0",
+            [],
+            |row| row.get(0),
+        )?;
         Ok(count as u64)
     }
+}
+
+/// The image row `id_text` and its tags deleted in `transaction`, with
+/// the layers and blobs no remaining image uses.
+fn delete_image_in(
+    transaction: &rusqlite::Transaction<'_>,
+    id_text: &str,
+) -> Result<RemovedImage, StoreError> {
+    let candidate_layers = column_set(
+        transaction,
+        "SELECT chain_id FROM image_layers WHERE image_id = ?1",
+        id_text,
+    )?;
+    let candidate_blobs = column_set(
+        transaction,
+        "SELECT digest FROM image_blobs WHERE image_id = ?1",
+        id_text,
+    )?;
+    transaction.execute("DELETE FROM tags WHERE image_id = ?1", [id_text])?;
+    transaction.execute("DELETE FROM images WHERE id = ?1", [id_text])?;
+
+    let mut removed = RemovedImage::default();
+    for chain_id in candidate_layers {
+        let users: i64 = transaction.query_row(
+            "SELECT COUNT(*) FROM image_layers WHERE chain_id = ?1",
+            [&chain_id],
+            |row| row.get(0),
+        )?;
+        if users == 0 {
+            transaction.execute("DELETE FROM layers WHERE chain_id = ?1", [&chain_id])?;
+            removed.layers.push(digest_column(chain_id)?);
+        }
+    }
+    for digest in candidate_blobs {
+        let users: i64 = transaction.query_row(
+            "SELECT COUNT(*) FROM image_blobs WHERE digest = ?1",
+            [&digest],
+            |row| row.get(0),
+        )?;
+        if users == 0 {
+            removed.blobs.push(digest_column(digest)?);
+        }
+    }
+    Ok(removed)
 }
 
 fn set_tag_in(

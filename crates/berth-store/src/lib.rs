@@ -125,6 +125,15 @@ impl Store {
         StoreLock::acquire(&self.content_lock_path(), true)?.with_marker(self.marker_path())
     }
 
+    /// [`Store::lock_exclusive`] when no other process holds the content
+    /// lock now; `None` otherwise (for work that may wait for a later
+    /// command, such as deleting an image its last container let go).
+    pub fn try_lock_exclusive(&self) -> Result<Option<StoreLock>, StoreError> {
+        StoreLock::try_exclusive(&self.content_lock_path())?
+            .map(|lock| lock.with_marker(self.marker_path()))
+            .transpose()
+    }
+
     /// A fresh path under `tmp/` for a caller's own staging.
     pub fn staging_path(&self, prefix: &str) -> PathBuf {
         self.root.join("tmp").join(staging_name(prefix))

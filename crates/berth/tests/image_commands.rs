@@ -154,6 +154,150 @@ fn rmi_by_id_with_several_repositories_needs_force() {
     assert_eq!(berth.run(&["images", "-q"]).ok(), "");
 }
 
+/// moby's conflicts for an image containers use: a stopped container's
+/// image goes with `--force` (for every name and lookup) while the
+/// container keeps its layers until it is removed; a running container's
+/// is refused by id and only untagged by name; an image others were built
+/// on is refused by id, forced or not.
+#[test]
+fn rmi_force_deletes_a_stopped_containers_image_and_its_layers_go_with_the_container() {
+    let berth = Berth::new();
+    berth.load("busybox-docker.tar");
+    berth
+        .run(&[
+            "run",
+            "--name",
+            "maker",
+            "busybox",
+            "sh",
+            "-c",
+            "echo kept > /kept",
+        ])
+        .ok();
+    let id = berth
+        .run(&["commit", "maker", "made:1"])
+        .ok()
+        .trim()
+        .to_owned();
+    berth.run(&["rm", "maker"]).ok();
+    let before = berth.content();
+    berth
+        .run(&["create", "--name", "user", "made:1", "cat", "/kept"])
+        .ok();
+    let short_user = berth.run(&["ps", "-aq", "--filter", "name=user"]).ok();
+    let short_user = short_user.trim();
+
+    let stderr = berth.run(&["rmi", "made:1"]).fails(1);
+    assert!(
+        stderr.contains(&format!(
+            "(must force) - container {short_user} is using its referenced image {}",
+            short(&id)
+        )),
+        "{stderr}"
+    );
+    let stderr = berth.run(&["rmi", &id]).fails(1);
+    assert!(
+        stderr.contains(&format!(
+            "(must be forced) - image is being used by stopped container {short_user}"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        berth.run(&["rmi", "-f", "made:1"]).ok(),
+        format!("Untagged: made:1\nDeleted: {id}\n")
+    );
+    let stderr = berth.run(&["image", "inspect", &id]).fails(1);
+    assert_eq!(stderr, format!("Error: No such image: {id}\n"));
+    let ids = berth.run(&["images", "-aq", "--no-trunc"]).ok();
+    assert!(!ids.contains(&id), "{ids}");
+    assert_eq!(
+        berth
+            .run(&[
+                "ps",
+                "-a",
+                "--filter",
+                "name=user",
+                "--format",
+                "{{.Image}}"
+            ])
+            .ok(),
+        format!("{}\n", short(&id))
+    );
+    assert_eq!(berth.inspect("user", "{{.Image}}"), id);
+    // Its layers are still there: it runs, and sees its files.
+    assert_eq!(berth.run(&["start", "-a", "user"]).ok(), "kept\n");
+    assert_eq!(
+        berth.content(),
+        before,
+        "nothing went while the container is there"
+    );
+    berth.run(&["rm", "user"]).ok();
+    let after = berth.content();
+    assert!(
+        after.len() < before.len(),
+        "the image's own layer and config go with the container: {after:?}"
+    );
+
+    // A running container's image: by id refused even forced, by name only untagged.
+    berth.run(&["tag", "busybox", "running:1"]).ok();
+    let busybox = fixture_id("busybox-docker.tar", "busybox:latest");
+    let runner = berth.run_detached(&["--name", "runner", "running:1", "sleep", "100"]);
+    let stderr = berth.run(&["rmi", "-f", &busybox]).fails(1);
+    assert!(stderr.contains(&format!("conflict: unable to delete {} (cannot be forced) - image is being used by running container {}", short(&busybox), &runner[..12])), "{stderr}");
+    berth.run(&["rmi", "busybox"]).ok();
+    assert_eq!(
+        berth.run(&["rmi", "-f", "running:1"]).ok(),
+        "Untagged: running:1\n"
+    );
+    assert_eq!(
+        berth.run(&["images", "-q", "--no-trunc"]).ok(),
+        format!("{busybox}\n"),
+        "kept, untagged"
+    );
+    berth.run(&["rm", "-f", "runner"]).ok();
+}
+
+/// An image another image was built on is not removed by id.
+#[test]
+fn rmi_refuses_an_image_with_children_by_id() {
+    let berth = Berth::new();
+    berth.load("busybox-docker.tar");
+    let context = tempfile::tempdir().unwrap();
+    fs_err::write(
+        context.path().join("Dockerfile"),
+        "FROM busybox\nRUN echo x > /x\nRUN echo y > /y\n",
+    )
+    .unwrap();
+    berth
+        .run(&[
+            "build",
+            "-q",
+            "-t",
+            "child:1",
+            context.path().to_str().unwrap(),
+        ])
+        .ok();
+    let parent = berth
+        .run(&["image", "inspect", "-f", "{{.Parent}}", "child:1"])
+        .ok();
+    let parent = parent.trim();
+    assert!(parent.starts_with("sha256:"), "{parent}");
+    let stderr = berth.run(&["rmi", "-f", parent]).fails(1);
+    assert!(
+        stderr.contains(&format!(
+            "conflict: unable to delete {} (cannot be forced) - image has dependent child images",
+            short(parent)
+        )),
+        "{stderr}"
+    );
+    // With its child it goes (the classic builder's untagged parents).
+    let removed = berth.run(&["rmi", "child:1"]).ok();
+    assert!(
+        removed.contains(&format!("Deleted: {parent}\n")),
+        "{removed}"
+    );
+}
+
 #[test]
 fn rmi_keeps_layers_other_images_share() {
     let berth = Berth::new();

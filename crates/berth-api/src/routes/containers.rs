@@ -110,7 +110,7 @@ pub fn summary(store: &Store, config: &EngineConfig, container: &Container) -> V
     json!({
         "Id": record.id,
         "Names": [format!("/{}", record.name)],
-        "Image": record.image_name,
+        "Image": berth_engine::containers::listed_image(store, record),
         "ImageID": record.image_id,
         "Command": shell_join(&record.run.args),
         "Created": unix_time(Some(&record.created)),

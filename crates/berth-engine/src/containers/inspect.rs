@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use super::lookup::{parse_row, Container};
 use super::paths::ContainerPaths;
+use super::record::ContainerRecord;
 use super::state::Status;
 use crate::{EngineConfig, EngineError};
 
@@ -269,6 +270,20 @@ fn network_settings(store: &Store, container: &Container) -> Value {
         "MacAddress": top["MacAddress"],
         "Networks": networks,
     })
+}
+
+/// The image a container list names (`ps`, `GET /containers/json`):
+/// the name it was created with while that still names its image, else
+/// the image's id (dockerd's rule: a name since moved to another image,
+/// or an image `rmi --force` deleted, shows as the id).
+pub fn listed_image(store: &Store, record: &ContainerRecord) -> String {
+    if record.image_name == record.image_id {
+        return record.image_id.clone();
+    }
+    match crate::images::resolve_image(store, &record.image_name) {
+        Ok(image) if image.id.to_string() == record.image_id => record.image_name.clone(),
+        _ => record.image_id.clone(),
+    }
 }
 
 /// The container's published ports while it runs, sorted.

@@ -52,7 +52,7 @@ pub use error::ContainerError;
 pub use exec::{exec_create, exec_detached, exec_in_container, ExecProcess, ExecRequest};
 pub use exec_terminal::{exec_with_terminal, TerminalExec};
 pub use filter::{ContainerFilters, CONTAINER_FILTERS};
-pub use inspect::{inspect_container, list_containers, published_ports, status_text};
+pub use inspect::{inspect_container, list_containers, listed_image, published_ports, status_text};
 pub use links::remove_link;
 pub use logging::{default_log_config, log_location};
 pub use lookup::{find_container, Container};

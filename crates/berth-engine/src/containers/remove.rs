@@ -247,6 +247,7 @@ pub(crate) fn remove_row(store: &Store, id: &str) {
             if let Some(Ok(container)) = removed.map(|row| super::lookup::parse_row(&row)) {
                 crate::events::emit_container(store, "destroy", &container.record);
             }
+            crate::images::delete_released_images(store);
         }
     }
 }

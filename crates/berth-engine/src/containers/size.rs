@@ -19,7 +19,7 @@ pub fn container_size(
     let rw = berth_store::file_bytes(&paths.rootfs().upper)?;
     let image = berth_types::Digest::parse(&container.record.image_id)
         .ok()
-        .map(|id| store.image(&id))
+        .map(|id| store.image_of_containers(&id))
         .transpose()?
         .flatten()
         .map_or(0, |image| image.size);

@@ -34,6 +34,12 @@ pub enum ImageError {
     },
     #[error("conflict: unable to delete {id} (must be forced) - image is being used by stopped container {container}")]
     UsedByContainer { id: String, container: String },
+    #[error("conflict: unable to delete {id} (cannot be forced) - image is being used by running container {container}")]
+    UsedByRunningContainer { id: String, container: String },
+    #[error(
+        "conflict: unable to delete {id} (cannot be forced) - image has dependent child images"
+    )]
+    HasChildren { id: String },
     #[error("failed to load the image archive")]
     Load(#[source] ArchiveError),
     #[error("failed to save the image archive")]
@@ -55,9 +61,11 @@ impl ImageError {
             | Self::InvalidReference(_)
             | Self::InvalidTag { .. }
             | Self::DigestTag => ErrorKind::InvalidArgument,
-            Self::ReferencedByTags { .. } | Self::InUse { .. } | Self::UsedByContainer { .. } => {
-                ErrorKind::Conflict
-            }
+            Self::ReferencedByTags { .. }
+            | Self::InUse { .. }
+            | Self::UsedByContainer { .. }
+            | Self::UsedByRunningContainer { .. }
+            | Self::HasChildren { .. } => ErrorKind::Conflict,
             Self::Load(_) | Self::Save(_) | Self::Import(_) | Self::InvalidConfig { .. } => {
                 ErrorKind::Internal
             }

@@ -21,6 +21,7 @@ pub use list::{list_images, ImageSummary, ListOptions};
 pub use prune::{prune_images, PruneReport};
 pub use pull::{pull_image, PullError, PullEvent, PullRequest, PulledImage, PushEvent};
 pub use push::{push_image, PushError, PushRequest, PushedImage};
+pub(crate) use remove::delete_released_images;
 pub use remove::{remove_image, RemovalEvent};
 pub use resolve::{parse_reference, resolve_image};
 pub use tag::tag_image;

@@ -21,6 +21,9 @@ pub fn prune_images(store: &mut Store, all: bool) -> Result<PruneReport, EngineE
         reclaimed: store.take_recovered(),
         ..PruneReport::default()
     };
+    // Images `rmi --force` hid whose containers are gone (left when a
+    // removal found the content lock taken).
+    report.reclaimed += super::delete_released_images(store);
     let images = store.images()?;
     // An image another was built on goes with that child (the removal
     // prunes untagged parents), never before it.

@@ -103,34 +103,62 @@ fn remove_image_unrecorded(
         }
     }
 
-    // An image a container uses stays: without --force it is a conflict
-    // (Docker's words); with --force only the names go.
-    if let Some(user) = store.containers_using_image(&image.id.to_string())?.first() {
-        let short_container = user.id.chars().take(12).collect::<String>();
-        if !force {
-            return Err(match &named_tag {
-                Some(tag) => ImageError::InUse {
-                    reference: familiar(tag),
-                    container: short_container,
-                    id: image.id.short().to_owned(),
-                },
-                None => ImageError::UsedByContainer {
-                    id: image.id.short().to_owned(),
-                    container: short_container,
-                },
-            }
-            .into());
+    // By id, an image other images were built on stays, forced or not.
+    if named_tag.is_none()
+        && super::parent_ids(store, &store.images()?).contains(&image.id.to_string())
+    {
+        return Err(ImageError::HasChildren {
+            id: image.id.short().to_owned(),
         }
-        match &named_tag {
-            Some(name) => untag(store, &image, name, &mut events)?,
-            None => {
-                for tag in &image.tags {
-                    store.remove_tag(tag)?;
-                    events.push(RemovalEvent::Untagged(familiar(tag)));
+        .into());
+    }
+
+    // An image a container uses: moby's conflicts. Without --force each
+    // is refused; with it a running container's image only loses the name
+    // asked for (refused by id), and a stopped container's is deleted for
+    // every name and lookup while the container keeps its layers.
+    let users = store.containers_using_image(&image.id.to_string())?;
+    if let Some(user) = users.first() {
+        let short = |id: &str| id.chars().take(12).collect::<String>();
+        let running = users.iter().find(|row| {
+            crate::containers::lookup::parse_row(row).is_ok_and(|c| c.state.is_running())
+        });
+        match (&named_tag, running) {
+            (None, Some(running)) => {
+                return Err(ImageError::UsedByRunningContainer {
+                    id: image.id.short().to_owned(),
+                    container: short(&running.id),
                 }
+                .into())
+            }
+            (None, None) if !force => {
+                return Err(ImageError::UsedByContainer {
+                    id: image.id.short().to_owned(),
+                    container: short(&user.id),
+                }
+                .into())
+            }
+            (Some(tag), _) if !force => {
+                return Err(ImageError::InUse {
+                    reference: familiar(tag),
+                    container: short(&user.id),
+                    id: image.id.short().to_owned(),
+                }
+                .into())
+            }
+            (Some(name), Some(_)) => {
+                untag(store, &image, name, &mut events)?;
+                return Ok(Removal { events, freed: 0 });
+            }
+            (_, None) => {
+                for name in image.tags.iter().chain(&image.repo_digests) {
+                    events.push(RemovalEvent::Untagged(familiar(name)));
+                }
+                store.hide_image(&image.id)?;
+                events.push(RemovalEvent::Deleted(image.id.clone()));
+                return Ok(Removal { events, freed: 0 });
             }
         }
-        return Ok(Removal { events, freed: 0 });
     }
 
     // The lock's mark is on disk before the row goes: a removal killed
@@ -161,6 +189,16 @@ fn delete_image_files(
 ) -> Result<u64, EngineError> {
     let removed = store.delete_image(id)?;
     events.push(RemovalEvent::Deleted(id.clone()));
+    delete_content(store, &removed, events)
+}
+
+/// The files of the layers and blobs a deleted image row let go; each
+/// layer is reported in `events`. The caller holds the exclusive lock.
+fn delete_content(
+    store: &Store,
+    removed: &berth_store::RemovedImage,
+    events: &mut Vec<RemovalEvent>,
+) -> Result<u64, EngineError> {
     let mut freed = 0;
     let layers = store.layers();
     for chain_id in removed.layers.iter().rev() {
@@ -172,6 +210,32 @@ fn delete_image_files(
         freed += blobs.delete(digest)?;
     }
     Ok(freed)
+}
+
+/// Deletes for good the images `rmi --force` hid ([`Store::hide_image`])
+/// that no container uses any more: their rows, layers and blobs. Called
+/// where containers are removed; while another process holds the content
+/// lock it is left to the next removal or `image prune`. Never fails the
+/// caller. Returns the bytes freed.
+pub(crate) fn delete_released_images(store: &Store) -> u64 {
+    let deleted = (|| -> Result<u64, EngineError> {
+        if !store.has_unused_hidden_images()? {
+            return Ok(0);
+        }
+        let Some(lock) = store.try_lock_exclusive()? else {
+            return Ok(0);
+        };
+        let mut freed = 0;
+        for (id, removed) in store.delete_unused_hidden_images(&lock)? {
+            tracing::debug!(%id, "deleting an image its last container let go");
+            freed += delete_content(store, &removed, &mut Vec::new())?;
+        }
+        Ok(freed)
+    })();
+    deleted.unwrap_or_else(|error| {
+        tracing::warn!(%error, "failed to delete the images removed containers let go");
+        0
+    })
 }
 
 /// The image `parent` names when it goes with its child: untagged, used

@@ -120,7 +120,7 @@ pub fn run(engine: &Engine, args: &PsArgs) -> anyhow::Result<i32> {
                 "Command": command,
                 "CreatedAt": created_at,
                 "ID": id(container, args.no_trunc),
-                "Image": record.image_name,
+                "Image": listed_image(engine, record, args.no_trunc),
                 "Labels": labels.join(","),
                 "LocalVolumes": "0",
                 "Mounts": "",
@@ -210,4 +210,19 @@ fn ellipsis(text: &str, width: usize) -> String {
     let mut cut: String = text.chars().take(width - 1).collect();
     cut.push('…');
     cut
+}
+
+/// The IMAGE column: the name the container was made with, or, once that
+/// names another image or none (`rmi --force`), the image's id, short
+/// unless `--no-trunc` (the docker CLI's rule).
+fn listed_image(
+    engine: &berth_engine::Engine,
+    record: &berth_engine::containers::record::ContainerRecord,
+    no_trunc: bool,
+) -> String {
+    let image = berth_engine::containers::listed_image(engine.store(), record);
+    match image.strip_prefix("sha256:") {
+        Some(hex) if !no_trunc => hex.chars().take(12).collect(),
+        _ => image,
+    }
 }

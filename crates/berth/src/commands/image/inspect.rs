@@ -35,8 +35,8 @@ pub fn run(engine: &Engine, args: &InspectArgs) -> anyhow::Result<i32> {
         match resolve_image(engine.store(), name) {
             Ok(image) => found.push(inspect_image(engine.store(), &image)?),
             Err(error) if error.is_not_found() => {
-                // Docker names the object as typed, not normalised.
-                eprintln!("Error: No such object: {name}");
+                // Docker names the image as typed, not normalised.
+                eprintln!("Error: No such image: {name}");
                 status = crate::exit::FAILURE;
             }
             Err(error) => return Err(error.into()),
