@@ -95,7 +95,8 @@ fn a_dockerfile_builds_an_image_that_runs_with_its_config() {
     let built = berth.run(&["build", "-t", "app:1", directory.path().to_str().unwrap()]);
     let stderr = built.stderr();
     built.ok();
-    assert!(stderr.contains("#7 [7/14] RUN"), "{stderr}");
+    // BuildKit's label: the number padded to the count's width.
+    assert!(stderr.contains("#7 [ 7/14] RUN"), "{stderr}");
     assert!(
         stderr.contains(" hi\n"),
         "the RUN's output is shown: {stderr}"
@@ -683,4 +684,92 @@ fn copy_parents_keeps_the_sources_paths() {
         listed,
         ".\n./a\n./a/b\n./a/b/f.txt\n./c\n./c/g.txt\n./d\n./d/h.txt\n"
     );
+}
+
+/// A RUN that waits (at most 60 s) for the file `theirs` in the shared
+/// cache mount `meet` after writing `mine` there, then writes `/OUT`.
+fn rendezvous(mine: &str, theirs: &str, out: &str) -> String {
+    format!(
+        "RUN --mount=type=cache,id=meet,target=/meet,sharing=shared sh -c 'touch /meet/{mine}; i=0; while [ ! -e /meet/{theirs} ]; do i=$((i+1)); if [ $i -gt 600 ]; then echo no {theirs}; exit 7; fi; sleep 0.1; done; echo {mine} > /{out}'"
+    )
+}
+
+/// Independent stages run at the same time: stages a and b each wait for
+/// the other's file in a shared cache mount, which one after the other
+/// never see (the first would give up after 60 s and fail the build).
+#[test]
+fn independent_stages_run_at_the_same_time() {
+    let berth = berth_with_busybox();
+    let dockerfile = format!(
+        "FROM busybox AS a\n{}\nFROM busybox AS b\n{}\nFROM busybox\nCOPY --from=a /a.txt /\nCOPY --from=b /b.txt /\n",
+        rendezvous("a", "b", "a.txt"),
+        rendezvous("b", "a", "b.txt"),
+    );
+    let directory = context(&[("Dockerfile", &dockerfile)]);
+    let built = berth.run(&["build", "-t", "met", directory.path().to_str().unwrap()]);
+    let stderr = built.stderr();
+    built.ok();
+    assert_eq!(
+        berth
+            .run(&["run", "--rm", "met", "cat", "/a.txt", "/b.txt"])
+            .ok(),
+        "a\nb\n"
+    );
+    // BuildKit's labels, each line whole.
+    for label in [
+        "[a 1/2] FROM busybox AS a",
+        "[b 2/2] RUN",
+        "[stage-2 3/3] COPY --from=b",
+    ] {
+        assert!(stderr.contains(label), "{label}: {stderr}");
+    }
+    for line in stderr.lines().filter(|line| !line.is_empty()) {
+        assert!(
+            line.starts_with('#'),
+            "a line not whole: {line:?}\n{stderr}"
+        );
+    }
+    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "");
+}
+
+/// A stage that fails stops the build: the other stage's running RUN is
+/// killed (CANCELED), the build fails with the first error, and no
+/// container is left.
+#[test]
+fn a_failed_stage_cancels_the_others_and_leaves_no_container() {
+    let berth = berth_with_busybox();
+    let dockerfile = "\
+FROM busybox AS slow
+RUN --mount=type=cache,id=meet,target=/meet sh -c 'touch /meet/started; sleep 120; echo never'
+FROM busybox AS broken
+RUN --mount=type=cache,id=meet,target=/meet sh -c 'while [ ! -e /meet/started ]; do sleep 0.1; done; echo failing; exit 5'
+FROM busybox
+COPY --from=slow /etc/hostname /slow
+COPY --from=broken /etc/hostname /broken
+";
+    let directory = context(&[("Dockerfile", dockerfile)]);
+    let failed = berth.run(&["build", directory.path().to_str().unwrap()]);
+    let stderr = failed.fails(1);
+    assert!(
+        stderr.contains("ERROR: failed to solve: process \"/bin/sh -c sh -c 'while"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("exit code: 5"), "{stderr}");
+    assert!(
+        !stderr.lines().any(|line| line.ends_with(" never")),
+        "{stderr}"
+    );
+    let slow_run = stderr
+        .lines()
+        .find(|line| line.contains("[slow 2/2] RUN"))
+        .and_then(|line| line.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{stderr}"))
+        .to_owned();
+    assert!(stderr.contains(&format!("{slow_run} CANCELED")), "{stderr}");
+    assert!(stderr.contains(" ERROR: process"), "{stderr}");
+    assert!(
+        !stderr.contains("[stage-2"),
+        "the last stage never started: {stderr}"
+    );
+    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "", "no container left");
 }

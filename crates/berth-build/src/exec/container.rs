@@ -25,7 +25,7 @@ use berth_types::image::History;
 use berth_types::Digest;
 
 use super::image::StepImage;
-use crate::{BuildError, KeepContainers, OutputStream, Progress};
+use crate::{BuildError, KeepContainers, OutputStream, Progress, StepId};
 
 /// What a RUN's container runs with.
 pub struct RunSettings {
@@ -134,7 +134,9 @@ pub fn run_container(
     engine: &mut Engine,
     id: &str,
     progress: &mut dyn Progress,
+    step: Option<StepId>,
 ) -> Result<i32, BuildError> {
+    let step = step.unwrap_or(StepId(0));
     let (stdout, stdout_writer) = std::io::pipe().map_err(BuildError::Pipe)?;
     let (stderr, stderr_writer) = std::io::pipe().map_err(BuildError::Pipe)?;
     let attachment = Attachment {
@@ -143,7 +145,7 @@ pub fn run_container(
         stderr: Some(OwnedFd::from(stderr_writer)),
     };
     let mut started = start_container(engine, id, Some(attachment))?;
-    progress.running_in(id);
+    progress.running_in(step, id);
     let mut streams = [
         (Some(stdout), OutputStream::Stdout),
         (Some(stderr), OutputStream::Stderr),
@@ -182,7 +184,7 @@ pub fn run_container(
             let pipe = reader.as_mut().expect("only open streams are polled");
             match pipe.read(&mut buffer) {
                 Ok(0) => *reader = None,
-                Ok(count) => progress.output(*stream, &buffer[..count]),
+                Ok(count) => progress.output(step, *stream, &buffer[..count]),
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(error) => return Err(BuildError::Pipe(error)),
             }

@@ -13,13 +13,14 @@ use super::container::{
     commit_layer, commit_metadata, ensure_image, nop_command, run_container, with_root,
     with_step_container, RunSettings,
 };
+use super::contexts::ContextSource;
 use super::copy::{add_to_key, collect_sources, has_wildcard, parse_chmod, CopySpec, SourceRoot};
 use super::image::StepImage;
 use super::metadata;
 use super::mounts::{parse_mount, prepare, remove_mount_points};
 use super::owner::resolve_chown;
 use super::place::{make_directory, place};
-use super::stages::{expand_error, StageRun};
+use super::stages::{expand_error, Source, StageRun};
 use crate::dockerfile::{
     expand_heredoc, expand_word, expand_words, Command, Copy, Flag, Healthcheck, Instruction,
     InstructionKind, Run,
@@ -87,7 +88,7 @@ pub fn run_step(
         }
         InstructionKind::Arg(declarations) => {
             for declaration in declarations {
-                let value = match run.args.take(&declaration.name) {
+                let value = match run.build.take_arg(&declaration.name) {
                     Some(value) => Some(value),
                     None => match &declaration.default {
                         Some(default) => Some(expand(state, default)?),
@@ -176,8 +177,10 @@ fn cached_or_made(
     make: impl FnOnce(&mut StageRun<'_>) -> Result<Digest, BuildError>,
 ) -> Result<(), BuildError> {
     let end = run.cached_or_make(key, make)?;
-    run.progress.step_end(&end);
-    let (StepEnd::Cached(id) | StepEnd::Done(id)) = end;
+    run.end_step(&end);
+    let (StepEnd::Cached(id) | StepEnd::Done(id)) = end else {
+        unreachable!("cached_or_make ends with an image")
+    };
     state.image.id = Some(id);
     Ok(())
 }
@@ -252,7 +255,7 @@ fn run_command(
         }
     }
     env.extend(arg_env.iter().cloned());
-    for (name, value) in run.args.proxies() {
+    for (name, value) in run.build.proxies() {
         if state.image.env_value(&name).is_none() && state.scope.get(&name).is_none() {
             env.push(format!("{name}={value}"));
         }
@@ -302,13 +305,14 @@ fn run_command(
             ..settings
         };
         let progress = &mut *run.progress;
+        let step = run.step;
         with_step_container(
             run.engine,
             &parent,
             &image,
             Some(&settings),
             |engine, id| {
-                let code = run_container(engine, id, progress)?;
+                let code = run_container(engine, id, progress, step)?;
                 if code != 0 {
                     return Err(BuildError::StepFailed {
                         command: shown,
@@ -464,18 +468,47 @@ fn copy_files(
         inline,
     };
 
-    // Another stage or an image to read from, else the context.
-    let from_image = match flags.from.as_deref() {
-        None => None,
-        Some(from) => Some(match run.stage_index(from, state.index) {
-            Some(index) => {
-                let mut stage = run.results[index]
-                    .clone()
-                    .expect("a COPY --from stage is built before");
-                ensure_image(run.engine, &mut stage)?
+    // Another stage or an image to read from, else the context (or a
+    // named one).
+    let build = run.build;
+    let (from_image, context_root) = match flags.from.as_deref() {
+        None => (None, Some((run.request.context.as_path(), &build.ignore))),
+        Some(from) => match build.resolve_from(from, state.index) {
+            Source::Stage(index) => {
+                let mut stage = build.stage_result(index)?;
+                (Some(ensure_image(run.engine, &mut stage)?), None)
             }
-            None => super::base_image(run.engine, from, run.request.pull, &mut *run.progress)?,
-        }),
+            Source::Context(ContextSource::Directory { path, ignore }) => {
+                (None, Some((path.as_path(), ignore)))
+            }
+            Source::Context(ContextSource::Image(name)) => (
+                Some(super::base_image(
+                    run.engine,
+                    name,
+                    run.request.pull,
+                    &mut *run.progress,
+                )?),
+                None,
+            ),
+            Source::Image(name) => (
+                Some(super::base_image(
+                    run.engine,
+                    &name,
+                    run.request.pull,
+                    &mut *run.progress,
+                )?),
+                None,
+            ),
+            Source::Scratch => (
+                Some(super::base_image(
+                    run.engine,
+                    from,
+                    run.request.pull,
+                    &mut *run.progress,
+                )?),
+                None,
+            ),
+        },
     };
     let mut key = CacheKey::new(state.image.id.as_ref());
     key.add(if add { b"ADD" } else { b"COPY" })
@@ -489,20 +522,18 @@ fn copy_files(
     for (name, content) in &spec.inline {
         key.add(name.as_bytes()).add(content);
     }
-    let context_sources = match &from_image {
-        Some(from) => {
+    let context_sources = match (&from_image, context_root) {
+        (Some(from), _) => {
             key.add(from.to_string().as_bytes());
             None
         }
-        None => {
-            let root = SourceRoot::Context {
-                directory: &run.request.context,
-                ignore: &run.ignore,
-            };
+        (None, Some((directory, ignore))) => {
+            let root = SourceRoot::Context { directory, ignore };
             let sources = collect_sources(&root, &spec)?;
             add_to_key(&sources, false, &mut key)?;
             Some(sources)
         }
+        (None, None) => unreachable!("a COPY reads an image or a context"),
     };
     let mut image = state.image.clone();
     let chown = flags.chown.clone();
@@ -559,4 +590,27 @@ fn is_remote(source: &str) -> bool {
         || source.starts_with("https://")
         || source.starts_with("git@")
         || source.starts_with("git://")
+}
+
+/// `FROM NAME` of a `--build-context NAME=DIR`: the directory's files
+/// copied onto scratch (as `COPY --from=NAME . /`, owned by root).
+pub fn copy_context_root(
+    run: &mut StageRun<'_>,
+    state: &mut StageState,
+    name: &str,
+) -> Result<(), BuildError> {
+    let copy = Copy {
+        sources: vec![".".to_owned()],
+        destination: "/".to_owned(),
+        flags: vec![Flag {
+            name: "from".to_owned(),
+            value: Some(name.to_owned()),
+        }],
+        heredocs: Vec::new(),
+    };
+    let history = History {
+        created_by: Some(format!("COPY --from={name} . /")),
+        ..History::default()
+    };
+    copy_files(run, state, &copy, false, history)
 }

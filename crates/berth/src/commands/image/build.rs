@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use berth_build::{BuildError, BuildRequest, DockerfileSource, OutputStream, Progress, StepEnd};
+use berth_build::{
+    BuildError, BuildRequest, DockerfileSource, OutputStream, Progress, StepEnd, StepId, StepStart,
+};
 use berth_engine::Engine;
 use clap::Args;
 
@@ -339,26 +341,31 @@ fn full_name(tag: &str) -> String {
         .unwrap_or_else(|_| tag.to_owned())
 }
 
-/// BuildKit's plain progress on stderr.
+/// BuildKit's plain progress on stderr: each step's lines carry its `#N`,
+/// so the steps of stages built at the same time interleave whole lines.
 struct PlainProgress {
     quiet: bool,
-    step: usize,
-    started: Instant,
+    /// The last `#N` given.
+    vertex: usize,
     build_started: Instant,
+    open: BTreeMap<StepId, OpenStep>,
+}
+
+/// A step shown and not ended yet.
+struct OpenStep {
+    vertex: usize,
+    started: Instant,
     /// Output not yet ended by a newline.
     partial: Vec<u8>,
-    open: bool,
 }
 
 impl PlainProgress {
     fn new(quiet: bool) -> Self {
         Self {
             quiet,
-            step: 0,
-            started: Instant::now(),
+            vertex: 0,
             build_started: Instant::now(),
-            partial: Vec::new(),
-            open: false,
+            open: BTreeMap::new(),
         }
     }
 
@@ -370,78 +377,126 @@ impl PlainProgress {
     }
 
     fn line(&mut self, text: &str) {
-        self.step += 1;
-        self.write(&format!("#{} {text}\n", self.step));
-    }
-
-    fn flush_partial(&mut self) {
-        if !self.partial.is_empty() {
-            let text = String::from_utf8_lossy(&self.partial).into_owned();
-            self.write(&format!("#{} {:.3} {text}\n", self.step, self.elapsed()));
-            self.partial.clear();
-        }
+        self.vertex += 1;
+        self.write(&format!("#{} {text}\n", self.vertex));
     }
 
     fn elapsed(&self) -> f64 {
         self.build_started.elapsed().as_secs_f64()
     }
 
+    /// Ends `step`'s display: its last partial line, then `last`.
+    fn close(&mut self, step: StepId, last: impl FnOnce(&OpenStep) -> String) {
+        let Some(open) = self.open.remove(&step) else {
+            return;
+        };
+        if !open.partial.is_empty() {
+            let text = String::from_utf8_lossy(&open.partial).into_owned();
+            self.write(&format!("#{} {:.3} {text}\n", open.vertex, self.elapsed()));
+        }
+        self.write(&last(&open));
+    }
+
+    fn done(open: &OpenStep) -> String {
+        format!(
+            "#{} DONE {:.1}s\n\n",
+            open.vertex,
+            open.started.elapsed().as_secs_f64()
+        )
+    }
+
+    /// Ends every step still shown (a build that succeeded).
     fn finish_step(&mut self) {
-        self.flush_partial();
-        if std::mem::take(&mut self.open) {
-            self.write(&format!(
-                "#{} DONE {:.1}s\n\n",
-                self.step,
-                self.started.elapsed().as_secs_f64()
-            ));
+        let open: Vec<StepId> = self.open.keys().copied().collect();
+        for step in open {
+            self.close(step, Self::done);
         }
     }
 
-    fn fail_step(&mut self, error: &BuildError) {
-        self.flush_partial();
-        if std::mem::take(&mut self.open) {
-            self.write(&format!("#{} ERROR: {error}\n", self.step));
+    /// A failed build: steps still shown were stopped with it.
+    fn fail_step(&mut self, _error: &BuildError) {
+        let open: Vec<StepId> = self.open.keys().copied().collect();
+        for step in open {
+            self.close(step, |open| format!("#{} CANCELED\n", open.vertex));
         }
     }
 }
 
+/// BuildKit's `[stage k/n]`: the stage's name when there are several, the
+/// step's number padded to the width of the count.
+fn step_label(step: &StepStart) -> String {
+    let width = step.stage_total.to_string().len();
+    let stage = step
+        .stage
+        .as_deref()
+        .map(|stage| format!("{stage} "))
+        .unwrap_or_default();
+    format!(
+        "[{stage}{:>width$}/{}]",
+        step.stage_number, step.stage_total
+    )
+}
+
 impl Progress for PlainProgress {
-    fn step(&mut self, number: usize, total: usize, instruction: &str) {
-        self.finish_step();
-        self.step += 1;
-        self.open = true;
-        self.started = Instant::now();
+    fn step(&mut self, step: &StepStart) {
+        self.vertex += 1;
+        self.open.insert(
+            step.id,
+            OpenStep {
+                vertex: self.vertex,
+                started: Instant::now(),
+                partial: Vec::new(),
+            },
+        );
         self.write(&format!(
-            "#{} [{number}/{total}] {instruction}\n",
-            self.step
+            "#{} {} {}\n",
+            self.vertex,
+            step_label(step),
+            step.instruction
         ));
     }
 
-    fn output(&mut self, _stream: OutputStream, bytes: &[u8]) {
-        self.partial.extend_from_slice(bytes);
-        while let Some(end) = self.partial.iter().position(|byte| *byte == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=end).collect();
-            let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
-            self.write(&format!("#{} {:.3} {text}\n", self.step, self.elapsed()));
+    fn output(&mut self, step: StepId, _stream: OutputStream, bytes: &[u8]) {
+        let elapsed = self.elapsed();
+        let Some(open) = self.open.get_mut(&step) else {
+            return;
+        };
+        open.partial.extend_from_slice(bytes);
+        let vertex = open.vertex;
+        let mut lines = Vec::new();
+        while let Some(end) = open.partial.iter().position(|byte| *byte == b'\n') {
+            let line: Vec<u8> = open.partial.drain(..=end).collect();
+            lines.push(String::from_utf8_lossy(&line[..line.len() - 1]).into_owned());
+        }
+        for text in lines {
+            self.write(&format!("#{vertex} {elapsed:.3} {text}\n"));
         }
     }
 
-    fn step_end(&mut self, end: &StepEnd) {
-        self.flush_partial();
-        if let StepEnd::Cached(_) = end {
-            if std::mem::take(&mut self.open) {
-                self.write(&format!("#{} CACHED\n\n", self.step));
+    fn step_end(&mut self, step: StepId, end: &StepEnd) {
+        match end {
+            StepEnd::Cached(_) => self.close(step, |open| format!("#{} CACHED\n\n", open.vertex)),
+            StepEnd::Done(_) | StepEnd::Empty => self.close(step, Self::done),
+        }
+    }
+
+    fn step_failed(&mut self, step: StepId, error: &BuildError) {
+        match error {
+            BuildError::Cancelled => {
+                self.close(step, |open| format!("#{} CANCELED\n", open.vertex))
             }
-        } else {
-            self.finish_step();
+            error => self.close(step, |open| format!("#{} ERROR: {error}\n", open.vertex)),
         }
     }
 
     fn warning(&mut self, message: &str) {
-        self.finish_step();
         if !self.quiet || std::io::stderr().is_terminal() {
             eprintln!("{message}");
         }
+    }
+
+    fn concurrent(&self) -> bool {
+        true
     }
 }
 
