@@ -308,6 +308,9 @@ fn bad_input_is_refused_with_its_reason_and_leaves_nothing() {
         ("FROM busybox\nFOO bar\n", &[], "dockerfile parse error on line 2: unknown instruction: FOO"),
         ("FROM busybox\nCOPY missing.txt /\n", &[], "\"/missing.txt\": not found"),
         ("FROM busybox\nRUN --mount=type=ssh true\n", &[], "RUN --mount type=ssh is not supported by berth's builder yet"),
+        ("FROM busybox\nRUN --mount=type=cache,target=/c,source=/x true\n", &[], "RUN --mount type=cache with source= but no from= is not supported"),
+        ("FROM busybox AS a\nFROM busybox\nRUN --mount=type=bind,from=a,source=/nope,target=/n true\n", &[], "\"/nope\": not found"),
+        ("FROM busybox\nRUN --mount=type=bind,target=/x,rw,ro true\n", &[], "cannot be both ro and rw"),
         ("FROM busybox\nADD --checksum=sha256:0000 a /x\n", &[], "ADD --checksum is not supported by berth's builder yet"),
         ("FROM busybox\nADD http://example.com/x /\n", &[], "ADD from a URL or git repository (http://example.com/x) is not supported"),
         ("FROM busybox\nCOPY a b /x\n", &[], "When using COPY with more than one source file, the destination must be a directory and end with a /"),
@@ -772,4 +775,100 @@ COPY --from=broken /etc/hostname /broken
         "the last stage never started: {stderr}"
     );
     assert_eq!(berth.run(&["ps", "-aq"]).ok(), "", "no container left");
+}
+
+/// `RUN --mount=type=bind,from=…`: a stage's or an image's files,
+/// read-only, or with `rw` writable with the writes discarded (they reach
+/// neither the source nor the layer); a cache seeded from a stage; and
+/// nothing of any mount in the image.
+#[test]
+fn bind_mounts_from_stages_and_images() {
+    let berth = berth_with_busybox();
+    let dockerfile = "\
+FROM busybox AS build
+RUN mkdir -p /out && echo artifact > /out/file && echo kept > /out/other
+FROM busybox
+ARG ROUND=1
+RUN --mount=type=bind,from=build,source=/out,target=/in sh -c 'cat /in/file > /seen; echo x > /in/new || echo ro > /ro-seen'
+RUN --mount=type=bind,from=build,source=/out,target=/in,rw sh -c 'echo changed > /in/file && echo new > /in/new && cat /in/file > /rw-seen'
+RUN --mount=type=bind,from=build,source=/out,target=/again sh -c 'cat /again/file > /after-rw; ls /again > /listing'
+RUN --mount=type=bind,from=busybox,source=/bin/busybox,target=/bb sh -c 'cmp /bb /bin/busybox && echo image > /image-seen'
+RUN --mount=type=bind,target=/ctx,rw sh -c 'echo scribble > /ctx/data.txt && cat /ctx/data.txt > /ctx-rw'
+RUN --mount=type=cache,id=seeded,target=/c,from=build,source=/out sh -c 'cat /c/file > /cache-seen; echo more >> /c/file'
+";
+    let directory = context(&[("Dockerfile", dockerfile), ("data.txt", "original\n")]);
+    let path = directory.path().to_str().unwrap();
+    berth.run(&["build", "-t", "bound", path]).ok();
+    let shown = |command: &str| {
+        berth
+            .run(&["run", "--rm", "bound", "sh", "-c", command])
+            .ok()
+    };
+    assert_eq!(
+        shown("cat /seen /ro-seen /rw-seen /after-rw /listing /image-seen /ctx-rw /cache-seen"),
+        "artifact\nro\nchanged\nartifact\nfile\nother\nimage\nscribble\nartifact\n"
+    );
+    assert_eq!(
+        shown("ls -d /in /again /bb /ctx /c 2>&1 | grep -c 'No such file'"),
+        "5\n",
+        "no mount point is in the image"
+    );
+    assert_eq!(
+        fs_err::read_to_string(directory.path().join("data.txt")).unwrap(),
+        "original\n",
+        "an rw bind's writes never reach the context"
+    );
+    // The stage's files changed nowhere either: the RUNs again (a new
+    // build arg), on the same stage, see them as they were, and the cache
+    // as the last RUN left it.
+    berth
+        .run(&["build", "--build-arg", "ROUND=2", "-t", "bound2", path])
+        .ok();
+    assert_eq!(
+        berth
+            .run(&[
+                "run",
+                "--rm",
+                "bound2",
+                "cat",
+                "/seen",
+                "/rw-seen",
+                "/cache-seen"
+            ])
+            .ok(),
+        "artifact\nchanged\nartifact\nmore\n"
+    );
+    let temporary: Vec<_> = fs_err::read_dir(berth.root().join("tmp"))
+        .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
+        .unwrap_or_default();
+    assert!(temporary.is_empty(), "{temporary:?}");
+    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "");
+}
+
+/// `sharing=private`: a RUN that finds the cache in use gets a directory
+/// of its own. Two stages run at the same time (each waits for the other)
+/// with one private cache id: neither sees the other's file.
+#[test]
+fn a_private_cache_in_use_gives_a_new_directory() {
+    let berth = berth_with_busybox();
+    let stage = |name: &str, other: &str| {
+        format!(
+            "FROM busybox AS {name}\nRUN --mount=type=cache,id=own,target=/own,sharing=private --mount=type=cache,id=meet,target=/meet sh -c 'touch /own/{name} /meet/{name}; i=0; while [ ! -e /meet/{other} ]; do i=$((i+1)); if [ $i -gt 600 ]; then exit 7; fi; sleep 0.1; done; ls /own > /list'\n"
+        )
+    };
+    let dockerfile = format!(
+        "{}{}FROM busybox\nCOPY --from=a /list /a.list\nCOPY --from=b /list /b.list\n",
+        stage("a", "b"),
+        stage("b", "a")
+    );
+    let directory = context(&[("Dockerfile", &dockerfile)]);
+    berth
+        .run(&["build", "-t", "private", directory.path().to_str().unwrap()])
+        .ok();
+    assert_eq!(
+        berth
+            .run(&["run", "--rm", "private", "cat", "/a.list", "/b.list"])
+            .ok(),
+        "a\nb\n"
+    );
 }

@@ -72,6 +72,71 @@ pub fn with_step_container<T>(
     result
 }
 
+/// Runs `action` with the roots of `images` mounted on the host (each a
+/// created, never started, container's, removed afterwards): what `RUN
+/// --mount=…,from=IMAGE` binds from. The roots stay mounted while `action`
+/// runs, which gets an engine of its own for the step (the one given
+/// holds the mounts).
+pub fn with_image_roots<T>(
+    engine: &mut Engine,
+    images: &[Digest],
+    action: impl FnOnce(&mut Engine, &[PathBuf]) -> Result<T, BuildError>,
+) -> Result<T, BuildError> {
+    if images.is_empty() {
+        return action(engine, &[]);
+    }
+    let scratch = StepImage::scratch();
+    let mut ids = Vec::new();
+    let mut result = Err(BuildError::Cancelled);
+    for image in images {
+        match create_step_container(engine, image, &scratch, None) {
+            Ok(id) => ids.push(id),
+            Err(error) => {
+                result = Err(error);
+                break;
+            }
+        }
+    }
+    if ids.len() == images.len() {
+        result = Engine::open(engine.config().clone())
+            .map_err(BuildError::from)
+            .and_then(|mut step_engine| {
+                let mut roots = Vec::new();
+                let mut action = Some(action);
+                mounted_roots(engine, &ids, &mut roots, &mut |roots| {
+                    let action = action
+                        .take()
+                        .expect("the innermost root runs the action once");
+                    action(&mut step_engine, roots)
+                })
+            });
+    }
+    for id in &ids {
+        if let Err(error) = remove_container(engine, id, true) {
+            tracing::warn!(container = %id, %error, "failed to remove a build container");
+        }
+    }
+    result
+}
+
+/// The roots of `ids`, one mounted inside the other's action.
+fn mounted_roots<T>(
+    engine: &Engine,
+    ids: &[String],
+    roots: &mut Vec<PathBuf>,
+    action: &mut dyn FnMut(&[PathBuf]) -> Result<T, BuildError>,
+) -> Result<T, BuildError> {
+    match ids.split_first() {
+        None => action(roots),
+        Some((first, rest)) => with_root(engine, first, |root| {
+            roots.push(root.to_path_buf());
+            let result = mounted_roots(engine, rest, roots, action);
+            roots.pop();
+            result
+        }),
+    }
+}
+
 fn create_step_container(
     engine: &mut Engine,
     image: &Digest,

@@ -10,14 +10,14 @@ use berth_types::Digest;
 use super::args::ArgScope;
 use super::cache::CacheKey;
 use super::container::{
-    commit_layer, commit_metadata, ensure_image, nop_command, run_container, with_root,
-    with_step_container, RunSettings,
+    commit_layer, commit_metadata, ensure_image, nop_command, run_container, with_image_roots,
+    with_root, with_step_container, RunSettings,
 };
 use super::contexts::ContextSource;
 use super::copy::{add_to_key, collect_sources, has_wildcard, parse_chmod, CopySpec, SourceRoot};
 use super::image::StepImage;
 use super::metadata;
-use super::mounts::{parse_mount, prepare, remove_mount_points};
+use super::mounts::{parse_mount, prepare, remove_mount_points, MountSource, RunMount};
 use super::owner::resolve_chown;
 use super::place::{make_directory, place};
 use super::stages::{expand_error, Source, StageRun};
@@ -268,6 +268,23 @@ fn run_command(
         .add(network.as_deref().unwrap_or_default().as_bytes())
         .add(run.request.extra_hosts.join(",").as_bytes())
         .add(format!("{mounts:?}").as_bytes());
+    let froms = mount_froms(run, state, &mounts)?;
+    for (mount, from) in mounts.iter().zip(&froms) {
+        // A bind's content is part of the key (BuildKit's checksum of the
+        // mounted files); an image's id says its content.
+        let RunMount::Bind { source, .. } = mount else {
+            continue;
+        };
+        match from {
+            Some(MountFrom::Image(id)) => {
+                key.add(id.to_string().as_bytes());
+            }
+            Some(MountFrom::Directory { path, ignore, .. }) => {
+                add_bind_content(path, ignore, source, &mut key)?;
+            }
+            None => add_bind_content(&run.request.context, &run.build.ignore, source, &mut key)?,
+        }
+    }
     let shown = args.join(" ");
     let mut saved = args.clone();
     if !arg_env.is_empty() {
@@ -297,21 +314,41 @@ fn run_command(
     cached_or_made(run, state, key, |run| {
         let parent = ensure_image(run.engine, &mut image)?;
         let root = run.engine.config().root.clone();
-        // Held (cache locks) until the step is committed.
-        let prepared = prepare(&mounts, &root, &run.request.context, &run.request.secrets)?;
-        let settings = RunSettings {
-            binds: prepared.binds.clone(),
-            tmpfs: prepared.tmpfs.clone(),
-            ..settings
-        };
+        let images: Vec<Digest> = froms
+            .iter()
+            .filter_map(|from| match from {
+                Some(MountFrom::Image(id)) => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
         let progress = &mut *run.progress;
         let step = run.step;
-        with_step_container(
-            run.engine,
-            &parent,
-            &image,
-            Some(&settings),
-            |engine, id| {
+        let request = run.request;
+        // The images' roots stay mounted until the step is committed.
+        with_image_roots(run.engine, &images, |engine, roots| {
+            let mut image_roots = roots.iter();
+            let sources: Vec<Option<MountSource>> = froms
+                .iter()
+                .map(|from| match from {
+                    None => None,
+                    Some(MountFrom::Image(id)) => Some(MountSource {
+                        root: image_roots.next().expect("a root per image mount").clone(),
+                        key: id.to_string(),
+                    }),
+                    Some(MountFrom::Directory { path, name, .. }) => Some(MountSource {
+                        root: path.to_path_buf(),
+                        key: format!("context:{name}"),
+                    }),
+                })
+                .collect();
+            // Held (cache locks, rw copies) until the step is committed.
+            let prepared = prepare(&mounts, &sources, &root, &request.context, &request.secrets)?;
+            let settings = RunSettings {
+                binds: prepared.binds.clone(),
+                tmpfs: prepared.tmpfs.clone(),
+                ..settings
+            };
+            with_step_container(engine, &parent, &image, Some(&settings), |engine, id| {
                 let code = run_container(engine, id, progress, step)?;
                 if code != 0 {
                     return Err(BuildError::StepFailed {
@@ -323,9 +360,84 @@ fn run_command(
                 let paths = ContainerPaths::new(&config.root, &config.run_root, id);
                 remove_mount_points(&paths.rootfs().upper, &mounts);
                 commit_layer(engine, id, &parent, &image, (history, saved))
-            },
-        )
+            })
+        })
     })
+}
+
+/// Where a mount's `from=` reads.
+enum MountFrom<'b> {
+    /// A named context's directory.
+    Directory {
+        path: &'b std::path::Path,
+        ignore: &'b IgnoreMatcher,
+        name: String,
+    },
+    /// A stage's image, or an image (pulled if missing).
+    Image(Digest),
+}
+
+/// What each mount's `from=` names (None: no `from=`).
+fn mount_froms<'b>(
+    run: &mut StageRun<'b>,
+    state: &StageState,
+    mounts: &[RunMount],
+) -> Result<Vec<Option<MountFrom<'b>>>, BuildError> {
+    let build = run.build;
+    let mut froms = Vec::new();
+    for mount in mounts {
+        let Some(from) = mount.from() else {
+            froms.push(None);
+            continue;
+        };
+        let image = |name: &str, run: &mut StageRun<'_>| {
+            super::base_image(run.engine, name, run.request.pull, &mut *run.progress)
+                .map(MountFrom::Image)
+        };
+        froms.push(Some(match build.resolve_from(from, state.index) {
+            Source::Stage(index) => {
+                let mut stage = build.stage_result(index)?;
+                MountFrom::Image(ensure_image(run.engine, &mut stage)?)
+            }
+            Source::Context(ContextSource::Directory { path, ignore }) => MountFrom::Directory {
+                path,
+                ignore,
+                name: from.to_owned(),
+            },
+            Source::Context(ContextSource::Image(name)) => image(name, run)?,
+            Source::Image(_) | Source::Scratch => image(from, run)?,
+        }));
+    }
+    Ok(froms)
+}
+
+/// The names, modes and content of a bind's source (in a context, its
+/// ignore file applied), for the step's key.
+fn add_bind_content(
+    directory: &std::path::Path,
+    ignore: &IgnoreMatcher,
+    source: &str,
+    key: &mut CacheKey,
+) -> Result<(), BuildError> {
+    let spec = CopySpec {
+        sources: vec![source.to_owned()],
+        destination: "/".to_owned(),
+        destination_is_dir: true,
+        chown: None,
+        chmod: None,
+        extract_archives: false,
+        parents: false,
+        inline: Vec::new(),
+        exclude: None,
+    };
+    let root = SourceRoot::Context { directory, ignore };
+    let sources = collect_sources(&root, &spec).map_err(|error| match error {
+        BuildError::Invalid(message) if message.ends_with(": not found") => {
+            BuildError::Invalid(format!("failed to compute cache key: {message}"))
+        }
+        other => other,
+    })?;
+    add_to_key(&sources, false, key)
 }
 
 fn workdir(
