@@ -287,7 +287,14 @@ pub fn commit_layer(
 ) -> Result<Digest, BuildError> {
     let config = engine.config();
     let paths = ContainerPaths::new(&config.root, &config.run_root, id);
-    let staged = layer_path(&config.root, id);
+    // Staged under the store's shared lock, with a name that carries this
+    // process's pid: a berth process that opens the store meanwhile (the
+    // monitor another stage's RUN spawns) leaves it alone.
+    let staging_lock = engine
+        .store()
+        .lock_shared()
+        .map_err(berth_engine::EngineError::from)?;
+    let staged = engine.store().staging_path("build-layer");
     let write = || -> Result<(), BuildError> {
         let file = fs_err::File::create(&staged).map_err(BuildError::Layer)?;
         let mut writer = std::io::BufWriter::with_capacity(1 << 20, file);
@@ -313,6 +320,7 @@ pub fn commit_layer(
         )
     });
     let _ = fs_err::remove_file(&staged);
+    drop(staging_lock);
     result
 }
 
@@ -354,10 +362,6 @@ fn store_step(
     )
     .map(|committed| committed.id)
     .map_err(|error| BuildError::Invalid(format!("failed to commit the step: {error}")))
-}
-
-fn layer_path(root: &Path, id: &str) -> PathBuf {
-    root.join("tmp").join(format!("build-layer-{id}"))
 }
 
 /// A step that needs a container needs its parent in the store: `FROM

@@ -18,7 +18,8 @@
 //! - `type=bind` (`source`, `target`, `from`, `rw`): a file or directory of
 //!   the context, or of `from` (a stage, a named context or an image),
 //!   read-only. With `rw` the RUN may write into it, but the writes are
-//!   discarded (BuildKit's rule): the RUN gets a copy, removed after it.
+//!   discarded (BuildKit's rule): the RUN gets a copy (under
+//!   `ROOT/build-mounts/copies/`), removed after it.
 //!
 //! Refused by name: `type=ssh`, `cache` with `source` but no `from`,
 //! `secret` with `env=`.
@@ -443,7 +444,7 @@ fn new_cache(directory: &Path, owner: (u32, u32), mode: u32) -> Result<(), Build
 }
 
 /// A copy of `source` (a file or a tree, owners, modes and links kept) at
-/// `at`, or at a new name under `ROOT/tmp/`; made beside its place and
+/// `at`, or at a new name under `ROOT/build-mounts/copies/`; made beside its place and
 /// renamed there, so that a copy cut short is never taken for a whole one.
 fn make_copy(root: &Path, source: &Path, at: Option<&Path>) -> Result<PathBuf, BuildError> {
     static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -452,9 +453,12 @@ fn make_copy(root: &Path, source: &Path, at: Option<&Path>) -> Result<PathBuf, B
     let (staging, destination) = match at {
         Some(at) => (at.with_file_name(format!(".{name}")), at.to_path_buf()),
         None => {
-            let temporary = root.join("tmp");
-            fs_err::create_dir_all(&temporary).map_err(BuildError::Layer)?;
-            (temporary.join(format!(".{name}")), temporary.join(name))
+            // Not under the store's tmp/: a berth process that opens the
+            // store while the RUN runs (a spawned monitor) may clear that.
+            let copies = root.join("build-mounts").join("copies");
+            fs_err::create_dir_all(&copies).map_err(BuildError::Layer)?;
+            remove_dead_copies(&copies);
+            (copies.join(format!(".{name}")), copies.join(name))
         }
     };
     let copied = copy_tree(source, &staging)
@@ -467,6 +471,33 @@ fn make_copy(root: &Path, source: &Path, at: Option<&Path>) -> Result<PathBuf, B
         }
     }
     copied.map(|()| destination)
+}
+
+/// Removes the copies (and half-made ones) of builders that are gone: a
+/// build killed during a RUN leaves its `rw` copies, named by its pid.
+fn remove_dead_copies(copies: &Path) {
+    let Ok(entries) = fs_err::read_dir(copies) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .trim_start_matches('.')
+            .strip_prefix("build-mount-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok());
+        let Some(pid) = pid.filter(|pid| *pid > 0) else {
+            continue;
+        };
+        let gone = matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Err(nix::errno::Errno::ESRCH)
+        );
+        if gone {
+            let path = entry.path();
+            let _ = fs_err::remove_dir_all(&path).or_else(|_| fs_err::remove_file(&path));
+        }
+    }
 }
 
 /// Copies a file, link, special file or directory tree, with owners and
