@@ -316,7 +316,11 @@ fn bad_input_is_refused_with_its_reason_and_leaves_nothing() {
         ("FROM busybox\nCOPY a b /x\n", &[], "When using COPY with more than one source file, the destination must be a directory and end with a /"),
         ("FROM busybox\n", &["--platform", "linux/arm64"], "building for platform linux/arm64 is not supported by berth yet"),
         ("FROM busybox\n", &["--secret", "id=x,env=HOME"], "a secret from the environment is not supported by berth yet"),
-        ("FROM busybox\n", &["--build-context", "x=/tmp"], "--build-context is not supported by berth's builder yet"),
+        ("FROM busybox\n", &["--build-context", "x=https://example.com/r.git"], "--build-context x=https://example.com/r.git: a https:// context is not supported by berth yet"),
+        ("FROM busybox\n", &["--build-context", "x=oci-layout:///tmp/l"], "a oci-layout:// context is not supported"),
+        ("FROM busybox\n", &["--build-context", "x=git@github.com:a/b.git"], "a git@ context is not supported"),
+        ("FROM busybox\n", &["--build-context", "x=/nonexistent/dir"], "/nonexistent/dir is not a directory"),
+        ("FROM busybox\n", &["--build-context", "scratch=."], "invalid --build-context name \"scratch\""),
         ("FROM busybox\n", &["-t", "Bad:Tag"], "invalid tag \"Bad:Tag\""),
     ];
     for (dockerfile, flags, expected) in cases {
@@ -838,10 +842,12 @@ RUN --mount=type=cache,id=seeded,target=/c,from=build,source=/out sh -c 'cat /c/
             .ok(),
         "artifact\nchanged\nartifact\nmore\n"
     );
-    let temporary: Vec<_> = fs_err::read_dir(berth.root().join("tmp"))
-        .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
-        .unwrap_or_default();
-    assert!(temporary.is_empty(), "{temporary:?}");
+    for staging in ["tmp", "build-mounts/copies"] {
+        let left: Vec<_> = fs_err::read_dir(berth.root().join(staging))
+            .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{left:?}");
+    }
     assert_eq!(berth.run(&["ps", "-aq"]).ok(), "");
 }
 
@@ -871,4 +877,130 @@ fn a_private_cache_in_use_gives_a_new_directory() {
             .ok(),
         "a\nb\n"
     );
+}
+
+/// `--build-context`: a directory (relative to the working directory,
+/// its own `.dockerignore` applied and not the main context's) and an
+/// image, read by `FROM`, `COPY --from` and `RUN --mount from=`, each
+/// replacing a stage of its name (whose steps never run).
+#[test]
+fn named_contexts_are_read_by_from_copy_and_mounts() {
+    let berth = berth_with_busybox();
+    let dockerfile = "\
+FROM busybox AS docs
+RUN echo the replaced stage ran; exit 9
+FROM scratch AS tools
+FROM files AS fromdir
+FROM base
+COPY --from=docs . /docs/
+COPY --from=tools /bin/busybox /tools-busybox
+COPY --from=fromdir /a.txt /from-dir.txt
+RUN --mount=type=bind,from=docs,target=/d cat /d/a.txt > /from-mount
+";
+    let directory = context(&[
+        ("Dockerfile", dockerfile),
+        (".dockerignore", "*.md\n"),
+        ("docs/a.txt", "a\n"),
+        (
+            "docs/readme.md",
+            "kept: the main context's ignore file is not the named one's\n",
+        ),
+        ("docs/hidden.txt", "no\n"),
+        ("docs/.dockerignore", "hidden.txt\n"),
+    ]);
+    let built = berth
+        .command()
+        .current_dir(directory.path())
+        .args([
+            "build",
+            "-t",
+            "named",
+            "--build-context",
+            "docs=docs",
+            "--build-context",
+            "files=./docs",
+            "--build-context",
+            "tools=docker-image://busybox",
+            "--build-context",
+            &format!("base=docker-image://{}", "busybox"),
+            ".",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&built.stderr).into_owned();
+    assert!(built.status.success(), "{stderr}");
+    assert!(!stderr.contains("the replaced stage ran"), "{stderr}");
+    let shown = |command: &str| {
+        berth
+            .run(&["run", "--rm", "named", "sh", "-c", command])
+            .ok()
+    };
+    assert_eq!(
+        shown("cd /docs && find . -type f | sort"),
+        "./.dockerignore\n./a.txt\n./readme.md\n"
+    );
+    assert_eq!(shown("cat /from-dir.txt /from-mount"), "a\na\n");
+    assert_eq!(
+        shown("cmp /tools-busybox /bin/busybox && echo same"),
+        "same\n"
+    );
+    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "");
+}
+
+/// Removes a Docker image when the test ends.
+struct RemoveDockerTag<'a>(&'a str, &'a str);
+
+impl Drop for RemoveDockerTag<'_> {
+    fn drop(&mut self) {
+        let _ = docker(self.0, &["rmi", "-f", self.1]);
+    }
+}
+
+/// Independent stages, a bind from a stage (read-only and `rw`, whose
+/// writes are discarded) and a COPY from another: Docker's BuildKit gives
+/// the same files.
+#[test]
+fn stages_and_stage_binds_match_docker() {
+    let Some(host) = docker_host() else {
+        return;
+    };
+    let buildkit_cli = Path::new("/usr/bin/docker");
+    if !buildkit_cli.exists() {
+        eprintln!("SKIP: no /usr/bin/docker (docker.io's CLI, BuildKit built in)");
+        return;
+    }
+    let archive = fixture("busybox-docker.tar");
+    let loaded = docker(&host, &["load", "-q", "-i", archive.to_str().unwrap()]);
+    assert!(loaded.status.success(), "{loaded:?}");
+    let dockerfile = "\
+FROM busybox AS build
+RUN mkdir -p /out && echo artifact > /out/file && chmod 600 /out/file && ln -s file /out/link
+FROM busybox AS other
+RUN mkdir -p /out && echo other > /out/o
+FROM busybox
+RUN --mount=type=bind,from=build,source=/out,target=/in,rw sh -c 'echo changed > /in/file; echo new > /in/new; mkdir -p /app; cat /in/file > /app/rw-seen'
+RUN --mount=type=bind,from=build,source=/out,target=/in cp -a /in /app/copied
+COPY --from=other /out /app/other
+";
+    let directory = context(&[("Dockerfile", dockerfile)]);
+    let path = directory.path().to_str().unwrap();
+    let berth = berth_with_busybox();
+    berth.run(&["build", "-t", "stage-binds", path]).ok();
+    let tag = "berth-test-stage-binds";
+    let built = std::process::Command::new(buildkit_cli)
+        .args(["-H", &host, "build", "-q", "-t", tag, path])
+        .env("DOCKER_BUILDKIT", "1")
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+    let _cleanup = RemoveDockerTag(&host, tag);
+    let in_berth = |args: &[&str]| berth.run(args).output;
+    let in_docker = |args: &[&str]| docker(&host, args);
+    let tree = file_tree(&in_berth, "stage-binds");
+    assert!(
+        tree.contains("/app/copied/file regular file 600 0:0 9"),
+        "{tree}"
+    );
+    assert!(!tree.contains("/app/copied/new"), "{tree}");
+    assert_eq!(tree, file_tree(&in_docker, tag));
 }

@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use berth_build::{
-    BuildError, BuildRequest, DockerfileSource, OutputStream, Progress, StepEnd, StepId, StepStart,
+    BuildError, BuildRequest, DockerfileSource, NamedContext, OutputStream, Progress, StepEnd,
+    StepId, StepStart,
 };
 use berth_engine::Engine;
 use clap::Args;
@@ -56,7 +57,7 @@ pub struct BuildArgs {
     /// Secret file to expose to the build: id=mysecret,src=/local/secret
     #[arg(long = "secret", value_name = "stringArray")]
     pub secrets: Vec<String>,
-    /// Additional build contexts (not supported by berth yet)
+    /// Additional build contexts (e.g., name=path, name=docker-image://ref)
     #[arg(long = "build-context", value_name = "stringArray")]
     pub build_contexts: Vec<String>,
     /// Images to consider as cache sources (their steps are then the only cache)
@@ -192,10 +193,6 @@ fn export(engine: &Engine, image: &berth_types::Digest, output: &Output) -> anyh
 }
 
 fn refuse_unsupported(args: &BuildArgs) -> anyhow::Result<()> {
-    let refused = [("--build-context", !args.build_contexts.is_empty())];
-    if let Some((flag, _)) = refused.iter().find(|(_, given)| *given) {
-        bail!("{flag} is not supported by berth's builder yet");
-    }
     match args.progress.as_str() {
         "auto" | "plain" | "quiet" => Ok(()),
         "tty" => bail!("--progress tty is not supported by berth yet: use plain"),
@@ -268,6 +265,7 @@ fn resolve_request(args: &BuildArgs) -> anyhow::Result<(BuildRequest, Option<tem
     request.extra_hosts = args.add_hosts.clone();
     request.secrets = secrets(&args.secrets)?;
     request.cache_from = args.cache_from.clone();
+    request.build_contexts = build_contexts(&args.build_contexts, &std::env::current_dir()?)?;
     request.shm_size = args
         .shm_size
         .as_deref()
@@ -323,6 +321,60 @@ fn secrets(given: &[String]) -> anyhow::Result<BTreeMap<String, PathBuf>> {
         secrets.insert(id, source);
     }
     Ok(secrets)
+}
+
+/// `--build-context NAME=VALUE`: a directory (absolute, or relative to
+/// `cwd`) or `docker-image://REF`; BuildKit's other forms (a URL, git,
+/// `oci-layout://`, bake's `target:`) are refused by name.
+fn build_contexts(
+    given: &[String],
+    cwd: &std::path::Path,
+) -> anyhow::Result<BTreeMap<String, NamedContext>> {
+    let mut contexts = BTreeMap::new();
+    for context in given {
+        let Some((name, value)) = context
+            .split_once('=')
+            .filter(|(name, value)| !name.is_empty() && !value.is_empty())
+        else {
+            bail!("invalid --build-context {context:?}: expected NAME=VALUE (a directory or docker-image://REF)");
+        };
+        let named = if let Some(reference) = value.strip_prefix("docker-image://") {
+            if reference.is_empty() {
+                bail!(
+                    "invalid --build-context {context:?}: docker-image:// needs an image reference"
+                );
+            }
+            NamedContext::Image(reference.to_owned())
+        } else if value.contains("://") || value.starts_with("git@") || value.starts_with("target:")
+        {
+            let form = value
+                .split_once("://")
+                .map(|(scheme, _)| format!("{scheme}://"))
+                .unwrap_or_else(|| {
+                    if value.starts_with("git@") {
+                        "git@".to_owned()
+                    } else {
+                        "target:".to_owned()
+                    }
+                });
+            bail!(
+                "--build-context {name}={value}: a {form} context is not supported by berth yet (give a directory or docker-image://REF)"
+            );
+        } else {
+            let path = cwd.join(value);
+            if !path.is_dir() {
+                bail!(
+                    "--build-context {name}={value}: {} is not a directory",
+                    path.display()
+                );
+            }
+            NamedContext::Directory(path)
+        };
+        if contexts.insert(name.to_owned(), named).is_some() {
+            bail!("--build-context {name} is given more than once");
+        }
+    }
+    Ok(contexts)
 }
 
 fn labels(given: &[String]) -> BTreeMap<String, String> {
@@ -536,6 +588,53 @@ mod tests {
             .to_string()
             .contains("type=registry is not supported"));
         assert!(parse_output("type=tar").is_err());
+    }
+
+    #[test]
+    fn build_contexts_are_directories_or_images() {
+        let cwd = tempfile::tempdir().unwrap();
+        fs_err::create_dir(cwd.path().join("docs")).unwrap();
+        let contexts = build_contexts(
+            &[
+                "docs=docs".to_owned(),
+                "base=docker-image://busybox:1".to_owned(),
+            ],
+            cwd.path(),
+        )
+        .unwrap();
+        assert_eq!(
+            contexts["docs"],
+            NamedContext::Directory(cwd.path().join("docs"))
+        );
+        assert_eq!(
+            contexts["base"],
+            NamedContext::Image("busybox:1".to_owned())
+        );
+        for (bad, words) in [
+            (
+                "x=https://example.com/x.git",
+                "a https:// context is not supported",
+            ),
+            (
+                "x=git@github.com:a/b.git",
+                "a git@ context is not supported",
+            ),
+            (
+                "x=oci-layout:///tmp/layout",
+                "a oci-layout:// context is not supported",
+            ),
+            ("x=target:base", "a target: context is not supported"),
+            ("x", "expected NAME=VALUE"),
+            ("x=missing", "is not a directory"),
+            ("x=docker-image://", "needs an image reference"),
+        ] {
+            let error = build_contexts(&[bad.to_owned()], cwd.path())
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(words), "{bad}: {error}");
+        }
+        let twice = build_contexts(&["a=docs".to_owned(), "a=docs".to_owned()], cwd.path());
+        assert!(twice.unwrap_err().to_string().contains("more than once"));
     }
 
     #[test]
