@@ -19,8 +19,8 @@ pub use exec::{export_image, prune_cache};
 mod request;
 
 pub use request::{
-    BuildError, BuildOutcome, BuildRequest, DockerfileSource, KeepContainers, OutputStream,
-    Progress, StepEnd,
+    BuildError, BuildOutcome, BuildRequest, DockerfileSource, KeepContainers, NamedContext,
+    OutputStream, Progress, StepEnd, StepId, StepStart,
 };
 
 /// Builds `request` and returns the image (tagged as asked).

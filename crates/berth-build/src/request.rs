@@ -57,6 +57,20 @@ pub struct BuildRequest {
     /// Which step containers stay after their step (the classic
     /// builder's `rm`/`forcerm`); BuildKit's and the CLI's: none.
     pub keep_containers: KeepContainers,
+    /// `--build-context NAME=VALUE`: what `FROM NAME`, `COPY --from=NAME`
+    /// and `RUN --mount=from=NAME` read, before a stage or an image of
+    /// that name (BuildKit's rule: a stage of the same name is replaced).
+    pub build_contexts: BTreeMap<String, NamedContext>,
+}
+
+/// One `--build-context` value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NamedContext {
+    /// A local directory, read where it lies; its own `.dockerignore`
+    /// applies (not the main context's), as BuildKit's named contexts.
+    Directory(PathBuf),
+    /// `docker-image://REF`: an image of the store, pulled if missing.
+    Image(String),
 }
 
 /// The classic builder's intermediate containers: `forcerm=1` removes
@@ -89,6 +103,7 @@ impl BuildRequest {
             keep_containers: KeepContainers::None,
             run_resources: Default::default(),
             secrets: BTreeMap::new(),
+            build_contexts: BTreeMap::new(),
         }
     }
 }
@@ -100,6 +115,8 @@ pub enum StepEnd {
     Cached(Digest),
     /// Run (or a metadata step applied): the image it made.
     Done(Digest),
+    /// Done with no image of its own (`FROM scratch`).
+    Empty,
 }
 
 /// Which stream of a RUN step some output came on.
@@ -109,17 +126,46 @@ pub enum OutputStream {
     Stderr,
 }
 
+/// A step of the build, as the events about it name it: unique in the
+/// build (its number in the order steps started).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StepId(pub usize);
+
+/// A step that starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepStart {
+    pub id: StepId,
+    /// Its place among the build's steps (1-based, in the order they
+    /// started) and their count: the classic builder's `Step 3/7`.
+    pub number: usize,
+    pub total: usize,
+    /// BuildKit's label: the stage's name (`stage-N` when it has none)
+    /// when the Dockerfile has more than one stage…
+    pub stage: Option<String>,
+    /// …and the step's place in its stage (`FROM` is 1) and their count.
+    pub stage_number: usize,
+    pub stage_total: usize,
+    /// `FROM busybox`, `RUN make`.
+    pub instruction: String,
+}
+
 /// What a build reports as it goes; the CLI prints it BuildKit's way, the
-/// API streams it as the classic builder's JSON lines.
+/// API streams it as the classic builder's JSON lines. Every event after
+/// [`Progress::step`] names its step: with [`Progress::concurrent`],
+/// steps of independent stages run at the same time and their events
+/// interleave.
 pub trait Progress {
-    /// Step `number` (1-based) of `total` starts: `FROM busybox`, `RUN make`.
-    fn step(&mut self, number: usize, total: usize, instruction: &str);
+    /// A step starts.
+    fn step(&mut self, step: &StepStart);
     /// A RUN step's container was created (the classic builder's
     /// "Running in ID").
-    fn running_in(&mut self, _container: &str) {}
+    fn running_in(&mut self, _step: StepId, _container: &str) {}
     /// Output of the running step, as it comes.
-    fn output(&mut self, stream: OutputStream, bytes: &[u8]);
-    fn step_end(&mut self, end: &StepEnd);
+    fn output(&mut self, step: StepId, stream: OutputStream, bytes: &[u8]);
+    fn step_end(&mut self, step: StepId, end: &StepEnd);
+    /// The step failed with `error` ([`BuildError::Cancelled`]: it was
+    /// stopped because another stage failed, or the build was cancelled).
+    fn step_failed(&mut self, _step: StepId, _error: &BuildError) {}
     /// A warning (an unused build arg, …).
     fn warning(&mut self, message: &str);
     /// A pull's last word (`Status: Image is up to date for busybox:1`),
@@ -129,6 +175,13 @@ pub trait Progress {
     /// disconnected): the build stops at the next step, or kills the RUN
     /// it waits for.
     fn cancelled(&self) -> bool {
+        false
+    }
+    /// Whether independent stages may be built at the same time, their
+    /// steps' events interleaved (BuildKit's plain lines show that). The
+    /// classic builder's stream tells one step after another, so by
+    /// default stages are built one at a time, in Dockerfile order.
+    fn concurrent(&self) -> bool {
         false
     }
 }

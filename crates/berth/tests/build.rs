@@ -95,7 +95,8 @@ fn a_dockerfile_builds_an_image_that_runs_with_its_config() {
     let built = berth.run(&["build", "-t", "app:1", directory.path().to_str().unwrap()]);
     let stderr = built.stderr();
     built.ok();
-    assert!(stderr.contains("#7 [7/14] RUN"), "{stderr}");
+    // BuildKit's label: the number padded to the count's width.
+    assert!(stderr.contains("#7 [ 7/14] RUN"), "{stderr}");
     assert!(
         stderr.contains(" hi\n"),
         "the RUN's output is shown: {stderr}"
@@ -307,12 +308,19 @@ fn bad_input_is_refused_with_its_reason_and_leaves_nothing() {
         ("FROM busybox\nFOO bar\n", &[], "dockerfile parse error on line 2: unknown instruction: FOO"),
         ("FROM busybox\nCOPY missing.txt /\n", &[], "\"/missing.txt\": not found"),
         ("FROM busybox\nRUN --mount=type=ssh true\n", &[], "RUN --mount type=ssh is not supported by berth's builder yet"),
+        ("FROM busybox\nRUN --mount=type=cache,target=/c,source=/x true\n", &[], "RUN --mount type=cache with source= but no from= is not supported"),
+        ("FROM busybox AS a\nFROM busybox\nRUN --mount=type=bind,from=a,source=/nope,target=/n true\n", &[], "\"/nope\": not found"),
+        ("FROM busybox\nRUN --mount=type=bind,target=/x,rw,ro true\n", &[], "cannot be both ro and rw"),
         ("FROM busybox\nADD --checksum=sha256:0000 a /x\n", &[], "ADD --checksum is not supported by berth's builder yet"),
         ("FROM busybox\nADD http://example.com/x /\n", &[], "ADD from a URL or git repository (http://example.com/x) is not supported"),
         ("FROM busybox\nCOPY a b /x\n", &[], "When using COPY with more than one source file, the destination must be a directory and end with a /"),
         ("FROM busybox\n", &["--platform", "linux/arm64"], "building for platform linux/arm64 is not supported by berth yet"),
         ("FROM busybox\n", &["--secret", "id=x,env=HOME"], "a secret from the environment is not supported by berth yet"),
-        ("FROM busybox\n", &["--build-context", "x=/tmp"], "--build-context is not supported by berth's builder yet"),
+        ("FROM busybox\n", &["--build-context", "x=https://example.com/r.git"], "--build-context x=https://example.com/r.git: a https:// context is not supported by berth yet"),
+        ("FROM busybox\n", &["--build-context", "x=oci-layout:///tmp/l"], "a oci-layout:// context is not supported"),
+        ("FROM busybox\n", &["--build-context", "x=git@github.com:a/b.git"], "a git@ context is not supported"),
+        ("FROM busybox\n", &["--build-context", "x=/nonexistent/dir"], "/nonexistent/dir is not a directory"),
+        ("FROM busybox\n", &["--build-context", "scratch=."], "invalid --build-context name \"scratch\""),
         ("FROM busybox\n", &["-t", "Bad:Tag"], "invalid tag \"Bad:Tag\""),
     ];
     for (dockerfile, flags, expected) in cases {
@@ -683,4 +691,316 @@ fn copy_parents_keeps_the_sources_paths() {
         listed,
         ".\n./a\n./a/b\n./a/b/f.txt\n./c\n./c/g.txt\n./d\n./d/h.txt\n"
     );
+}
+
+/// A RUN that waits (at most 60 s) for the file `theirs` in the shared
+/// cache mount `meet` after writing `mine` there, then writes `/OUT`.
+fn rendezvous(mine: &str, theirs: &str, out: &str) -> String {
+    format!(
+        "RUN --mount=type=cache,id=meet,target=/meet,sharing=shared sh -c 'touch /meet/{mine}; i=0; while [ ! -e /meet/{theirs} ]; do i=$((i+1)); if [ $i -gt 600 ]; then echo no {theirs}; exit 7; fi; sleep 0.1; done; echo {mine} > /{out}'"
+    )
+}
+
+/// Independent stages run at the same time: stages a and b each wait for
+/// the other's file in a shared cache mount, which one after the other
+/// never see (the first would give up after 60 s and fail the build).
+#[test]
+fn independent_stages_run_at_the_same_time() {
+    let berth = berth_with_busybox();
+    let dockerfile = format!(
+        "FROM busybox AS a\n{}\nFROM busybox AS b\n{}\nFROM busybox\nCOPY --from=a /a.txt /\nCOPY --from=b /b.txt /\n",
+        rendezvous("a", "b", "a.txt"),
+        rendezvous("b", "a", "b.txt"),
+    );
+    let directory = context(&[("Dockerfile", &dockerfile)]);
+    let built = berth.run(&["build", "-t", "met", directory.path().to_str().unwrap()]);
+    let stderr = built.stderr();
+    built.ok();
+    assert_eq!(
+        berth
+            .run(&["run", "--rm", "met", "cat", "/a.txt", "/b.txt"])
+            .ok(),
+        "a\nb\n"
+    );
+    // BuildKit's labels, each line whole.
+    for label in [
+        "[a 1/2] FROM busybox AS a",
+        "[b 2/2] RUN",
+        "[stage-2 3/3] COPY --from=b",
+    ] {
+        assert!(stderr.contains(label), "{label}: {stderr}");
+    }
+    for line in stderr.lines().filter(|line| !line.is_empty()) {
+        assert!(
+            line.starts_with('#'),
+            "a line not whole: {line:?}\n{stderr}"
+        );
+    }
+    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "");
+}
+
+/// A stage that fails stops the build: the other stage's running RUN is
+/// killed (CANCELED), the build fails with the first error, and no
+/// container is left.
+#[test]
+fn a_failed_stage_cancels_the_others_and_leaves_no_container() {
+    let berth = berth_with_busybox();
+    let dockerfile = "\
+FROM busybox AS slow
+RUN --mount=type=cache,id=meet,target=/meet sh -c 'touch /meet/started; sleep 120; echo never'
+FROM busybox AS broken
+RUN --mount=type=cache,id=meet,target=/meet sh -c 'while [ ! -e /meet/started ]; do sleep 0.1; done; echo failing; exit 5'
+FROM busybox
+COPY --from=slow /etc/hostname /slow
+COPY --from=broken /etc/hostname /broken
+";
+    let directory = context(&[("Dockerfile", dockerfile)]);
+    let failed = berth.run(&["build", directory.path().to_str().unwrap()]);
+    let stderr = failed.fails(1);
+    assert!(
+        stderr.contains("ERROR: failed to solve: process \"/bin/sh -c sh -c 'while"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("exit code: 5"), "{stderr}");
+    assert!(
+        !stderr.lines().any(|line| line.ends_with(" never")),
+        "{stderr}"
+    );
+    let slow_run = stderr
+        .lines()
+        .find(|line| line.contains("[slow 2/2] RUN"))
+        .and_then(|line| line.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{stderr}"))
+        .to_owned();
+    assert!(stderr.contains(&format!("{slow_run} CANCELED")), "{stderr}");
+    assert!(stderr.contains(" ERROR: process"), "{stderr}");
+    assert!(
+        !stderr.contains("[stage-2"),
+        "the last stage never started: {stderr}"
+    );
+    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "", "no container left");
+}
+
+/// `RUN --mount=type=bind,from=…`: a stage's or an image's files,
+/// read-only, or with `rw` writable with the writes discarded (they reach
+/// neither the source nor the layer); a cache seeded from a stage; and
+/// nothing of any mount in the image.
+#[test]
+fn bind_mounts_from_stages_and_images() {
+    let berth = berth_with_busybox();
+    let dockerfile = "\
+FROM busybox AS build
+RUN mkdir -p /out && echo artifact > /out/file && echo kept > /out/other
+FROM busybox
+ARG ROUND=1
+RUN --mount=type=bind,from=build,source=/out,target=/in sh -c 'cat /in/file > /seen; echo x > /in/new || echo ro > /ro-seen'
+RUN --mount=type=bind,from=build,source=/out,target=/in,rw sh -c 'echo changed > /in/file && echo new > /in/new && cat /in/file > /rw-seen'
+RUN --mount=type=bind,from=build,source=/out,target=/again sh -c 'cat /again/file > /after-rw; ls /again > /listing'
+RUN --mount=type=bind,from=busybox,source=/bin/busybox,target=/bb sh -c 'cmp /bb /bin/busybox && echo image > /image-seen'
+RUN --mount=type=bind,target=/ctx,rw sh -c 'echo scribble > /ctx/data.txt && cat /ctx/data.txt > /ctx-rw'
+RUN --mount=type=cache,id=seeded,target=/c,from=build,source=/out sh -c 'cat /c/file > /cache-seen; echo more >> /c/file'
+";
+    let directory = context(&[("Dockerfile", dockerfile), ("data.txt", "original\n")]);
+    let path = directory.path().to_str().unwrap();
+    berth.run(&["build", "-t", "bound", path]).ok();
+    let shown = |command: &str| {
+        berth
+            .run(&["run", "--rm", "bound", "sh", "-c", command])
+            .ok()
+    };
+    assert_eq!(
+        shown("cat /seen /ro-seen /rw-seen /after-rw /listing /image-seen /ctx-rw /cache-seen"),
+        "artifact\nro\nchanged\nartifact\nfile\nother\nimage\nscribble\nartifact\n"
+    );
+    assert_eq!(
+        shown("ls -d /in /again /bb /ctx /c 2>&1 | grep -c 'No such file'"),
+        "5\n",
+        "no mount point is in the image"
+    );
+    assert_eq!(
+        fs_err::read_to_string(directory.path().join("data.txt")).unwrap(),
+        "original\n",
+        "an rw bind's writes never reach the context"
+    );
+    // The stage's files changed nowhere either: the RUNs again (a new
+    // build arg), on the same stage, see them as they were, and the cache
+    // as the last RUN left it.
+    berth
+        .run(&["build", "--build-arg", "ROUND=2", "-t", "bound2", path])
+        .ok();
+    assert_eq!(
+        berth
+            .run(&[
+                "run",
+                "--rm",
+                "bound2",
+                "cat",
+                "/seen",
+                "/rw-seen",
+                "/cache-seen"
+            ])
+            .ok(),
+        "artifact\nchanged\nartifact\nmore\n"
+    );
+    for staging in ["tmp", "build-mounts/copies"] {
+        let left: Vec<_> = fs_err::read_dir(berth.root().join(staging))
+            .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{left:?}");
+    }
+    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "");
+}
+
+/// `sharing=private`: a RUN that finds the cache in use gets a directory
+/// of its own. Two stages run at the same time (each waits for the other)
+/// with one private cache id: neither sees the other's file.
+#[test]
+fn a_private_cache_in_use_gives_a_new_directory() {
+    let berth = berth_with_busybox();
+    let stage = |name: &str, other: &str| {
+        format!(
+            "FROM busybox AS {name}\nRUN --mount=type=cache,id=own,target=/own,sharing=private --mount=type=cache,id=meet,target=/meet sh -c 'touch /own/{name} /meet/{name}; i=0; while [ ! -e /meet/{other} ]; do i=$((i+1)); if [ $i -gt 600 ]; then exit 7; fi; sleep 0.1; done; ls /own > /list'\n"
+        )
+    };
+    let dockerfile = format!(
+        "{}{}FROM busybox\nCOPY --from=a /list /a.list\nCOPY --from=b /list /b.list\n",
+        stage("a", "b"),
+        stage("b", "a")
+    );
+    let directory = context(&[("Dockerfile", &dockerfile)]);
+    berth
+        .run(&["build", "-t", "private", directory.path().to_str().unwrap()])
+        .ok();
+    assert_eq!(
+        berth
+            .run(&["run", "--rm", "private", "cat", "/a.list", "/b.list"])
+            .ok(),
+        "a\nb\n"
+    );
+}
+
+/// `--build-context`: a directory (relative to the working directory,
+/// its own `.dockerignore` applied and not the main context's) and an
+/// image, read by `FROM`, `COPY --from` and `RUN --mount from=`, each
+/// replacing a stage of its name (whose steps never run).
+#[test]
+fn named_contexts_are_read_by_from_copy_and_mounts() {
+    let berth = berth_with_busybox();
+    let dockerfile = "\
+FROM busybox AS docs
+RUN echo the replaced stage ran; exit 9
+FROM scratch AS tools
+FROM files AS fromdir
+FROM base
+COPY --from=docs . /docs/
+COPY --from=tools /bin/busybox /tools-busybox
+COPY --from=fromdir /a.txt /from-dir.txt
+RUN --mount=type=bind,from=docs,target=/d cat /d/a.txt > /from-mount
+";
+    let directory = context(&[
+        ("Dockerfile", dockerfile),
+        (".dockerignore", "*.md\n"),
+        ("docs/a.txt", "a\n"),
+        (
+            "docs/readme.md",
+            "kept: the main context's ignore file is not the named one's\n",
+        ),
+        ("docs/hidden.txt", "no\n"),
+        ("docs/.dockerignore", "hidden.txt\n"),
+    ]);
+    let built = berth
+        .command()
+        .current_dir(directory.path())
+        .args([
+            "build",
+            "-t",
+            "named",
+            "--build-context",
+            "docs=docs",
+            "--build-context",
+            "files=./docs",
+            "--build-context",
+            "tools=docker-image://busybox",
+            "--build-context",
+            &format!("base=docker-image://{}", "busybox"),
+            ".",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&built.stderr).into_owned();
+    assert!(built.status.success(), "{stderr}");
+    assert!(!stderr.contains("the replaced stage ran"), "{stderr}");
+    let shown = |command: &str| {
+        berth
+            .run(&["run", "--rm", "named", "sh", "-c", command])
+            .ok()
+    };
+    assert_eq!(
+        shown("cd /docs && find . -type f | sort"),
+        "./.dockerignore\n./a.txt\n./readme.md\n"
+    );
+    assert_eq!(shown("cat /from-dir.txt /from-mount"), "a\na\n");
+    assert_eq!(
+        shown("cmp /tools-busybox /bin/busybox && echo same"),
+        "same\n"
+    );
+    assert_eq!(berth.run(&["ps", "-aq"]).ok(), "");
+}
+
+/// Removes a Docker image when the test ends.
+struct RemoveDockerTag<'a>(&'a str, &'a str);
+
+impl Drop for RemoveDockerTag<'_> {
+    fn drop(&mut self) {
+        let _ = docker(self.0, &["rmi", "-f", self.1]);
+    }
+}
+
+/// Independent stages, a bind from a stage (read-only and `rw`, whose
+/// writes are discarded) and a COPY from another: Docker's BuildKit gives
+/// the same files.
+#[test]
+fn stages_and_stage_binds_match_docker() {
+    let Some(host) = docker_host() else {
+        return;
+    };
+    let buildkit_cli = Path::new("/usr/bin/docker");
+    if !buildkit_cli.exists() {
+        eprintln!("SKIP: no /usr/bin/docker (docker.io's CLI, BuildKit built in)");
+        return;
+    }
+    let archive = fixture("busybox-docker.tar");
+    let loaded = docker(&host, &["load", "-q", "-i", archive.to_str().unwrap()]);
+    assert!(loaded.status.success(), "{loaded:?}");
+    let dockerfile = "\
+FROM busybox AS build
+RUN mkdir -p /out && echo artifact > /out/file && chmod 600 /out/file && ln -s file /out/link
+FROM busybox AS other
+RUN mkdir -p /out && echo other > /out/o
+FROM busybox
+RUN --mount=type=bind,from=build,source=/out,target=/in,rw sh -c 'echo changed > /in/file; echo new > /in/new; mkdir -p /app; cat /in/file > /app/rw-seen'
+RUN --mount=type=bind,from=build,source=/out,target=/in cp -a /in /app/copied
+COPY --from=other /out /app/other
+";
+    let directory = context(&[("Dockerfile", dockerfile)]);
+    let path = directory.path().to_str().unwrap();
+    let berth = berth_with_busybox();
+    berth.run(&["build", "-t", "stage-binds", path]).ok();
+    let tag = "berth-test-stage-binds";
+    let built = std::process::Command::new(buildkit_cli)
+        .args(["-H", &host, "build", "-q", "-t", tag, path])
+        .env("DOCKER_BUILDKIT", "1")
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+    let _cleanup = RemoveDockerTag(&host, tag);
+    let in_berth = |args: &[&str]| berth.run(args).output;
+    let in_docker = |args: &[&str]| docker(&host, args);
+    let tree = file_tree(&in_berth, "stage-binds");
+    assert!(
+        tree.contains("/app/copied/file regular file 600 0:0 9"),
+        "{tree}"
+    );
+    assert!(!tree.contains("/app/copied/new"), "{tree}");
+    assert_eq!(tree, file_tree(&in_docker, tag));
 }

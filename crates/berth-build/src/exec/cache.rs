@@ -67,9 +67,12 @@ impl BuildCache {
     pub fn record(&self, key: &str, image: &Digest) {
         let write = || -> std::io::Result<()> {
             fs_err::create_dir_all(&self.directory)?;
+            // Stages built at the same time may record one key together.
+            static WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let temporary = self
                 .directory
-                .join(format!(".{key}.{}", std::process::id()));
+                .join(format!(".{key}.{}.{write}", std::process::id()));
             fs_err::write(&temporary, image.to_string())?;
             fs_err::rename(&temporary, self.directory.join(key))
         };

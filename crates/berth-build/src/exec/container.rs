@@ -25,7 +25,7 @@ use berth_types::image::History;
 use berth_types::Digest;
 
 use super::image::StepImage;
-use crate::{BuildError, KeepContainers, OutputStream, Progress};
+use crate::{BuildError, KeepContainers, OutputStream, Progress, StepId};
 
 /// What a RUN's container runs with.
 pub struct RunSettings {
@@ -70,6 +70,71 @@ pub fn with_step_container<T>(
         }
     }
     result
+}
+
+/// Runs `action` with the roots of `images` mounted on the host (each a
+/// created, never started, container's, removed afterwards): what `RUN
+/// --mount=…,from=IMAGE` binds from. The roots stay mounted while `action`
+/// runs, which gets an engine of its own for the step (the one given
+/// holds the mounts).
+pub fn with_image_roots<T>(
+    engine: &mut Engine,
+    images: &[Digest],
+    action: impl FnOnce(&mut Engine, &[PathBuf]) -> Result<T, BuildError>,
+) -> Result<T, BuildError> {
+    if images.is_empty() {
+        return action(engine, &[]);
+    }
+    let scratch = StepImage::scratch();
+    let mut ids = Vec::new();
+    let mut result = Err(BuildError::Cancelled);
+    for image in images {
+        match create_step_container(engine, image, &scratch, None) {
+            Ok(id) => ids.push(id),
+            Err(error) => {
+                result = Err(error);
+                break;
+            }
+        }
+    }
+    if ids.len() == images.len() {
+        result = Engine::open(engine.config().clone())
+            .map_err(BuildError::from)
+            .and_then(|mut step_engine| {
+                let mut roots = Vec::new();
+                let mut action = Some(action);
+                mounted_roots(engine, &ids, &mut roots, &mut |roots| {
+                    let action = action
+                        .take()
+                        .expect("the innermost root runs the action once");
+                    action(&mut step_engine, roots)
+                })
+            });
+    }
+    for id in &ids {
+        if let Err(error) = remove_container(engine, id, true) {
+            tracing::warn!(container = %id, %error, "failed to remove a build container");
+        }
+    }
+    result
+}
+
+/// The roots of `ids`, one mounted inside the other's action.
+fn mounted_roots<T>(
+    engine: &Engine,
+    ids: &[String],
+    roots: &mut Vec<PathBuf>,
+    action: &mut dyn FnMut(&[PathBuf]) -> Result<T, BuildError>,
+) -> Result<T, BuildError> {
+    match ids.split_first() {
+        None => action(roots),
+        Some((first, rest)) => with_root(engine, first, |root| {
+            roots.push(root.to_path_buf());
+            let result = mounted_roots(engine, rest, roots, action);
+            roots.pop();
+            result
+        }),
+    }
 }
 
 fn create_step_container(
@@ -134,7 +199,9 @@ pub fn run_container(
     engine: &mut Engine,
     id: &str,
     progress: &mut dyn Progress,
+    step: Option<StepId>,
 ) -> Result<i32, BuildError> {
+    let step = step.unwrap_or(StepId(0));
     let (stdout, stdout_writer) = std::io::pipe().map_err(BuildError::Pipe)?;
     let (stderr, stderr_writer) = std::io::pipe().map_err(BuildError::Pipe)?;
     let attachment = Attachment {
@@ -143,7 +210,7 @@ pub fn run_container(
         stderr: Some(OwnedFd::from(stderr_writer)),
     };
     let mut started = start_container(engine, id, Some(attachment))?;
-    progress.running_in(id);
+    progress.running_in(step, id);
     let mut streams = [
         (Some(stdout), OutputStream::Stdout),
         (Some(stderr), OutputStream::Stderr),
@@ -182,7 +249,7 @@ pub fn run_container(
             let pipe = reader.as_mut().expect("only open streams are polled");
             match pipe.read(&mut buffer) {
                 Ok(0) => *reader = None,
-                Ok(count) => progress.output(*stream, &buffer[..count]),
+                Ok(count) => progress.output(step, *stream, &buffer[..count]),
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(error) => return Err(BuildError::Pipe(error)),
             }
@@ -220,7 +287,14 @@ pub fn commit_layer(
 ) -> Result<Digest, BuildError> {
     let config = engine.config();
     let paths = ContainerPaths::new(&config.root, &config.run_root, id);
-    let staged = layer_path(&config.root, id);
+    // Staged under the store's shared lock, with a name that carries this
+    // process's pid: a berth process that opens the store meanwhile (the
+    // monitor another stage's RUN spawns) leaves it alone.
+    let staging_lock = engine
+        .store()
+        .lock_shared()
+        .map_err(berth_engine::EngineError::from)?;
+    let staged = engine.store().staging_path("build-layer");
     let write = || -> Result<(), BuildError> {
         let file = fs_err::File::create(&staged).map_err(BuildError::Layer)?;
         let mut writer = std::io::BufWriter::with_capacity(1 << 20, file);
@@ -246,6 +320,7 @@ pub fn commit_layer(
         )
     });
     let _ = fs_err::remove_file(&staged);
+    drop(staging_lock);
     result
 }
 
@@ -287,10 +362,6 @@ fn store_step(
     )
     .map(|committed| committed.id)
     .map_err(|error| BuildError::Invalid(format!("failed to commit the step: {error}")))
-}
-
-fn layer_path(root: &Path, id: &str) -> PathBuf {
-    root.join("tmp").join(format!("build-layer-{id}"))
 }
 
 /// A step that needs a container needs its parent in the store: `FROM

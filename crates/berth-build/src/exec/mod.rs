@@ -1,7 +1,8 @@
-//! Running a parsed Dockerfile: the stages the target needs, in order,
-//! each step looked up in the cache or run (metadata steps commit a config
-//! only; RUN, COPY, ADD and WORKDIR go through a container, see
-//! [`container`]), then the tags.
+//! Running a parsed Dockerfile: the stages the target needs, as a graph
+//! (independent stages at the same time, see [`schedule`]), each step
+//! looked up in the cache or run (metadata steps commit a config only;
+//! RUN, COPY, ADD and WORKDIR go through a container, see [`container`]),
+//! then the tags.
 //!
 //! Every step leaves an image in the store (untagged, its parent recorded
 //! as moby's classic builder records it), which is also what the cache
@@ -11,6 +12,7 @@ mod archive;
 mod args;
 mod cache;
 mod container;
+mod contexts;
 mod copy;
 mod export;
 mod image;
@@ -19,6 +21,7 @@ mod mounts;
 mod owner;
 mod place;
 mod root_path;
+mod schedule;
 mod stages;
 mod steps;
 
@@ -45,9 +48,14 @@ pub fn build(
     let parsed =
         dockerfile::parse(&text).map_err(|error| BuildError::Invalid(error.to_string()))?;
     let ignore = read_ignore(&request.context, dockerfile_path.as_deref())?;
-    let mut run = stages::StageRun::new(engine, request, progress, &parsed, ignore);
-    let image = run.build()?;
-    let unconsumed = run.unconsumed_args();
+    let contexts = contexts::NamedContexts::resolve(&request.build_contexts)?;
+    let mut build = stages::Build::new(request, &parsed, ignore, contexts, engine.root());
+    build.declare_global_args()?;
+    let target = build.target()?;
+    let needed = build.needed(target)?;
+    schedule::build_stages(engine, progress, &build, &needed)?;
+    let image = stages::finish_target(engine, progress, &build, target)?;
+    let unconsumed = build.unconsumed_args();
     if !unconsumed.is_empty() {
         progress.warning(&format!(
             "[Warning] One or more build-args [{}] were not consumed",

@@ -1,19 +1,28 @@
 //! `RUN --mount=…`: what a RUN step sees besides its root, never in its
 //! layer.
 //!
-//! - `type=cache` (`id`, `target`, `sharing=shared|locked`, `uid`, `gid`,
-//!   `mode`): a directory under `ROOT/build-mounts/cache/` that persists
-//!   between builds, bound read-write (`locked`: one RUN at a time, by a
-//!   lock file beside it).
+//! - `type=cache` (`id`, `target`, `sharing=shared|locked|private`, `uid`,
+//!   `gid`, `mode`, `from`, `source`): a directory under
+//!   `ROOT/build-mounts/cache/` that persists between builds, bound
+//!   read-write. Each RUN holds a lock file beside it: `shared` a shared
+//!   lock, `locked` an exclusive one (one RUN at a time), `private` an
+//!   exclusive one taken without waiting, and when the directory is in use
+//!   the next one of that id (`…-1`, `…-2`: BuildKit makes a new cache
+//!   mount then). With `from` (a stage, a named context or an image) a new
+//!   cache starts as a copy of its `source` (default its root), and is a
+//!   cache of its own for each such base, as BuildKit keys it.
 //! - `type=tmpfs` (`target`, `size`): a tmpfs of the step's container.
 //! - `type=secret` (`id`, `target`, `required`): the `--secret` file, bound
 //!   read-only at `target` (default `/run/secrets/ID`); absent and not
 //!   required: nothing is mounted.
-//! - `type=bind` (`source`, `target`, `ro`): a file or directory of the
-//!   context, read-only.
+//! - `type=bind` (`source`, `target`, `from`, `rw`): a file or directory of
+//!   the context, or of `from` (a stage, a named context or an image),
+//!   read-only. With `rw` the RUN may write into it, but the writes are
+//!   discarded (BuildKit's rule): the RUN gets a copy (under
+//!   `ROOT/build-mounts/copies/`), removed after it.
 //!
-//! Refused by name: `type=ssh`, `bind` with `from=` or `rw`, `cache` with
-//! `from`/`source` or `sharing=private`, `secret` with `env=`.
+//! Refused by name: `type=ssh`, `cache` with `source` but no `from`,
+//! `secret` with `env=`.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -30,9 +39,12 @@ pub enum RunMount {
     Cache {
         id: String,
         target: String,
-        locked: bool,
+        sharing: Sharing,
         owner: (u32, u32),
         mode: u32,
+        /// The base a new cache starts from, and the path in it.
+        from: Option<String>,
+        source: Option<String>,
     },
     Tmpfs {
         target: String,
@@ -44,12 +56,32 @@ pub enum RunMount {
         required: bool,
     },
     Bind {
+        /// A stage, a named context or an image; None: the context.
+        from: Option<String>,
         source: String,
         target: String,
+        /// Writable, the writes discarded.
+        rw: bool,
     },
 }
 
+/// `sharing=` of a cache mount.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sharing {
+    Shared,
+    Locked,
+    Private,
+}
+
 impl RunMount {
+    /// What `from=` names, if anything.
+    pub fn from(&self) -> Option<&str> {
+        match self {
+            RunMount::Cache { from, .. } | RunMount::Bind { from, .. } => from.as_deref(),
+            RunMount::Tmpfs { .. } | RunMount::Secret { .. } => None,
+        }
+    }
+
     pub fn target(&self) -> &str {
         match self {
             RunMount::Cache { target, .. }
@@ -109,14 +141,19 @@ pub fn parse_mount(value: &str, working_dir: &str) -> Result<RunMount, BuildErro
     let mount = match kind.as_str() {
         "cache" => {
             let target = take_target(&mut fields)?;
-            let locked = match fields.remove("sharing").as_deref() {
-                None | Some("shared") => false,
-                Some("locked") => true,
-                Some("private") => return Err(unsupported("type=cache,sharing=private")),
+            let sharing = match fields.remove("sharing").as_deref() {
+                None | Some("shared") => Sharing::Shared,
+                Some("locked") => Sharing::Locked,
+                Some("private") => Sharing::Private,
                 Some(other) => {
                     return Err(BuildError::Invalid(format!("unrecognized sharing {other}")))
                 }
             };
+            let from = fields.remove("from").filter(|from| !from.is_empty());
+            let source = fields.remove("source");
+            if source.is_some() && from.is_none() {
+                return Err(unsupported("type=cache with source= but no from="));
+            }
             let number =
                 |fields: &mut BTreeMap<String, String>, name: &str, radix: u32, default: u32| {
                     fields
@@ -136,9 +173,11 @@ pub fn parse_mount(value: &str, working_dir: &str) -> Result<RunMount, BuildErro
             RunMount::Cache {
                 id,
                 target,
-                locked,
+                sharing,
                 owner: (uid, gid),
                 mode,
+                from,
+                source,
             }
         }
         "tmpfs" => RunMount::Tmpfs {
@@ -171,20 +210,21 @@ pub fn parse_mount(value: &str, working_dir: &str) -> Result<RunMount, BuildErro
             }
         }
         "bind" => {
-            if fields.contains_key("from") {
-                return Err(unsupported("type=bind,from="));
+            let rw = [fields.remove("rw"), fields.remove("readwrite")]
+                .into_iter()
+                .flatten()
+                .any(|value| value != "false");
+            let ro = fields.remove("ro").is_some_and(|value| value != "false");
+            if rw && ro {
+                return Err(BuildError::Invalid(
+                    "mount type=bind cannot be both ro and rw".to_owned(),
+                ));
             }
-            if fields.remove("rw").is_some_and(|value| value != "false")
-                || fields
-                    .remove("readwrite")
-                    .is_some_and(|value| value != "false")
-            {
-                return Err(unsupported("type=bind,rw"));
-            }
-            fields.remove("ro");
             RunMount::Bind {
+                from: fields.remove("from").filter(|from| !from.is_empty()),
                 source: fields.remove("source").unwrap_or_else(|| ".".to_owned()),
                 target: take_target(&mut fields)?,
+                rw,
             }
         }
         "ssh" => return Err(unsupported("type=ssh")),
@@ -206,48 +246,73 @@ pub struct PreparedMounts {
     /// `source:target[:ro]`.
     pub binds: Vec<String>,
     pub tmpfs: BTreeMap<String, String>,
-    /// Lock files held for `sharing=locked` caches while the step runs.
+    /// Lock files of the caches, held while the step runs.
     pub locks: Vec<nix::fcntl::Flock<std::fs::File>>,
+    /// The copies `rw` binds get, removed with this.
+    copies: Vec<PathBuf>,
 }
 
-/// The host side of `mounts`: cache directories made, secrets found, the
-/// context's bind sources resolved inside the context.
+impl Drop for PreparedMounts {
+    fn drop(&mut self) {
+        for copy in &self.copies {
+            let removed = if copy.is_dir() {
+                fs_err::remove_dir_all(copy)
+            } else {
+                fs_err::remove_file(copy)
+            };
+            if let Err(error) = removed {
+                tracing::warn!(%error, "failed to remove a build mount's copy");
+            }
+        }
+    }
+}
+
+/// The root a mount's `from=` names, on the host (a mounted image root or
+/// a named context directory), and what names its content for a cache's
+/// directory (an image id, a context's name).
+pub struct MountSource {
+    pub root: PathBuf,
+    pub key: String,
+}
+
+/// The host side of `mounts`: cache directories made (or seeded from
+/// their `from`), secrets found, bind sources resolved inside their root
+/// (`sources[i]` for a mount with `from=`, else the context).
 pub fn prepare(
     mounts: &[RunMount],
+    sources: &[Option<MountSource>],
     root: &Path,
     context: &Path,
     secrets: &BTreeMap<String, PathBuf>,
 ) -> Result<PreparedMounts, BuildError> {
     let mut prepared = PreparedMounts::default();
-    for mount in mounts {
+    for (mount, from) in mounts.iter().zip(sources) {
         match mount {
             RunMount::Cache {
                 id,
                 target,
-                locked,
+                sharing,
                 owner,
                 mode,
+                source,
+                ..
             } => {
-                let directory = cache_directory(root, id);
+                let name = match from {
+                    Some(from) => {
+                        format!("{id}\0{}\0{}", from.key, source.as_deref().unwrap_or("/"))
+                    }
+                    None => id.clone(),
+                };
+                let (directory, lock) = cache_for(root, &name, *sharing)?;
+                prepared.locks.extend(lock);
                 if !directory.exists() {
-                    fs_err::create_dir_all(&directory).map_err(BuildError::Layer)?;
-                    nix::unistd::chown(
-                        &directory,
-                        Some(nix::unistd::Uid::from_raw(owner.0)),
-                        Some(nix::unistd::Gid::from_raw(owner.1)),
-                    )
-                    .map_err(|error| BuildError::Layer(error.into()))?;
-                    fs_err::set_permissions(&directory, std::fs::Permissions::from_mode(*mode))
-                        .map_err(BuildError::Layer)?;
-                }
-                if *locked {
-                    let file = fs_err::File::create(directory.with_extension("lock"))
-                        .map_err(BuildError::Layer)?
-                        .into_parts()
-                        .0;
-                    let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-                        .map_err(|(_, error)| BuildError::Layer(error.into()))?;
-                    prepared.locks.push(lock);
+                    match from {
+                        Some(from) => {
+                            let seed = existing(&from.root, source.as_deref().unwrap_or("/"))?;
+                            make_copy(root, &seed, Some(&directory))?;
+                        }
+                        None => new_cache(&directory, *owner, *mode)?,
+                    }
                 }
                 prepared
                     .binds
@@ -275,25 +340,212 @@ pub fn prepare(
                 }
                 None => {}
             },
-            RunMount::Bind { source, target } => {
-                let host =
-                    resolve(context, source, true).map_err(|source_error| BuildError::Context {
-                        path: context.join(source),
-                        source: source_error,
-                    })?;
-                if fs_err::symlink_metadata(&host).is_err() {
-                    return Err(BuildError::Invalid(format!(
-                        "failed to compute cache key: \"/{}\": not found",
-                        source.trim_start_matches('/')
-                    )));
+            RunMount::Bind {
+                source, target, rw, ..
+            } => {
+                let base = from.as_ref().map_or(context, |from| from.root.as_path());
+                let host = existing(base, source)?;
+                if *rw {
+                    let copy = make_copy(root, &host, None)?;
+                    prepared.binds.push(format!("{}:{target}", copy.display()));
+                    prepared.copies.push(copy);
+                } else {
+                    prepared
+                        .binds
+                        .push(format!("{}:{target}:ro", host.display()));
                 }
-                prepared
-                    .binds
-                    .push(format!("{}:{target}:ro", host.display()));
             }
         }
     }
     Ok(prepared)
+}
+
+/// `source` inside `base` (symlinks followed in it), which must exist.
+fn existing(base: &Path, source: &str) -> Result<PathBuf, BuildError> {
+    let host = resolve(base, source, true).map_err(|error| BuildError::Context {
+        path: base.join(source),
+        source: error,
+    })?;
+    if fs_err::symlink_metadata(&host).is_err() {
+        return Err(BuildError::Invalid(format!(
+            "failed to compute cache key: \"/{}\": not found",
+            source.trim_start_matches('/')
+        )));
+    }
+    Ok(host)
+}
+
+/// The directory of cache `name` this RUN uses, and the lock it holds on
+/// it (see the module's documentation).
+fn cache_for(
+    root: &Path,
+    name: &str,
+    sharing: Sharing,
+) -> Result<(PathBuf, Option<nix::fcntl::Flock<std::fs::File>>), BuildError> {
+    use nix::fcntl::FlockArg;
+    let base = cache_directory(root, name);
+    fs_err::create_dir_all(base.parent().expect("a cache directory has a parent"))
+        .map_err(BuildError::Layer)?;
+    let lock = |directory: &Path, how: FlockArg| -> Result<_, BuildError> {
+        let file = fs_err::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(directory.with_extension("lock"))
+            .map_err(BuildError::Layer)?
+            .into_parts()
+            .0;
+        Ok(nix::fcntl::Flock::lock(file, how).ok())
+    };
+    match sharing {
+        // Shared: the lock only tells a private mount that it is in use.
+        Sharing::Shared => Ok((base.clone(), lock(&base, FlockArg::LockSharedNonblock)?)),
+        Sharing::Locked => {
+            let held = lock(&base, FlockArg::LockExclusive)?;
+            if held.is_none() {
+                return Err(BuildError::Invalid(format!(
+                    "failed to lock the cache mount {}",
+                    base.display()
+                )));
+            }
+            Ok((base, held))
+        }
+        Sharing::Private => {
+            for number in 0usize.. {
+                let directory = if number == 0 {
+                    base.clone()
+                } else {
+                    base.with_file_name(format!(
+                        "{}-{number}",
+                        base.file_name()
+                            .expect("a cache directory has a name")
+                            .to_string_lossy()
+                    ))
+                };
+                if let Some(held) = lock(&directory, FlockArg::LockExclusiveNonblock)? {
+                    return Ok((directory, Some(held)));
+                }
+            }
+            unreachable!("an unbounded search ends with a free directory")
+        }
+    }
+}
+
+fn new_cache(directory: &Path, owner: (u32, u32), mode: u32) -> Result<(), BuildError> {
+    fs_err::create_dir_all(directory).map_err(BuildError::Layer)?;
+    nix::unistd::chown(
+        directory,
+        Some(nix::unistd::Uid::from_raw(owner.0)),
+        Some(nix::unistd::Gid::from_raw(owner.1)),
+    )
+    .map_err(|error| BuildError::Layer(error.into()))?;
+    fs_err::set_permissions(directory, std::fs::Permissions::from_mode(mode))
+        .map_err(BuildError::Layer)
+}
+
+/// A copy of `source` (a file or a tree, owners, modes and links kept) at
+/// `at`, or at a new name under `ROOT/build-mounts/copies/`; made beside its place and
+/// renamed there, so that a copy cut short is never taken for a whole one.
+fn make_copy(root: &Path, source: &Path, at: Option<&Path>) -> Result<PathBuf, BuildError> {
+    static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let number = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("build-mount-{}-{number}", std::process::id());
+    let (staging, destination) = match at {
+        Some(at) => (at.with_file_name(format!(".{name}")), at.to_path_buf()),
+        None => {
+            // Not under the store's tmp/: a berth process that opens the
+            // store while the RUN runs (a spawned monitor) may clear that.
+            let copies = root.join("build-mounts").join("copies");
+            fs_err::create_dir_all(&copies).map_err(BuildError::Layer)?;
+            remove_dead_copies(&copies);
+            (copies.join(format!(".{name}")), copies.join(name))
+        }
+    };
+    let copied = copy_tree(source, &staging)
+        .and_then(|()| fs_err::rename(&staging, &destination).map_err(BuildError::Layer));
+    if copied.is_err() {
+        let _ = fs_err::remove_dir_all(&staging).or_else(|_| fs_err::remove_file(&staging));
+        // Another RUN seeded the same cache first: its copy serves.
+        if at.is_some_and(Path::exists) {
+            return Ok(destination);
+        }
+    }
+    copied.map(|()| destination)
+}
+
+/// Removes the copies (and half-made ones) of builders that are gone: a
+/// build killed during a RUN leaves its `rw` copies, named by its pid.
+fn remove_dead_copies(copies: &Path) {
+    let Ok(entries) = fs_err::read_dir(copies) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .trim_start_matches('.')
+            .strip_prefix("build-mount-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok());
+        let Some(pid) = pid.filter(|pid| *pid > 0) else {
+            continue;
+        };
+        let gone = matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Err(nix::errno::Errno::ESRCH)
+        );
+        if gone {
+            let path = entry.path();
+            let _ = fs_err::remove_dir_all(&path).or_else(|_| fs_err::remove_file(&path));
+        }
+    }
+}
+
+/// Copies a file, link, special file or directory tree, with owners and
+/// modes (hard links become separate files).
+fn copy_tree(source: &Path, destination: &Path) -> Result<(), BuildError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt as _};
+    let metadata = fs_err::symlink_metadata(source).map_err(BuildError::Layer)?;
+    let kind = metadata.file_type();
+    if kind.is_symlink() {
+        let target = fs_err::read_link(source).map_err(BuildError::Layer)?;
+        fs_err::os::unix::fs::symlink(&target, destination).map_err(BuildError::Layer)?;
+    } else if kind.is_dir() {
+        fs_err::create_dir(destination).map_err(BuildError::Layer)?;
+        for entry in fs_err::read_dir(source).map_err(BuildError::Layer)? {
+            let entry = entry.map_err(BuildError::Layer)?;
+            copy_tree(&entry.path(), &destination.join(entry.file_name()))?;
+        }
+    } else if kind.is_file() {
+        fs_err::copy(source, destination).map_err(BuildError::Layer)?;
+    } else {
+        let mode = nix::sys::stat::Mode::from_bits_truncate(metadata.mode());
+        let kind = nix::sys::stat::SFlag::from_bits_truncate(metadata.mode() & libc::S_IFMT);
+        nix::sys::stat::mknod(destination, kind, mode, metadata.rdev()).map_err(|error| {
+            BuildError::Context {
+                path: destination.to_owned(),
+                source: error.into(),
+            }
+        })?;
+    }
+    nix::unistd::fchownat(
+        None,
+        destination,
+        Some(nix::unistd::Uid::from_raw(metadata.uid())),
+        Some(nix::unistd::Gid::from_raw(metadata.gid())),
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .map_err(|error| BuildError::Context {
+        path: destination.to_owned(),
+        source: error.into(),
+    })?;
+    if !kind.is_symlink() {
+        fs_err::set_permissions(
+            destination,
+            std::fs::Permissions::from_mode(metadata.permissions().mode() & 0o7777),
+        )
+        .map_err(BuildError::Layer)?;
+    }
+    Ok(())
 }
 
 /// A cache id's directory (hashed: ids are free text).
@@ -352,9 +604,11 @@ mod tests {
             RunMount::Cache {
                 id: "/root/.cache".to_owned(),
                 target: "/root/.cache".to_owned(),
-                locked: true,
+                sharing: Sharing::Locked,
                 owner: (1, 0),
                 mode: 0o700,
+                from: None,
+                source: None,
             }
         );
         assert_eq!(
@@ -375,16 +629,41 @@ mod tests {
         assert_eq!(
             parse_mount("target=/src", "/").unwrap(),
             RunMount::Bind {
+                from: None,
                 source: ".".to_owned(),
                 target: "/src".to_owned(),
+                rw: false,
+            }
+        );
+        assert_eq!(
+            parse_mount("type=bind,from=build,source=/out,target=in,rw", "/w").unwrap(),
+            RunMount::Bind {
+                from: Some("build".to_owned()),
+                source: "/out".to_owned(),
+                target: "/w/in".to_owned(),
+                rw: true,
+            }
+        );
+        assert_eq!(
+            parse_mount(
+                "type=cache,target=/c,sharing=private,from=base,source=/seed",
+                "/"
+            )
+            .unwrap(),
+            RunMount::Cache {
+                id: "/c".to_owned(),
+                target: "/c".to_owned(),
+                sharing: Sharing::Private,
+                owner: (0, 0),
+                mode: 0o755,
+                from: Some("base".to_owned()),
+                source: Some("/seed".to_owned()),
             }
         );
         for (bad, words) in [
             ("type=ssh", "type=ssh"),
-            ("type=bind,from=build,target=/x", "from="),
-            ("type=bind,target=/x,rw", "rw"),
-            ("type=cache,target=/c,sharing=private", "sharing=private"),
-            ("type=cache,target=/c,from=x", "from="),
+            ("type=bind,target=/x,rw,ro", "both ro and rw"),
+            ("type=cache,target=/c,source=/x", "source= but no from="),
             ("type=cache", "requires a target"),
             ("type=volume,target=/v", "unsupported mount type"),
         ] {

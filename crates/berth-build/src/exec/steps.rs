@@ -10,16 +10,17 @@ use berth_types::Digest;
 use super::args::ArgScope;
 use super::cache::CacheKey;
 use super::container::{
-    commit_layer, commit_metadata, ensure_image, nop_command, run_container, with_root,
-    with_step_container, RunSettings,
+    commit_layer, commit_metadata, ensure_image, nop_command, run_container, with_image_roots,
+    with_root, with_step_container, RunSettings,
 };
+use super::contexts::ContextSource;
 use super::copy::{add_to_key, collect_sources, has_wildcard, parse_chmod, CopySpec, SourceRoot};
 use super::image::StepImage;
 use super::metadata;
-use super::mounts::{parse_mount, prepare, remove_mount_points};
+use super::mounts::{parse_mount, prepare, remove_mount_points, MountSource, RunMount};
 use super::owner::resolve_chown;
 use super::place::{make_directory, place};
-use super::stages::{expand_error, StageRun};
+use super::stages::{expand_error, Source, StageRun};
 use crate::dockerfile::{
     expand_heredoc, expand_word, expand_words, Command, Copy, Flag, Healthcheck, Instruction,
     InstructionKind, Run,
@@ -87,7 +88,7 @@ pub fn run_step(
         }
         InstructionKind::Arg(declarations) => {
             for declaration in declarations {
-                let value = match run.args.take(&declaration.name) {
+                let value = match run.build.take_arg(&declaration.name) {
                     Some(value) => Some(value),
                     None => match &declaration.default {
                         Some(default) => Some(expand(state, default)?),
@@ -176,8 +177,10 @@ fn cached_or_made(
     make: impl FnOnce(&mut StageRun<'_>) -> Result<Digest, BuildError>,
 ) -> Result<(), BuildError> {
     let end = run.cached_or_make(key, make)?;
-    run.progress.step_end(&end);
-    let (StepEnd::Cached(id) | StepEnd::Done(id)) = end;
+    run.end_step(&end);
+    let (StepEnd::Cached(id) | StepEnd::Done(id)) = end else {
+        unreachable!("cached_or_make ends with an image")
+    };
     state.image.id = Some(id);
     Ok(())
 }
@@ -252,7 +255,7 @@ fn run_command(
         }
     }
     env.extend(arg_env.iter().cloned());
-    for (name, value) in run.args.proxies() {
+    for (name, value) in run.build.proxies() {
         if state.image.env_value(&name).is_none() && state.scope.get(&name).is_none() {
             env.push(format!("{name}={value}"));
         }
@@ -265,6 +268,23 @@ fn run_command(
         .add(network.as_deref().unwrap_or_default().as_bytes())
         .add(run.request.extra_hosts.join(",").as_bytes())
         .add(format!("{mounts:?}").as_bytes());
+    let froms = mount_froms(run, state, &mounts)?;
+    for (mount, from) in mounts.iter().zip(&froms) {
+        // A bind's content is part of the key (BuildKit's checksum of the
+        // mounted files); an image's id says its content.
+        let RunMount::Bind { source, .. } = mount else {
+            continue;
+        };
+        match from {
+            Some(MountFrom::Image(id)) => {
+                key.add(id.to_string().as_bytes());
+            }
+            Some(MountFrom::Directory { path, ignore, .. }) => {
+                add_bind_content(path, ignore, source, &mut key)?;
+            }
+            None => add_bind_content(&run.request.context, &run.build.ignore, source, &mut key)?,
+        }
+    }
     let shown = args.join(" ");
     let mut saved = args.clone();
     if !arg_env.is_empty() {
@@ -294,21 +314,42 @@ fn run_command(
     cached_or_made(run, state, key, |run| {
         let parent = ensure_image(run.engine, &mut image)?;
         let root = run.engine.config().root.clone();
-        // Held (cache locks) until the step is committed.
-        let prepared = prepare(&mounts, &root, &run.request.context, &run.request.secrets)?;
-        let settings = RunSettings {
-            binds: prepared.binds.clone(),
-            tmpfs: prepared.tmpfs.clone(),
-            ..settings
-        };
+        let images: Vec<Digest> = froms
+            .iter()
+            .filter_map(|from| match from {
+                Some(MountFrom::Image(id)) => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
         let progress = &mut *run.progress;
-        with_step_container(
-            run.engine,
-            &parent,
-            &image,
-            Some(&settings),
-            |engine, id| {
-                let code = run_container(engine, id, progress)?;
+        let step = run.step;
+        let request = run.request;
+        // The images' roots stay mounted until the step is committed.
+        with_image_roots(run.engine, &images, |engine, roots| {
+            let mut image_roots = roots.iter();
+            let sources: Vec<Option<MountSource>> = froms
+                .iter()
+                .map(|from| match from {
+                    None => None,
+                    Some(MountFrom::Image(id)) => Some(MountSource {
+                        root: image_roots.next().expect("a root per image mount").clone(),
+                        key: id.to_string(),
+                    }),
+                    Some(MountFrom::Directory { path, name, .. }) => Some(MountSource {
+                        root: path.to_path_buf(),
+                        key: format!("context:{name}"),
+                    }),
+                })
+                .collect();
+            // Held (cache locks, rw copies) until the step is committed.
+            let prepared = prepare(&mounts, &sources, &root, &request.context, &request.secrets)?;
+            let settings = RunSettings {
+                binds: prepared.binds.clone(),
+                tmpfs: prepared.tmpfs.clone(),
+                ..settings
+            };
+            with_step_container(engine, &parent, &image, Some(&settings), |engine, id| {
+                let code = run_container(engine, id, progress, step)?;
                 if code != 0 {
                     return Err(BuildError::StepFailed {
                         command: shown,
@@ -319,9 +360,84 @@ fn run_command(
                 let paths = ContainerPaths::new(&config.root, &config.run_root, id);
                 remove_mount_points(&paths.rootfs().upper, &mounts);
                 commit_layer(engine, id, &parent, &image, (history, saved))
-            },
-        )
+            })
+        })
     })
+}
+
+/// Where a mount's `from=` reads.
+enum MountFrom<'b> {
+    /// A named context's directory.
+    Directory {
+        path: &'b std::path::Path,
+        ignore: &'b IgnoreMatcher,
+        name: String,
+    },
+    /// A stage's image, or an image (pulled if missing).
+    Image(Digest),
+}
+
+/// What each mount's `from=` names (None: no `from=`).
+fn mount_froms<'b>(
+    run: &mut StageRun<'b>,
+    state: &StageState,
+    mounts: &[RunMount],
+) -> Result<Vec<Option<MountFrom<'b>>>, BuildError> {
+    let build = run.build;
+    let mut froms = Vec::new();
+    for mount in mounts {
+        let Some(from) = mount.from() else {
+            froms.push(None);
+            continue;
+        };
+        let image = |name: &str, run: &mut StageRun<'_>| {
+            super::base_image(run.engine, name, run.request.pull, &mut *run.progress)
+                .map(MountFrom::Image)
+        };
+        froms.push(Some(match build.resolve_from(from, state.index) {
+            Source::Stage(index) => {
+                let mut stage = build.stage_result(index)?;
+                MountFrom::Image(ensure_image(run.engine, &mut stage)?)
+            }
+            Source::Context(ContextSource::Directory { path, ignore }) => MountFrom::Directory {
+                path,
+                ignore,
+                name: from.to_owned(),
+            },
+            Source::Context(ContextSource::Image(name)) => image(name, run)?,
+            Source::Image(_) | Source::Scratch => image(from, run)?,
+        }));
+    }
+    Ok(froms)
+}
+
+/// The names, modes and content of a bind's source (in a context, its
+/// ignore file applied), for the step's key.
+fn add_bind_content(
+    directory: &std::path::Path,
+    ignore: &IgnoreMatcher,
+    source: &str,
+    key: &mut CacheKey,
+) -> Result<(), BuildError> {
+    let spec = CopySpec {
+        sources: vec![source.to_owned()],
+        destination: "/".to_owned(),
+        destination_is_dir: true,
+        chown: None,
+        chmod: None,
+        extract_archives: false,
+        parents: false,
+        inline: Vec::new(),
+        exclude: None,
+    };
+    let root = SourceRoot::Context { directory, ignore };
+    let sources = collect_sources(&root, &spec).map_err(|error| match error {
+        BuildError::Invalid(message) if message.ends_with(": not found") => {
+            BuildError::Invalid(format!("failed to compute cache key: {message}"))
+        }
+        other => other,
+    })?;
+    add_to_key(&sources, false, key)
 }
 
 fn workdir(
@@ -464,18 +580,47 @@ fn copy_files(
         inline,
     };
 
-    // Another stage or an image to read from, else the context.
-    let from_image = match flags.from.as_deref() {
-        None => None,
-        Some(from) => Some(match run.stage_index(from, state.index) {
-            Some(index) => {
-                let mut stage = run.results[index]
-                    .clone()
-                    .expect("a COPY --from stage is built before");
-                ensure_image(run.engine, &mut stage)?
+    // Another stage or an image to read from, else the context (or a
+    // named one).
+    let build = run.build;
+    let (from_image, context_root) = match flags.from.as_deref() {
+        None => (None, Some((run.request.context.as_path(), &build.ignore))),
+        Some(from) => match build.resolve_from(from, state.index) {
+            Source::Stage(index) => {
+                let mut stage = build.stage_result(index)?;
+                (Some(ensure_image(run.engine, &mut stage)?), None)
             }
-            None => super::base_image(run.engine, from, run.request.pull, &mut *run.progress)?,
-        }),
+            Source::Context(ContextSource::Directory { path, ignore }) => {
+                (None, Some((path.as_path(), ignore)))
+            }
+            Source::Context(ContextSource::Image(name)) => (
+                Some(super::base_image(
+                    run.engine,
+                    name,
+                    run.request.pull,
+                    &mut *run.progress,
+                )?),
+                None,
+            ),
+            Source::Image(name) => (
+                Some(super::base_image(
+                    run.engine,
+                    &name,
+                    run.request.pull,
+                    &mut *run.progress,
+                )?),
+                None,
+            ),
+            Source::Scratch => (
+                Some(super::base_image(
+                    run.engine,
+                    from,
+                    run.request.pull,
+                    &mut *run.progress,
+                )?),
+                None,
+            ),
+        },
     };
     let mut key = CacheKey::new(state.image.id.as_ref());
     key.add(if add { b"ADD" } else { b"COPY" })
@@ -489,20 +634,18 @@ fn copy_files(
     for (name, content) in &spec.inline {
         key.add(name.as_bytes()).add(content);
     }
-    let context_sources = match &from_image {
-        Some(from) => {
+    let context_sources = match (&from_image, context_root) {
+        (Some(from), _) => {
             key.add(from.to_string().as_bytes());
             None
         }
-        None => {
-            let root = SourceRoot::Context {
-                directory: &run.request.context,
-                ignore: &run.ignore,
-            };
+        (None, Some((directory, ignore))) => {
+            let root = SourceRoot::Context { directory, ignore };
             let sources = collect_sources(&root, &spec)?;
             add_to_key(&sources, false, &mut key)?;
             Some(sources)
         }
+        (None, None) => unreachable!("a COPY reads an image or a context"),
     };
     let mut image = state.image.clone();
     let chown = flags.chown.clone();
@@ -559,4 +702,27 @@ fn is_remote(source: &str) -> bool {
         || source.starts_with("https://")
         || source.starts_with("git@")
         || source.starts_with("git://")
+}
+
+/// `FROM NAME` of a `--build-context NAME=DIR`: the directory's files
+/// copied onto scratch (as `COPY --from=NAME . /`, owned by root).
+pub fn copy_context_root(
+    run: &mut StageRun<'_>,
+    state: &mut StageState,
+    name: &str,
+) -> Result<(), BuildError> {
+    let copy = Copy {
+        sources: vec![".".to_owned()],
+        destination: "/".to_owned(),
+        flags: vec![Flag {
+            name: "from".to_owned(),
+            value: Some(name.to_owned()),
+        }],
+        heredocs: Vec::new(),
+    };
+    let history = History {
+        created_by: Some(format!("COPY --from={name} . /")),
+        ..History::default()
+    };
+    copy_files(run, state, &copy, false, history)
 }

@@ -25,7 +25,7 @@
 
 use std::io::Write;
 
-use berth_build::{BuildError, BuildOutcome, OutputStream, Progress, StepEnd};
+use berth_build::{BuildError, BuildOutcome, OutputStream, Progress, StepEnd, StepId, StepStart};
 use berth_types::Digest;
 use serde_json::{json, Value};
 
@@ -267,21 +267,23 @@ impl<'s, W: Write> BuildStream<'s, W> {
 }
 
 impl<W: Write> Progress for BuildStream<'_, W> {
-    fn step(&mut self, number: usize, total: usize, instruction: &str) {
+    // The classic builder's stream tells one step after another (the
+    // default `concurrent() == false`): every event is the current step's.
+    fn step(&mut self, step: &StepStart) {
         self.flush_partial();
         self.container = None;
-        for message in step_messages(number, total, instruction) {
+        for message in step_messages(step.number, step.total, &step.instruction) {
             self.send(message);
         }
     }
 
-    fn running_in(&mut self, container: &str) {
+    fn running_in(&mut self, _step: StepId, container: &str) {
         self.flush_partial();
         self.container = Some(container.to_owned());
         self.send(running_in_message(container));
     }
 
-    fn output(&mut self, stream: OutputStream, bytes: &[u8]) {
+    fn output(&mut self, _step: StepId, stream: OutputStream, bytes: &[u8]) {
         if stream == OutputStream::Stderr {
             // The classic builder sends each write to stderr whole, in
             // red (moby's `streamformatter` stderr writer).
@@ -310,7 +312,7 @@ impl<W: Write> Progress for BuildStream<'_, W> {
         }
     }
 
-    fn step_end(&mut self, end: &StepEnd) {
+    fn step_end(&mut self, _step: StepId, end: &StepEnd) {
         self.flush_partial();
         match end {
             StepEnd::Cached(image) => {
@@ -325,6 +327,7 @@ impl<W: Write> Progress for BuildStream<'_, W> {
                 }
                 self.send(image_message(image));
             }
+            StepEnd::Empty => {}
         }
     }
 

@@ -2,6 +2,19 @@
 
 use super::*;
 
+/// A step as the builder starts it (one stage: no stage label).
+fn start(number: usize, total: usize, instruction: &str) -> StepStart {
+    StepStart {
+        id: StepId(number),
+        number,
+        total,
+        stage: None,
+        stage_number: number,
+        stage_total: total,
+        instruction: instruction.to_owned(),
+    }
+}
+
 fn digest(fill: char) -> Digest {
     Digest::from_hex(&fill.to_string().repeat(64)).unwrap()
 }
@@ -42,14 +55,14 @@ fn streams(messages: &[Value]) -> String {
 /// `FROM busybox` / `RUN echo hi > /f` / `CMD ["cat","/f"]`, as the
 /// builder would report it.
 fn report(progress: &mut dyn Progress) {
-    progress.step(1, 3, "FROM busybox");
-    progress.step_end(&StepEnd::Done(digest('a')));
-    progress.step(2, 3, "RUN echo hi > /f");
-    progress.running_in(&"3f4a".repeat(16));
-    progress.output(OutputStream::Stdout, b"hi\n");
-    progress.step_end(&StepEnd::Done(digest('b')));
-    progress.step(3, 3, "CMD [\"cat\",\"/f\"]");
-    progress.step_end(&StepEnd::Cached(digest('c')));
+    progress.step(&start(1, 3, "FROM busybox"));
+    progress.step_end(StepId(0), &StepEnd::Done(digest('a')));
+    progress.step(&start(2, 3, "RUN echo hi > /f"));
+    progress.running_in(StepId(0), &"3f4a".repeat(16));
+    progress.output(StepId(0), OutputStream::Stdout, b"hi\n");
+    progress.step_end(StepId(0), &StepEnd::Done(digest('b')));
+    progress.step(&start(3, 3, "CMD [\"cat\",\"/f\"]"));
+    progress.step_end(StepId(0), &StepEnd::Cached(digest('c')));
 }
 
 #[test]
@@ -138,10 +151,10 @@ fn quiet_builds_answer_only_the_id() {
 fn a_failed_run_ends_the_stream_with_its_code() {
     let mut out = Vec::new();
     let mut stream = BuildStream::new(&mut out, false, true);
-    stream.step(1, 2, "FROM busybox");
-    stream.step_end(&StepEnd::Done(digest('a')));
-    stream.step(2, 2, "RUN false");
-    stream.running_in(&"d".repeat(64));
+    stream.step(&start(1, 2, "FROM busybox"));
+    stream.step_end(StepId(0), &StepEnd::Done(digest('a')));
+    stream.step(&start(2, 2, "RUN false"));
+    stream.running_in(StepId(0), &"d".repeat(64));
     let error = BuildError::StepFailed {
         command: "/bin/sh -c false".to_owned(),
         code: 1,
@@ -159,7 +172,7 @@ fn a_failed_run_ends_the_stream_with_its_code() {
 fn a_quiet_build_that_fails_shows_what_it_held_back() {
     let mut out = Vec::new();
     let mut stream = BuildStream::new(&mut out, true, true);
-    stream.step(1, 1, "FROM busybox");
+    stream.step(&start(1, 1, "FROM busybox"));
     let error = BuildError::Invalid("pull access denied".to_owned());
     assert!(stream.fail(&error).is_some());
     let messages = messages(&out);
@@ -199,11 +212,11 @@ fn output_split_inside_a_character_is_joined() {
     let mut out = Vec::new();
     let mut stream = BuildStream::new(&mut out, false, true);
     let text = "héllo wörld\n".as_bytes();
-    stream.output(OutputStream::Stdout, &text[..2]);
-    stream.output(OutputStream::Stdout, &text[2..9]);
-    stream.output(OutputStream::Stdout, &text[9..]);
-    stream.output(OutputStream::Stdout, b"\xff\n");
-    stream.step(1, 1, "FROM busybox");
+    stream.output(StepId(0), OutputStream::Stdout, &text[..2]);
+    stream.output(StepId(0), OutputStream::Stdout, &text[2..9]);
+    stream.output(StepId(0), OutputStream::Stdout, &text[9..]);
+    stream.output(StepId(0), OutputStream::Stdout, b"\xff\n");
+    stream.step(&start(1, 1, "FROM busybox"));
     stream.succeed(&BuildOutcome {
         image: digest('a'),
         tags: Vec::new(),
@@ -228,7 +241,7 @@ fn a_client_that_went_away_stops_the_writes() {
     }
     let mut stream = BuildStream::new(Gone, false, true);
     assert!(!stream.cancelled());
-    stream.step(1, 1, "FROM busybox");
+    stream.step(&start(1, 1, "FROM busybox"));
     assert!(stream.cancelled());
     let polled = BuildStream::new(Vec::new(), false, true).with_gone_check(|| true);
     assert!(polled.cancelled());
@@ -262,10 +275,10 @@ fn messages_in_dockers_words() {
 fn stderr_output_is_sent_whole_and_in_red() {
     let mut out = Vec::new();
     let mut stream = BuildStream::new(&mut out, false, true);
-    stream.step(1, 1, "RUN x");
-    stream.output(OutputStream::Stdout, b"out ");
-    stream.output(OutputStream::Stderr, b"Ancient Temple\n");
-    stream.output(OutputStream::Stdout, b"more\n");
+    stream.step(&start(1, 1, "RUN x"));
+    stream.output(StepId(0), OutputStream::Stdout, b"out ");
+    stream.output(StepId(0), OutputStream::Stderr, b"Ancient Temple\n");
+    stream.output(StepId(0), OutputStream::Stdout, b"more\n");
     let outcome = BuildOutcome {
         image: digest('c'),
         tags: Vec::new(),

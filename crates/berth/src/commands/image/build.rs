@@ -9,7 +9,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use berth_build::{BuildError, BuildRequest, DockerfileSource, OutputStream, Progress, StepEnd};
+use berth_build::{
+    BuildError, BuildRequest, DockerfileSource, NamedContext, OutputStream, Progress, StepEnd,
+    StepId, StepStart,
+};
 use berth_engine::Engine;
 use clap::Args;
 
@@ -54,7 +57,7 @@ pub struct BuildArgs {
     /// Secret file to expose to the build: id=mysecret,src=/local/secret
     #[arg(long = "secret", value_name = "stringArray")]
     pub secrets: Vec<String>,
-    /// Additional build contexts (not supported by berth yet)
+    /// Additional build contexts (e.g., name=path, name=docker-image://ref)
     #[arg(long = "build-context", value_name = "stringArray")]
     pub build_contexts: Vec<String>,
     /// Images to consider as cache sources (their steps are then the only cache)
@@ -190,10 +193,6 @@ fn export(engine: &Engine, image: &berth_types::Digest, output: &Output) -> anyh
 }
 
 fn refuse_unsupported(args: &BuildArgs) -> anyhow::Result<()> {
-    let refused = [("--build-context", !args.build_contexts.is_empty())];
-    if let Some((flag, _)) = refused.iter().find(|(_, given)| *given) {
-        bail!("{flag} is not supported by berth's builder yet");
-    }
     match args.progress.as_str() {
         "auto" | "plain" | "quiet" => Ok(()),
         "tty" => bail!("--progress tty is not supported by berth yet: use plain"),
@@ -266,6 +265,7 @@ fn resolve_request(args: &BuildArgs) -> anyhow::Result<(BuildRequest, Option<tem
     request.extra_hosts = args.add_hosts.clone();
     request.secrets = secrets(&args.secrets)?;
     request.cache_from = args.cache_from.clone();
+    request.build_contexts = build_contexts(&args.build_contexts, &std::env::current_dir()?)?;
     request.shm_size = args
         .shm_size
         .as_deref()
@@ -323,6 +323,60 @@ fn secrets(given: &[String]) -> anyhow::Result<BTreeMap<String, PathBuf>> {
     Ok(secrets)
 }
 
+/// `--build-context NAME=VALUE`: a directory (absolute, or relative to
+/// `cwd`) or `docker-image://REF`; BuildKit's other forms (a URL, git,
+/// `oci-layout://`, bake's `target:`) are refused by name.
+fn build_contexts(
+    given: &[String],
+    cwd: &std::path::Path,
+) -> anyhow::Result<BTreeMap<String, NamedContext>> {
+    let mut contexts = BTreeMap::new();
+    for context in given {
+        let Some((name, value)) = context
+            .split_once('=')
+            .filter(|(name, value)| !name.is_empty() && !value.is_empty())
+        else {
+            bail!("invalid --build-context {context:?}: expected NAME=VALUE (a directory or docker-image://REF)");
+        };
+        let named = if let Some(reference) = value.strip_prefix("docker-image://") {
+            if reference.is_empty() {
+                bail!(
+                    "invalid --build-context {context:?}: docker-image:// needs an image reference"
+                );
+            }
+            NamedContext::Image(reference.to_owned())
+        } else if value.contains("://") || value.starts_with("git@") || value.starts_with("target:")
+        {
+            let form = value
+                .split_once("://")
+                .map(|(scheme, _)| format!("{scheme}://"))
+                .unwrap_or_else(|| {
+                    if value.starts_with("git@") {
+                        "git@".to_owned()
+                    } else {
+                        "target:".to_owned()
+                    }
+                });
+            bail!(
+                "--build-context {name}={value}: a {form} context is not supported by berth yet (give a directory or docker-image://REF)"
+            );
+        } else {
+            let path = cwd.join(value);
+            if !path.is_dir() {
+                bail!(
+                    "--build-context {name}={value}: {} is not a directory",
+                    path.display()
+                );
+            }
+            NamedContext::Directory(path)
+        };
+        if contexts.insert(name.to_owned(), named).is_some() {
+            bail!("--build-context {name} is given more than once");
+        }
+    }
+    Ok(contexts)
+}
+
 fn labels(given: &[String]) -> BTreeMap<String, String> {
     given
         .iter()
@@ -339,26 +393,31 @@ fn full_name(tag: &str) -> String {
         .unwrap_or_else(|_| tag.to_owned())
 }
 
-/// BuildKit's plain progress on stderr.
+/// BuildKit's plain progress on stderr: each step's lines carry its `#N`,
+/// so the steps of stages built at the same time interleave whole lines.
 struct PlainProgress {
     quiet: bool,
-    step: usize,
-    started: Instant,
+    /// The last `#N` given.
+    vertex: usize,
     build_started: Instant,
+    open: BTreeMap<StepId, OpenStep>,
+}
+
+/// A step shown and not ended yet.
+struct OpenStep {
+    vertex: usize,
+    started: Instant,
     /// Output not yet ended by a newline.
     partial: Vec<u8>,
-    open: bool,
 }
 
 impl PlainProgress {
     fn new(quiet: bool) -> Self {
         Self {
             quiet,
-            step: 0,
-            started: Instant::now(),
+            vertex: 0,
             build_started: Instant::now(),
-            partial: Vec::new(),
-            open: false,
+            open: BTreeMap::new(),
         }
     }
 
@@ -370,78 +429,126 @@ impl PlainProgress {
     }
 
     fn line(&mut self, text: &str) {
-        self.step += 1;
-        self.write(&format!("#{} {text}\n", self.step));
-    }
-
-    fn flush_partial(&mut self) {
-        if !self.partial.is_empty() {
-            let text = String::from_utf8_lossy(&self.partial).into_owned();
-            self.write(&format!("#{} {:.3} {text}\n", self.step, self.elapsed()));
-            self.partial.clear();
-        }
+        self.vertex += 1;
+        self.write(&format!("#{} {text}\n", self.vertex));
     }
 
     fn elapsed(&self) -> f64 {
         self.build_started.elapsed().as_secs_f64()
     }
 
+    /// Ends `step`'s display: its last partial line, then `last`.
+    fn close(&mut self, step: StepId, last: impl FnOnce(&OpenStep) -> String) {
+        let Some(open) = self.open.remove(&step) else {
+            return;
+        };
+        if !open.partial.is_empty() {
+            let text = String::from_utf8_lossy(&open.partial).into_owned();
+            self.write(&format!("#{} {:.3} {text}\n", open.vertex, self.elapsed()));
+        }
+        self.write(&last(&open));
+    }
+
+    fn done(open: &OpenStep) -> String {
+        format!(
+            "#{} DONE {:.1}s\n\n",
+            open.vertex,
+            open.started.elapsed().as_secs_f64()
+        )
+    }
+
+    /// Ends every step still shown (a build that succeeded).
     fn finish_step(&mut self) {
-        self.flush_partial();
-        if std::mem::take(&mut self.open) {
-            self.write(&format!(
-                "#{} DONE {:.1}s\n\n",
-                self.step,
-                self.started.elapsed().as_secs_f64()
-            ));
+        let open: Vec<StepId> = self.open.keys().copied().collect();
+        for step in open {
+            self.close(step, Self::done);
         }
     }
 
-    fn fail_step(&mut self, error: &BuildError) {
-        self.flush_partial();
-        if std::mem::take(&mut self.open) {
-            self.write(&format!("#{} ERROR: {error}\n", self.step));
+    /// A failed build: steps still shown were stopped with it.
+    fn fail_step(&mut self, _error: &BuildError) {
+        let open: Vec<StepId> = self.open.keys().copied().collect();
+        for step in open {
+            self.close(step, |open| format!("#{} CANCELED\n", open.vertex));
         }
     }
 }
 
+/// BuildKit's `[stage k/n]`: the stage's name when there are several, the
+/// step's number padded to the width of the count.
+fn step_label(step: &StepStart) -> String {
+    let width = step.stage_total.to_string().len();
+    let stage = step
+        .stage
+        .as_deref()
+        .map(|stage| format!("{stage} "))
+        .unwrap_or_default();
+    format!(
+        "[{stage}{:>width$}/{}]",
+        step.stage_number, step.stage_total
+    )
+}
+
 impl Progress for PlainProgress {
-    fn step(&mut self, number: usize, total: usize, instruction: &str) {
-        self.finish_step();
-        self.step += 1;
-        self.open = true;
-        self.started = Instant::now();
+    fn step(&mut self, step: &StepStart) {
+        self.vertex += 1;
+        self.open.insert(
+            step.id,
+            OpenStep {
+                vertex: self.vertex,
+                started: Instant::now(),
+                partial: Vec::new(),
+            },
+        );
         self.write(&format!(
-            "#{} [{number}/{total}] {instruction}\n",
-            self.step
+            "#{} {} {}\n",
+            self.vertex,
+            step_label(step),
+            step.instruction
         ));
     }
 
-    fn output(&mut self, _stream: OutputStream, bytes: &[u8]) {
-        self.partial.extend_from_slice(bytes);
-        while let Some(end) = self.partial.iter().position(|byte| *byte == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=end).collect();
-            let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
-            self.write(&format!("#{} {:.3} {text}\n", self.step, self.elapsed()));
+    fn output(&mut self, step: StepId, _stream: OutputStream, bytes: &[u8]) {
+        let elapsed = self.elapsed();
+        let Some(open) = self.open.get_mut(&step) else {
+            return;
+        };
+        open.partial.extend_from_slice(bytes);
+        let vertex = open.vertex;
+        let mut lines = Vec::new();
+        while let Some(end) = open.partial.iter().position(|byte| *byte == b'\n') {
+            let line: Vec<u8> = open.partial.drain(..=end).collect();
+            lines.push(String::from_utf8_lossy(&line[..line.len() - 1]).into_owned());
+        }
+        for text in lines {
+            self.write(&format!("#{vertex} {elapsed:.3} {text}\n"));
         }
     }
 
-    fn step_end(&mut self, end: &StepEnd) {
-        self.flush_partial();
-        if let StepEnd::Cached(_) = end {
-            if std::mem::take(&mut self.open) {
-                self.write(&format!("#{} CACHED\n\n", self.step));
+    fn step_end(&mut self, step: StepId, end: &StepEnd) {
+        match end {
+            StepEnd::Cached(_) => self.close(step, |open| format!("#{} CACHED\n\n", open.vertex)),
+            StepEnd::Done(_) | StepEnd::Empty => self.close(step, Self::done),
+        }
+    }
+
+    fn step_failed(&mut self, step: StepId, error: &BuildError) {
+        match error {
+            BuildError::Cancelled => {
+                self.close(step, |open| format!("#{} CANCELED\n", open.vertex))
             }
-        } else {
-            self.finish_step();
+            error => self.close(step, |open| format!("#{} ERROR: {error}\n", open.vertex)),
         }
     }
 
     fn warning(&mut self, message: &str) {
-        self.finish_step();
         if !self.quiet || std::io::stderr().is_terminal() {
             eprintln!("{message}");
         }
+    }
+
+    fn concurrent(&self) -> bool {
+        true
     }
 }
 
@@ -481,6 +588,53 @@ mod tests {
             .to_string()
             .contains("type=registry is not supported"));
         assert!(parse_output("type=tar").is_err());
+    }
+
+    #[test]
+    fn build_contexts_are_directories_or_images() {
+        let cwd = tempfile::tempdir().unwrap();
+        fs_err::create_dir(cwd.path().join("docs")).unwrap();
+        let contexts = build_contexts(
+            &[
+                "docs=docs".to_owned(),
+                "base=docker-image://busybox:1".to_owned(),
+            ],
+            cwd.path(),
+        )
+        .unwrap();
+        assert_eq!(
+            contexts["docs"],
+            NamedContext::Directory(cwd.path().join("docs"))
+        );
+        assert_eq!(
+            contexts["base"],
+            NamedContext::Image("busybox:1".to_owned())
+        );
+        for (bad, words) in [
+            (
+                "x=https://example.com/x.git",
+                "a https:// context is not supported",
+            ),
+            (
+                "x=git@github.com:a/b.git",
+                "a git@ context is not supported",
+            ),
+            (
+                "x=oci-layout:///tmp/layout",
+                "a oci-layout:// context is not supported",
+            ),
+            ("x=target:base", "a target: context is not supported"),
+            ("x", "expected NAME=VALUE"),
+            ("x=missing", "is not a directory"),
+            ("x=docker-image://", "needs an image reference"),
+        ] {
+            let error = build_contexts(&[bad.to_owned()], cwd.path())
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(words), "{bad}: {error}");
+        }
+        let twice = build_contexts(&["a=docs".to_owned(), "a=docs".to_owned()], cwd.path());
+        assert!(twice.unwrap_err().to_string().contains("more than once"));
     }
 
     #[test]
