@@ -13,6 +13,7 @@ mod cache;
 mod container;
 mod copy;
 mod export;
+mod fetch;
 mod image;
 mod metadata;
 mod mounts;
