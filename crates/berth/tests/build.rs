@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
 
+#[path = "build/add_url.rs"]
+mod add_url;
 mod support;
 
 use std::path::Path;
@@ -311,8 +313,10 @@ fn bad_input_is_refused_with_its_reason_and_leaves_nothing() {
         ("FROM busybox\nRUN --mount=type=cache,target=/c,source=/x true\n", &[], "RUN --mount type=cache with source= but no from= is not supported"),
         ("FROM busybox AS a\nFROM busybox\nRUN --mount=type=bind,from=a,source=/nope,target=/n true\n", &[], "\"/nope\": not found"),
         ("FROM busybox\nRUN --mount=type=bind,target=/x,rw,ro true\n", &[], "cannot be both ro and rw"),
-        ("FROM busybox\nADD --checksum=sha256:0000 a /x\n", &[], "ADD --checksum is not supported by berth's builder yet"),
-        ("FROM busybox\nADD http://example.com/x /\n", &[], "ADD from a URL or git repository (http://example.com/x) is not supported"),
+        ("FROM busybox\nADD https://github.com/moby/buildkit.git#v0.10.1 /x\n", &[], "ADD from a git repository (https://github.com/moby/buildkit.git#v0.10.1) is not supported by berth's builder yet"),
+        ("FROM busybox\nADD git@github.com:moby/buildkit.git /x\n", &[], "ADD from a git repository (git@github.com:moby/buildkit.git) is not supported"),
+        ("FROM busybox\nADD --keep-git-dir=true a /x\n", &[], "ADD --keep-git-dir is not supported by berth's builder yet"),
+        ("FROM busybox\nADD --unpack=true a /x\n", &[], "ADD --unpack is not supported by berth's builder yet"),
         ("FROM busybox\nCOPY a b /x\n", &[], "When using COPY with more than one source file, the destination must be a directory and end with a /"),
         ("FROM busybox\n", &["--platform", "linux/arm64"], "building for platform linux/arm64 is not supported by berth yet"),
         ("FROM busybox\n", &["--secret", "id=x,env=HOME"], "a secret from the environment is not supported by berth yet"),

@@ -15,6 +15,7 @@ mod container;
 mod contexts;
 mod copy;
 mod export;
+mod fetch;
 mod image;
 mod metadata;
 mod mounts;

@@ -15,6 +15,7 @@ use super::container::{
 };
 use super::contexts::ContextSource;
 use super::copy::{add_to_key, collect_sources, has_wildcard, parse_chmod, CopySpec, SourceRoot};
+use super::fetch::{download, is_git_url, is_http_url, parse_checksum, url_file_name};
 use super::image::StepImage;
 use super::metadata;
 use super::mounts::{parse_mount, prepare, remove_mount_points, MountSource, RunMount};
@@ -483,6 +484,8 @@ struct CopyFlags {
     chmod: Option<u32>,
     exclude: Vec<String>,
     parents: bool,
+    /// ADD `--checksum=sha256:…` of its one URL source.
+    checksum: Option<String>,
 }
 
 fn copy_flags(
@@ -500,6 +503,8 @@ fn copy_flags(
             "chmod" => parsed.chmod = Some(parse_chmod(&expand(&value)?)?),
             "exclude" => parsed.exclude.push(expand(&value)?),
             "parents" => parsed.parents = value.is_empty() || value == "true",
+            // The parser takes it on ADD only, as BuildKit's.
+            "checksum" => parsed.checksum = Some(parse_checksum(&expand(&value)?)?),
             // The same files either way; berth's layers are always diffs
             // on their parent, which --link only lets BuildKit rebase.
             "link" if value.is_empty() || value == "true" => {}
@@ -526,24 +531,48 @@ fn copy_files(
         |word: &str| expand_word(word, escape, &|name| state.variable(name)).map_err(expand_error);
     let flags = copy_flags(&copy.flags, add, &expand)?;
     let mut sources = Vec::new();
+    // ADD's http(s) sources, downloaded (see `fetch`).
+    let mut urls = Vec::new();
     for source in &copy.sources {
         if source.starts_with("<<") {
             sources.push(source.clone());
             continue;
         }
         let expanded = expand(source)?;
-        if add && is_remote(&expanded) {
+        if !add && (expanded.starts_with("http://") || expanded.starts_with("https://")) {
+            // BuildKit's words.
+            return Err(BuildError::Invalid(
+                "source can't be a URL for COPY".to_owned(),
+            ));
+        }
+        if add && is_git_url(&expanded) {
             return Err(BuildError::Unsupported(format!(
-                "ADD from a URL or git repository ({expanded}) is not supported by berth's builder yet"
+                "ADD from a git repository ({expanded}) is not supported by berth's builder yet"
             )));
         }
+        if is_http_url(&expanded) {
+            urls.push(expanded);
+            continue;
+        }
         sources.push(expanded);
+    }
+    if flags.checksum.is_some() {
+        if copy.sources.len() != 1 {
+            return Err(BuildError::Invalid(
+                "checksum can't be specified for multiple sources".to_owned(),
+            ));
+        }
+        if urls.is_empty() {
+            return Err(BuildError::Invalid(
+                "checksum can't be specified for non-HTTP(S) sources".to_owned(),
+            ));
+        }
     }
     let destination = expand(&copy.destination)?;
     let destination_is_dir = destination.ends_with('/')
         || destination.ends_with("/.")
         || destination == "."
-        || sources.iter().any(|source| has_wildcard(source)) && sources.len() > 1;
+        || sources.iter().any(|source| has_wildcard(source)) && sources.len() + urls.len() > 1;
     let absolute = if destination.starts_with('/') {
         destination.clone()
     } else {
@@ -637,21 +666,51 @@ fn copy_files(
     let context_sources = match (&from_image, context_root) {
         (Some(from), _) => {
             key.add(from.to_string().as_bytes());
-            None
+            Vec::new()
         }
+        (None, _) if spec.sources.is_empty() => Vec::new(),
         (None, Some((directory, ignore))) => {
             let root = SourceRoot::Context { directory, ignore };
             let sources = collect_sources(&root, &spec)?;
             add_to_key(&sources, false, &mut key)?;
-            Some(sources)
+            sources
         }
         (None, None) => unreachable!("a COPY reads an image or a context"),
     };
+    // A URL's part of the key is its file name and its content's digest
+    // (not the URL, as BuildKit's): `--checksum`'s, known before any
+    // download, else the content's, downloaded again each build.
+    let downloads_root = run.engine.config().root.clone();
+    let mut downloads = Vec::new();
+    for url in &urls {
+        let digest = match &flags.checksum {
+            Some(checksum) => checksum.clone(),
+            None => {
+                let downloaded = download(&downloads_root, url, None)?;
+                let digest = downloaded.digest.clone();
+                downloads.push(downloaded);
+                digest
+            }
+        };
+        key.add(b"url")
+            .add(url_file_name(url).as_bytes())
+            .add(digest.as_bytes());
+    }
     let mut image = state.image.clone();
     let chown = flags.chown.clone();
     let original = history.created_by.clone().unwrap_or_default();
+    let checksum = flags.checksum.clone();
     cached_or_made(run, state, key, |run| {
         let parent = ensure_image(run.engine, &mut image)?;
+        if let Some(checksum) = &checksum {
+            for url in &urls {
+                downloads.push(download(&downloads_root, url, Some(checksum))?);
+            }
+        }
+        let mut context_sources = context_sources;
+        for downloaded in &downloads {
+            context_sources.push(downloaded.source()?);
+        }
         with_step_container(run.engine, &parent, &image, None, |engine, id| {
             let put = |engine: &berth_engine::Engine, source_root: Option<&std::path::Path>| {
                 with_root(engine, id, |root| {
@@ -668,15 +727,7 @@ fn copy_files(
                             place(&sources, &spec, true, root, id)
                         }
                         // The context's sources were read for the key.
-                        None => place(
-                            context_sources
-                                .as_ref()
-                                .expect("a COPY from the context has its sources"),
-                            &spec,
-                            false,
-                            root,
-                            id,
-                        ),
+                        None => place(&context_sources, &spec, false, root, id),
                     }
                 })
             };
@@ -695,13 +746,6 @@ fn copy_files(
             commit_layer(engine, id, &parent, &image, (history, saved))
         })
     })
-}
-
-fn is_remote(source: &str) -> bool {
-    source.starts_with("http://")
-        || source.starts_with("https://")
-        || source.starts_with("git@")
-        || source.starts_with("git://")
 }
 
 /// `FROM NAME` of a `--build-context NAME=DIR`: the directory's files
