@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use berth_engine::images::pull::CredentialSource;
 use berth_types::Digest;
 
 /// Where the Dockerfile comes from.
@@ -61,6 +62,10 @@ pub struct BuildRequest {
     /// and `RUN --mount=from=NAME` read, before a stage or an image of
     /// that name (BuildKit's rule: a stage of the same name is replaced).
     pub build_contexts: BTreeMap<String, NamedContext>,
+    /// Whose credentials the base images are pulled with: the user's
+    /// Docker config for the CLI; for the API only what the client sent
+    /// (`X-Registry-Config`), never the server's own.
+    pub registry_credentials: CredentialSource,
 }
 
 /// One `--build-context` value.
@@ -104,6 +109,7 @@ impl BuildRequest {
             run_resources: Default::default(),
             secrets: BTreeMap::new(),
             build_contexts: BTreeMap::new(),
+            registry_credentials: CredentialSource::DockerConfig,
         }
     }
 }

@@ -6,10 +6,14 @@
 
 #[path = "api/harness.rs"]
 mod harness;
+#[path = "registry_login/harness.rs"]
+#[allow(dead_code)] // the login tests' registries: only the Basic one is used here
+mod registries;
 mod support;
 
 use std::path::Path;
 
+use base64::Engine as _;
 use harness::{raw_request, Server};
 use serde_json::Value;
 
@@ -364,4 +368,74 @@ fn build_prune_empties_the_cache() {
     let policy = b"POST /v1.41/build/prune?all=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
     let (status, _, body) = server.raw(policy);
     assert_eq!(status, 501, "{}", String::from_utf8_lossy(&body));
+}
+
+/// A base image on a registry behind Basic auth is pulled with the
+/// credentials the client sends (`X-Registry-Config`, which `docker build`
+/// fills from its config file), and never with the server's own: the
+/// server's Docker config holds the same credentials, and a request
+/// without the header is still refused by the registry.
+#[test]
+fn a_builds_pull_uses_the_clients_credentials_never_the_servers() {
+    let Some(registry) = registries::BasicRegistry::start() else {
+        return;
+    };
+    let address = registry.address();
+    let pair = base64::engine::general_purpose::STANDARD.encode(format!(
+        "{}:{}",
+        registries::USER,
+        registries::PASSWORD
+    ));
+    let server_config = tempfile::tempdir().unwrap();
+    fs_err::write(
+        server_config.path().join("config.json"),
+        format!(r#"{{"auths":{{"{address}":{{"auth":"{pair}"}}}}}}"#),
+    )
+    .unwrap();
+    let Some(server) = Server::start_with_env(&[("DOCKER_CONFIG", server_config.path())]) else {
+        return;
+    };
+    let base = format!("{address}/private/base:1");
+    let login = server.docker_with_stdin(
+        &[
+            "login",
+            "-u",
+            registries::USER,
+            "--password-stdin",
+            &address,
+        ],
+        Some(registries::PASSWORD.as_bytes()),
+    );
+    login.ok();
+    server.docker(&["tag", "busybox", &base]).ok();
+    server.docker(&["push", &base]).ok();
+    server.docker(&["rmi", &base]).ok();
+
+    let dockerfile = format!("FROM {base}\nRUN echo pulled > /f\nCMD [\"cat\",\"/f\"]\n");
+    // No header: the registry is asked anonymously and says no.
+    let context = tar(&[("Dockerfile", dockerfile.as_bytes())]);
+    let (status, _, body) = server.raw(&build_request("t=anonymous", &context));
+    let text = String::from_utf8_lossy(&body).into_owned();
+    let refused = status != 200 || messages(&body).iter().any(|m| m.get("error").is_some());
+    assert!(refused, "an anonymous build pulled a private base: {text}");
+    assert!(
+        text.contains("401") || text.to_lowercase().contains("unauthorized"),
+        "{text}"
+    );
+    assert_eq!(server.docker(&["image", "inspect", &base]).code(), 1);
+
+    // The docker CLI sends what it logged in with.
+    let directory = tempfile::tempdir().unwrap();
+    fs_err::write(directory.path().join("Dockerfile"), &dockerfile).unwrap();
+    let mut command = server.docker_command();
+    command
+        .env("DOCKER_BUILDKIT", "0")
+        .args(["build", "-t", "frombehindauth"])
+        .arg(directory.path());
+    let output = support::output_with_stdin(command, None);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        server.docker(&["run", "--rm", "frombehindauth"]).ok(),
+        "pulled\n"
+    );
 }

@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 use std::os::unix::net::UnixStream;
 use std::sync::Mutex;
 
-use base64::Engine as _;
 use berth_engine::images::pull::{
-    resolve_concurrency, CredentialSource, PullEvent, PullRequest, PushEvent, RegistrySettings,
+    resolve_concurrency, PullEvent, PullRequest, PushEvent, RegistrySettings,
 };
 use berth_engine::images::{
     familiar, image_history, import_image, inspect_image, list_images, load_images, prune_images,
@@ -22,53 +21,6 @@ use crate::http::{ChunkedWriter, Exchange, Response};
 use crate::router::{reply, Handled};
 use crate::routes::unix_time;
 use crate::server::{Outcome, Server};
-
-/// `X-Registry-Auth`: base64url JSON (`username`, `password`, or `auth` as
-/// base64 `user:password`). Without it the pull is anonymous: the server
-/// never lends its own stored credentials to a client.
-fn credentials(exchange: &Exchange<'_>) -> Result<CredentialSource, ApiError> {
-    let Some(header) = exchange
-        .request
-        .header("x-registry-auth")
-        .filter(|header| !header.is_empty())
-    else {
-        return Ok(CredentialSource::Anonymous);
-    };
-    let invalid = || ApiError::bad_request("invalid X-Registry-Auth header");
-    let decoded = base64::engine::general_purpose::URL_SAFE
-        .decode(header.trim_end_matches('='))
-        .or_else(|_| {
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(header.trim_end_matches('='))
-        })
-        .or_else(|_| base64::engine::general_purpose::STANDARD.decode(header))
-        .map_err(|_| invalid())?;
-    let value: Value = serde_json::from_slice(&decoded).map_err(|_| invalid())?;
-    let field = |name: &str| value[name].as_str().unwrap_or_default().to_owned();
-    let (mut username, mut secret) = (field("username"), field("password"));
-    if username.is_empty() && !field("auth").is_empty() {
-        let pair = base64::engine::general_purpose::STANDARD
-            .decode(field("auth"))
-            .map_err(|_| invalid())?;
-        let pair = String::from_utf8(pair).map_err(|_| invalid())?;
-        if let Some((user, password)) = pair.split_once(':') {
-            username = user.to_owned();
-            secret = password.to_owned();
-        }
-    }
-    if username.is_empty() {
-        let token = field("identitytoken");
-        if token.is_empty() {
-            return Ok(CredentialSource::Anonymous);
-        }
-        // An identity token is sent as the password of "<token>" (Docker's).
-        username = "<token>".to_owned();
-        secret = token;
-    }
-    Ok(CredentialSource::Fixed(berth_registry::Credentials {
-        username,
-        secret,
-    }))
-}
 
 /// Docker's progress bar text (`[=====>    ]  1.2MB/3.4MB`).
 fn progress_bar(current: u64, total: u64) -> String {
@@ -224,7 +176,7 @@ pub fn pull(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     };
     let mut settings = RegistrySettings::load(&berth_engine::config_file())
         .map_err(|error| ApiError::internal(error.to_string()))?;
-    settings.credentials = credentials(exchange)?;
+    settings.credentials = super::registry_auth::auth_header(exchange)?;
     let request = PullRequest {
         reference: name,
         platform: exchange
@@ -351,7 +303,7 @@ pub fn push(server: &Server, exchange: &mut Exchange<'_>, name: &str) -> Handled
     };
     let mut settings = RegistrySettings::load(&berth_engine::config_file())
         .map_err(|error| ApiError::internal(error.to_string()))?;
-    settings.credentials = credentials(exchange)?;
+    settings.credentials = super::registry_auth::auth_header(exchange)?;
     let request = PushRequest {
         reference,
         settings,
@@ -581,7 +533,7 @@ pub fn save(server: &Server, exchange: &mut Exchange<'_>, name: Option<String>) 
 pub fn distribution(exchange: &mut Exchange<'_>, name: &str) -> Handled {
     let mut settings = RegistrySettings::load(&berth_engine::config_file())
         .map_err(|error| ApiError::internal(error.to_string()))?;
-    settings.credentials = credentials(exchange)?;
+    settings.credentials = super::registry_auth::auth_header(exchange)?;
     let answer = berth_engine::images::pull::inspect_distribution(&settings, name)
         .map_err(berth_engine::EngineError::from)?;
     reply(Response::json(200, &answer))

@@ -10,6 +10,7 @@ pub mod exec;
 pub mod images;
 pub mod logs;
 pub mod networks;
+pub mod registry_auth;
 pub mod relay;
 pub mod swarm;
 pub mod system;

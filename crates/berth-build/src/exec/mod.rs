@@ -155,18 +155,19 @@ fn read_ignore(context: &Path, dockerfile: Option<&Path>) -> Result<IgnoreMatche
 fn base_image(
     engine: &mut Engine,
     name: &str,
-    pull: bool,
+    build: &BuildRequest,
     progress: &mut dyn Progress,
 ) -> Result<berth_types::Digest, BuildError> {
-    if !pull {
+    if !build.pull {
         if let Ok(image) = resolve_image(engine.store(), name) {
             return Ok(image.id);
         }
     }
-    let settings = berth_engine::images::pull::RegistrySettings::load(&berth_engine::config_file())
-        .map_err(|error| {
-            BuildError::Invalid(format!("failed to read the registry settings: {error}"))
-        })?;
+    let mut settings =
+        berth_engine::images::pull::RegistrySettings::load(&berth_engine::config_file()).map_err(
+            |error| BuildError::Invalid(format!("failed to read the registry settings: {error}")),
+        )?;
+    settings.credentials = build.registry_credentials.clone();
     let request = berth_engine::images::pull::PullRequest {
         reference: name.to_owned(),
         platform: None,
@@ -182,7 +183,12 @@ fn base_image(
         }
     };
     let pulled = berth_engine::images::pull::pull_image(engine.store_mut(), &request, &collect)
-        .map_err(|error| BuildError::Invalid(format!("failed to pull {name}: {error}")))?;
+        .map_err(|error| {
+            BuildError::Invalid(format!(
+                "failed to pull {name}: {}",
+                berth_engine::ErrorChain(&error)
+            ))
+        })?;
     for status in statuses.into_inner().unwrap_or_default() {
         progress.status(&format!("Status: {status}"));
     }

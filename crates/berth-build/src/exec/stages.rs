@@ -403,13 +403,11 @@ impl<'r> StageRun<'r> {
             Source::Stage(earlier) => self.build.stage_result(earlier)?,
             Source::Scratch => StepImage::scratch(),
             Source::Image(name) => {
-                let id =
-                    super::base_image(self.engine, &name, self.request.pull, &mut *self.progress)?;
+                let id = super::base_image(self.engine, &name, self.request, &mut *self.progress)?;
                 StepImage::load(self.engine, &id)?
             }
             Source::Context(ContextSource::Image(name)) => {
-                let id =
-                    super::base_image(self.engine, name, self.request.pull, &mut *self.progress)?;
+                let id = super::base_image(self.engine, name, self.request, &mut *self.progress)?;
                 StepImage::load(self.engine, &id)?
             }
             Source::Context(ContextSource::Directory { .. }) => {

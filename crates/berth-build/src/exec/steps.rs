@@ -392,7 +392,7 @@ fn mount_froms<'b>(
             continue;
         };
         let image = |name: &str, run: &mut StageRun<'_>| {
-            super::base_image(run.engine, name, run.request.pull, &mut *run.progress)
+            super::base_image(run.engine, name, run.request, &mut *run.progress)
                 .map(MountFrom::Image)
         };
         froms.push(Some(match build.resolve_from(from, state.index) {
@@ -626,7 +626,7 @@ fn copy_files(
                 Some(super::base_image(
                     run.engine,
                     name,
-                    run.request.pull,
+                    run.request,
                     &mut *run.progress,
                 )?),
                 None,
@@ -635,7 +635,7 @@ fn copy_files(
                 Some(super::base_image(
                     run.engine,
                     &name,
-                    run.request.pull,
+                    run.request,
                     &mut *run.progress,
                 )?),
                 None,
@@ -644,7 +644,7 @@ fn copy_files(
                 Some(super::base_image(
                     run.engine,
                     from,
-                    run.request.pull,
+                    run.request,
                     &mut *run.progress,
                 )?),
                 None,

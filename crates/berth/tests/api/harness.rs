@@ -40,6 +40,15 @@ impl Server {
     }
 
     pub fn start_with(extra: &[&str], load: bool) -> Option<Self> {
+        Self::start_in(extra, load, &[])
+    }
+
+    /// A server with busybox loaded and `env` set in its environment.
+    pub fn start_with_env(env: &[(&str, &Path)]) -> Option<Self> {
+        Self::start_in(&[], true, env)
+    }
+
+    fn start_in(extra: &[&str], load: bool, env: &[(&str, &Path)]) -> Option<Self> {
         let docker = docker_cli()?;
         let berth = Berth::new();
         if load {
@@ -55,6 +64,7 @@ impl Server {
             .command()
             .args(["serve", "-H", &host])
             .args(extra)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

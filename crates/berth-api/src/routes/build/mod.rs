@@ -9,10 +9,9 @@
 //! BuildStream        berth_build::Progress as moby's JSON message stream
 //! ```
 //!
-//! `X-Registry-Config` (the client's registry credentials, base64 JSON) is
-//! accepted and not used: base images are pulled as every pull of the
-//! server is, with the server's registry settings and no client
-//! credentials, because `BuildRequest` has no field to carry them.
+//! `X-Registry-Config` (the client's credentials, one set per registry)
+//! is what the base images are pulled with; a registry it does not name
+//! is pulled from anonymously, never with the server's own credentials.
 //!
 //! A client that disconnects mid-build: the stream notices
 //! ([`BuildStream::cancelled`]), stops writing and tells the builder
@@ -65,6 +64,7 @@ pub fn prune(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
 
 pub fn build(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
     let build = query::parse(&exchange.request.query, exchange.version)?;
+    let registry_credentials = super::registry_auth::config_header(exchange)?;
     let mut engine = server.engine()?;
     remove_stale(engine.root());
     let directory = ContextDir::create(engine.root())?;
@@ -85,7 +85,8 @@ pub fn build(server: &Server, exchange: &mut Exchange<'_>) -> Handled {
         return Ok(Outcome::Streamed { keep_alive: false });
     }
     let dockerfile = read_dockerfile(directory.path(), &build.dockerfile)?;
-    let request = build.request(directory.path().to_owned(), dockerfile);
+    let mut request = build.request(directory.path().to_owned(), dockerfile);
+    request.registry_credentials = registry_credentials;
     tracing::debug!(context = %directory.path().display(), tags = ?request.tags, "building");
 
     let stream = exchange

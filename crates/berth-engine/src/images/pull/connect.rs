@@ -2,6 +2,7 @@
 //! settings (mirrors, insecure registries), the TLS settings, and the
 //! user's Docker credentials.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use berth_registry::client::{registry_host, ClientConfig, RegistryClient, Scheme};
@@ -19,6 +20,11 @@ pub enum CredentialSource {
     DockerConfig,
     Anonymous,
     Fixed(Credentials),
+    /// One set per registry, as a client sent them (the API's
+    /// `X-Registry-Config`), keyed as Docker's config file keys them
+    /// (`host[:port]`, or Docker Hub's `https://index.docker.io/v1/`); a
+    /// registry not in the map is reached anonymously.
+    PerRegistry(BTreeMap<String, Credentials>),
 }
 
 /// Everything a pull or push needs to reach registries, resolved before
@@ -97,6 +103,7 @@ impl RegistrySettings {
         match &self.credentials {
             CredentialSource::Anonymous => Ok(None),
             CredentialSource::Fixed(credentials) => Ok(Some(credentials.clone())),
+            CredentialSource::PerRegistry(map) => Ok(registry_entry(map, registry).cloned()),
             CredentialSource::DockerConfig => {
                 berth_registry::credentials::credentials_for(registry).map_err(|source| {
                     PullError::Credentials {
@@ -107,6 +114,35 @@ impl RegistrySettings {
             }
         }
     }
+}
+
+/// The entry of `map` for `registry` (a host, `docker.io` for Docker Hub):
+/// keys may carry a scheme and a path (`https://host:5000/v1/`), and Docker
+/// Hub goes by several names.
+fn registry_entry<'m>(
+    map: &'m BTreeMap<String, Credentials>,
+    registry: &str,
+) -> Option<&'m Credentials> {
+    const DOCKER_HUB: [&str; 4] = [
+        "docker.io",
+        "index.docker.io",
+        "registry-1.docker.io",
+        "registry.hub.docker.com",
+    ];
+    let host_of = |key: &str| {
+        let key = key
+            .strip_prefix("https://")
+            .or_else(|| key.strip_prefix("http://"))
+            .unwrap_or(key);
+        key.split('/').next().unwrap_or(key).to_owned()
+    };
+    let hub = |host: &str| DOCKER_HUB.contains(&host);
+    map.iter()
+        .find(|(key, _)| {
+            let host = host_of(key);
+            host == registry || (hub(&host) && hub(registry))
+        })
+        .map(|(_, credentials)| credentials)
 }
 
 /// `https://mirror.example:5000/` → HTTPS and `mirror.example:5000`.
@@ -155,5 +191,28 @@ mod tests {
         let local = settings.pull_clients("127.0.0.1:5000").unwrap();
         assert_eq!(local.len(), 1);
         assert_eq!(local[0].base_url(), "http://127.0.0.1:5000");
+    }
+
+    #[test]
+    fn per_registry_credentials_match_by_host_and_docker_hub_by_any_name() {
+        let credentials = |user: &str| Credentials {
+            username: user.to_owned(),
+            secret: "secret".to_owned(),
+        };
+        let map = BTreeMap::from([
+            ("https://index.docker.io/v1/".to_owned(), credentials("hub")),
+            ("127.0.0.1:5000".to_owned(), credentials("local")),
+            (
+                "https://other.example:444/v2/".to_owned(),
+                credentials("other"),
+            ),
+        ]);
+        let user = |registry: &str| registry_entry(&map, registry).map(|c| c.username.clone());
+        assert_eq!(user("docker.io").as_deref(), Some("hub"));
+        assert_eq!(user("registry-1.docker.io").as_deref(), Some("hub"));
+        assert_eq!(user("127.0.0.1:5000").as_deref(), Some("local"));
+        assert_eq!(user("other.example:444").as_deref(), Some("other"));
+        assert_eq!(user("127.0.0.1:5001"), None);
+        assert_eq!(user("other.example"), None);
     }
 }
