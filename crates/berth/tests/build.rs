@@ -1008,3 +1008,91 @@ COPY --from=other /out /app/other
     assert!(!tree.contains("/app/copied/new"), "{tree}");
     assert_eq!(tree, file_tree(&in_docker, tag));
 }
+
+/// On a terminal (`auto`, or `--progress tty`) the progress is BuildKit's
+/// block redrawn in place: `[+] Building` frames, each moving the cursor
+/// back over the last, the steps in blue once done, `FINISHED` last; a
+/// failed step in red with its output printed under the block. In a pipe
+/// `tty` gives the plain lines, as the docker CLI's builder does.
+#[test]
+fn a_terminal_gets_buildkits_redrawn_block() {
+    let berth = berth_with_busybox();
+    let directory = context(&[(
+        "Dockerfile",
+        "FROM busybox\nRUN echo one && sleep 0.5 && echo two\nRUN echo three\n",
+    )]);
+    let size = libc::winsize {
+        ws_row: 30,
+        ws_col: 100,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let path = directory.path().to_str().unwrap();
+    let run = support::terminal::TerminalRun::start(&berth, &["build", "-t", "tty", path], size);
+    let output = run.output();
+    let frames = output.matches("[+] Building ").count();
+    assert!(frames >= 3, "{frames} frames in {output:?}");
+    assert!(output.contains("\x1b[1A\x1b[0G"), "{output:?}");
+    let last = &output[output.rfind("[+] Building ").unwrap()..];
+    let lines: Vec<&str> = last.lines().collect();
+    assert!(lines[0].contains(" (4/4) FINISHED"), "{last:?}");
+    assert!(
+        lines[1].starts_with("\x1b[34m => [1/3] FROM busybox "),
+        "{last:?}"
+    );
+    assert!(
+        lines[2].contains(" => [2/3] RUN echo one && sleep 0.5 && echo two "),
+        "{last:?}"
+    );
+    assert!(lines[4].contains(" => exporting to image "), "{last:?}");
+    assert!(
+        lines[6].contains(" => => naming to docker.io/library/tty:latest "),
+        "{last:?}"
+    );
+    // Every step line is as wide as the terminal less one column.
+    let width = |line: &str| {
+        line.replace("\x1b[34m", "")
+            .replace("\x1b[0m", "")
+            .replace("\x1b[?25h", "")
+            .chars()
+            .count()
+    };
+    assert_eq!(width(lines[1]), 99, "{:?}", lines[1]);
+    // While the RUN ran, its output showed under it.
+    assert!(output.contains(" => => # one"), "{output:?}");
+    assert_eq!(berth.run(&["run", "--rm", "tty", "true"]).code(), 0);
+
+    let failing = context(&[("Dockerfile", "FROM busybox\nRUN echo oops && false\n")]);
+    let run = support::terminal::TerminalRun::start(
+        &berth,
+        &[
+            "build",
+            "--progress",
+            "tty",
+            failing.path().to_str().unwrap(),
+        ],
+        size,
+    );
+    let (output, code) = run.finish();
+    assert_eq!(code, Some(1), "{output}");
+    assert!(
+        output.contains("\x1b[31m => ERROR [2/2] RUN echo oops && false "),
+        "{output:?}"
+    );
+    assert!(
+        output.contains("------\n > [2/2] RUN echo oops && false:\n"),
+        "{output:?}"
+    );
+    assert!(output.contains(" oops\n------\n"), "{output:?}");
+
+    let piped = berth.run(&["build", "--progress", "tty", path]);
+    assert_eq!(piped.code(), 0);
+    assert!(
+        piped.stderr().contains("#2 [2/3] RUN echo one"),
+        "{}",
+        piped.stderr()
+    );
+    let bad = berth.run(&["build", "--progress", "fancy", path]);
+    assert_eq!(bad.code(), 1, "{}", bad.stderr());
+    assert!(bad.stderr().contains("invalid progress mode \"fancy\""));
+}

@@ -1,18 +1,17 @@
 //! `build`: a Dockerfile to an image with berth's builder (berth-build),
-//! the context read where it lies. Progress goes to stderr in BuildKit's
-//! plain form (`#N [n/total] INSTRUCTION`, the step's output, `#N DONE`
-//! or `#N CACHED`); `-q` prints only the image id on stdout.
+//! the context read where it lies. Progress goes to stderr as BuildKit's
+//! terminal block (`build_tty.rs`) or its plain lines (`build_plain.rs`);
+//! `-q` prints only the image id on stdout.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
-use std::time::Instant;
 
 use anyhow::{bail, Context};
-use berth_build::{
-    BuildError, BuildRequest, DockerfileSource, NamedContext, OutputStream, Progress, StepEnd,
-    StepId, StepStart,
-};
+use berth_build::{BuildRequest, DockerfileSource, NamedContext, Progress};
+
+use super::build_plain::PlainProgress;
+use super::build_tty::TtyProgress;
 use berth_engine::Engine;
 use clap::Args;
 
@@ -51,7 +50,7 @@ pub struct BuildArgs {
     /// Set the networking mode for the "RUN" instructions during build
     #[arg(long, value_name = "string")]
     pub network: Option<String>,
-    /// Set type of progress output ("auto", "plain", "quiet")
+    /// Set type of progress output ("auto", "plain", "tty", "quiet")
     #[arg(long, value_name = "string", default_value = "auto")]
     pub progress: String,
     /// Secret file to expose to the build: id=mysecret,src=/local/secret
@@ -85,31 +84,33 @@ pub fn run(engine: &mut Engine, args: &BuildArgs) -> anyhow::Result<i32> {
         _ => bail!("only one --output is supported"),
     };
     let (request, _stdin_context) = resolve_request(args)?;
-    let mut progress = PlainProgress::new(quiet);
-    match berth_build::build(engine, &request, &mut progress) {
+    let mut progress = Display::choose(&args.progress, quiet);
+    match berth_build::build(engine, &request, progress.as_progress()) {
         Ok(outcome) => {
-            progress.finish_step();
             let id = outcome.image.to_string();
             if let Some(output) = &output {
                 export(engine, &outcome.image, output)?;
-                progress.line(&format!("exporting to {} done", output.describe()));
+                progress.export(&format!("exporting to {}", output.describe()));
             }
             if let Some(path) = &args.iidfile {
                 fs_err::write(path, &id).with_context(|| "failed to write the image id file")?;
             }
             // A tar on stdout is all stdout carries.
-            if quiet && output != Some(Output::Tar(None)) {
-                println!("{id}");
-            } else {
-                progress.line(&format!("writing image {id} done"));
+            let print_id = quiet && output != Some(Output::Tar(None));
+            if !print_id {
+                progress.export(&format!("writing image {id}"));
                 for tag in &outcome.tags {
-                    progress.line(&format!("naming to {} done", full_name(tag)));
+                    progress.export(&format!("naming to {}", full_name(tag)));
                 }
+            }
+            progress.succeed();
+            if print_id {
+                println!("{id}");
             }
             Ok(0)
         }
         Err(error) => {
-            progress.fail_step(&error);
+            progress.fail();
             eprintln!(
                 "ERROR: failed to solve: {}",
                 berth_engine::ErrorChain(&error)
@@ -194,9 +195,60 @@ fn export(engine: &Engine, image: &berth_types::Digest, output: &Output) -> anyh
 
 fn refuse_unsupported(args: &BuildArgs) -> anyhow::Result<()> {
     match args.progress.as_str() {
-        "auto" | "plain" | "quiet" => Ok(()),
-        "tty" => bail!("--progress tty is not supported by berth yet: use plain"),
-        other => bail!("invalid progress mode {other:?}: expected auto, plain or quiet"),
+        "auto" | "plain" | "tty" | "quiet" => Ok(()),
+        other => bail!("invalid progress mode {other:?}: expected auto, plain, tty or quiet"),
+    }
+}
+
+/// Where the build's progress goes: BuildKit's redrawn block on a
+/// terminal (`auto` or `tty`), its plain lines elsewhere (as the docker
+/// CLI's builder does with `tty` when stderr is not a terminal) or with
+/// `plain`, nothing with `-q`.
+enum Display {
+    Plain(PlainProgress),
+    Tty(TtyProgress),
+}
+
+impl Display {
+    fn choose(mode: &str, quiet: bool) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        if !quiet && terminal && matches!(mode, "auto" | "tty") {
+            Display::Tty(TtyProgress::start())
+        } else {
+            Display::Plain(PlainProgress::new(quiet))
+        }
+    }
+
+    fn as_progress(&mut self) -> &mut dyn Progress {
+        match self {
+            Display::Plain(plain) => plain,
+            Display::Tty(tty) => tty,
+        }
+    }
+
+    /// The build is done: its steps end (plain) before the exports.
+    fn export(&mut self, text: &str) {
+        match self {
+            Display::Plain(plain) => {
+                plain.finish_step();
+                plain.line(&format!("{text} done"));
+            }
+            Display::Tty(tty) => tty.export(text),
+        }
+    }
+
+    fn succeed(&mut self) {
+        match self {
+            Display::Plain(plain) => plain.finish_step(),
+            Display::Tty(tty) => tty.finish(),
+        }
+    }
+
+    fn fail(&mut self) {
+        match self {
+            Display::Plain(plain) => plain.fail_step(),
+            Display::Tty(tty) => tty.finish(),
+        }
     }
 }
 
@@ -391,165 +443,6 @@ fn full_name(tag: &str) -> String {
     berth_types::Reference::parse_normalized(tag)
         .map(|reference| reference.with_default_tag().to_string())
         .unwrap_or_else(|_| tag.to_owned())
-}
-
-/// BuildKit's plain progress on stderr: each step's lines carry its `#N`,
-/// so the steps of stages built at the same time interleave whole lines.
-struct PlainProgress {
-    quiet: bool,
-    /// The last `#N` given.
-    vertex: usize,
-    build_started: Instant,
-    open: BTreeMap<StepId, OpenStep>,
-}
-
-/// A step shown and not ended yet.
-struct OpenStep {
-    vertex: usize,
-    started: Instant,
-    /// Output not yet ended by a newline.
-    partial: Vec<u8>,
-}
-
-impl PlainProgress {
-    fn new(quiet: bool) -> Self {
-        Self {
-            quiet,
-            vertex: 0,
-            build_started: Instant::now(),
-            open: BTreeMap::new(),
-        }
-    }
-
-    fn write(&self, text: &str) {
-        if !self.quiet {
-            let mut stderr = std::io::stderr().lock();
-            let _ = stderr.write_all(text.as_bytes());
-        }
-    }
-
-    fn line(&mut self, text: &str) {
-        self.vertex += 1;
-        self.write(&format!("#{} {text}\n", self.vertex));
-    }
-
-    fn elapsed(&self) -> f64 {
-        self.build_started.elapsed().as_secs_f64()
-    }
-
-    /// Ends `step`'s display: its last partial line, then `last`.
-    fn close(&mut self, step: StepId, last: impl FnOnce(&OpenStep) -> String) {
-        let Some(open) = self.open.remove(&step) else {
-            return;
-        };
-        if !open.partial.is_empty() {
-            let text = String::from_utf8_lossy(&open.partial).into_owned();
-            self.write(&format!("#{} {:.3} {text}\n", open.vertex, self.elapsed()));
-        }
-        self.write(&last(&open));
-    }
-
-    fn done(open: &OpenStep) -> String {
-        format!(
-            "#{} DONE {:.1}s\n\n",
-            open.vertex,
-            open.started.elapsed().as_secs_f64()
-        )
-    }
-
-    /// Ends every step still shown (a build that succeeded).
-    fn finish_step(&mut self) {
-        let open: Vec<StepId> = self.open.keys().copied().collect();
-        for step in open {
-            self.close(step, Self::done);
-        }
-    }
-
-    /// A failed build: steps still shown were stopped with it.
-    fn fail_step(&mut self, _error: &BuildError) {
-        let open: Vec<StepId> = self.open.keys().copied().collect();
-        for step in open {
-            self.close(step, |open| format!("#{} CANCELED\n", open.vertex));
-        }
-    }
-}
-
-/// BuildKit's `[stage k/n]`: the stage's name when there are several, the
-/// step's number padded to the width of the count.
-fn step_label(step: &StepStart) -> String {
-    let width = step.stage_total.to_string().len();
-    let stage = step
-        .stage
-        .as_deref()
-        .map(|stage| format!("{stage} "))
-        .unwrap_or_default();
-    format!(
-        "[{stage}{:>width$}/{}]",
-        step.stage_number, step.stage_total
-    )
-}
-
-impl Progress for PlainProgress {
-    fn step(&mut self, step: &StepStart) {
-        self.vertex += 1;
-        self.open.insert(
-            step.id,
-            OpenStep {
-                vertex: self.vertex,
-                started: Instant::now(),
-                partial: Vec::new(),
-            },
-        );
-        self.write(&format!(
-            "#{} {} {}\n",
-            self.vertex,
-            step_label(step),
-            step.instruction
-        ));
-    }
-
-    fn output(&mut self, step: StepId, _stream: OutputStream, bytes: &[u8]) {
-        let elapsed = self.elapsed();
-        let Some(open) = self.open.get_mut(&step) else {
-            return;
-        };
-        open.partial.extend_from_slice(bytes);
-        let vertex = open.vertex;
-        let mut lines = Vec::new();
-        while let Some(end) = open.partial.iter().position(|byte| *byte == b'\n') {
-            let line: Vec<u8> = open.partial.drain(..=end).collect();
-            lines.push(String::from_utf8_lossy(&line[..line.len() - 1]).into_owned());
-        }
-        for text in lines {
-            self.write(&format!("#{vertex} {elapsed:.3} {text}\n"));
-        }
-    }
-
-    fn step_end(&mut self, step: StepId, end: &StepEnd) {
-        match end {
-            StepEnd::Cached(_) => self.close(step, |open| format!("#{} CACHED\n\n", open.vertex)),
-            StepEnd::Done(_) | StepEnd::Empty => self.close(step, Self::done),
-        }
-    }
-
-    fn step_failed(&mut self, step: StepId, error: &BuildError) {
-        match error {
-            BuildError::Cancelled => {
-                self.close(step, |open| format!("#{} CANCELED\n", open.vertex))
-            }
-            error => self.close(step, |open| format!("#{} ERROR: {error}\n", open.vertex)),
-        }
-    }
-
-    fn warning(&mut self, message: &str) {
-        if !self.quiet || std::io::stderr().is_terminal() {
-            eprintln!("{message}");
-        }
-    }
-
-    fn concurrent(&self) -> bool {
-        true
-    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! `berth image …` and the top-level aliases (`images`, `rmi`, `load`, …).
 
 pub mod build;
+mod build_plain;
+mod build_tty;
 pub mod history;
 pub mod import;
 pub mod inspect;
