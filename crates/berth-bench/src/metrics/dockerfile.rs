@@ -4,7 +4,10 @@
 //!     - eight small RUN steps on busybox, where the builder's own cost is
 //!       all there is;
 //!     - a multi-stage build of a small C program: compiled in the suite's
-//!       gcc image, copied into a busybox stage with ENV and WORKDIR.
+//!       gcc image, copied into a busybox stage with ENV and WORKDIR; each
+//!       round then changes one line of `hello.c` and times the rebuild
+//!       (its COPY and every step after it run again, the steps before it
+//!       come from the cache).
 //!
 //! Docker builds with BuildKit (`DOCKER_BUILDKIT=1`, through Debian's
 //! docker.io CLI when it is there: it has BuildKit built in, a newer CLI
@@ -36,13 +39,22 @@ CMD [\"/app/hello\"]\n";
 const HELLO_C: &str = "#include <stdio.h>\n#include <stdlib.h>\n\
 int main(void) { const char *g = getenv(\"GREETING\"); printf(\"%s from a build\\n\", g ? g : \"hi\"); return 0; }\n";
 
-/// One engine's samples of one project: clean builds, then cached ones.
-type Samples = [Result<Vec<f64>, String>; 2];
+/// One engine's samples of one project: clean builds, cached ones, and
+/// rebuilds after a one-file change.
+type Samples = [Result<Vec<f64>, String>; 3];
 
 struct Project {
     name: &'static str,
     directory: PathBuf,
     needs_gcc: bool,
+    /// The COPY source a round changes before the third build.
+    changed_file: Option<&'static str>,
+}
+
+/// `hello.c` with a line that differs in each `round` and engine, so every
+/// changed build misses the cache at its COPY.
+fn changed_source(round: usize, engine: &str) -> String {
+    format!("{HELLO_C}/* change {round} for {engine} */\n")
 }
 
 /// `ENGINE build` for this metric: Docker's with BuildKit.
@@ -84,11 +96,13 @@ fn write_projects(directory: &Path) -> std::io::Result<Vec<Project>> {
             name: "8 small RUN steps (busybox)",
             directory: small,
             needs_gcc: false,
+            changed_file: None,
         },
         Project {
             name: "multi-stage C program (gcc-12 stage, busybox stage)",
             directory: c,
             needs_gcc: true,
+            changed_file: Some("hello.c"),
         },
     ])
 }
@@ -100,7 +114,8 @@ pub fn run(context: &mut Context) -> MetricReport {
         Metric::Dockerfile.title(),
         format!(
             "Two projects, each built by every engine `{} round(s)` interleaved: a clean \
-             `build --no-cache -q` and then a fully cached `build -q` of the same context. \
+             `build --no-cache -q`, a fully cached `build -q` of the same context, and (the \
+             C project) a `build -q` after one line of its COPY source changed. \
              Docker builds with BuildKit (DOCKER_BUILDKIT=1; /usr/bin/docker, Debian's \
              docker.io CLI with BuildKit built in, when present). Wall time of the CLI.",
             plan.build_runs
@@ -138,8 +153,8 @@ pub fn run(context: &mut Context) -> MetricReport {
             bases
                 .iter()
                 .map(|base| match base {
-                    Ok(_) => [Ok(Vec::new()), Ok(Vec::new())],
-                    Err(why) => [Err(why.clone()), Err(why.clone())],
+                    Ok(_) => [Ok(Vec::new()), Ok(Vec::new()), Ok(Vec::new())],
+                    Err(why) => [Err(why.clone()), Err(why.clone()), Err(why.clone())],
                 })
                 .collect()
         })
@@ -157,7 +172,7 @@ pub fn run(context: &mut Context) -> MetricReport {
                         Some(gcc) => args.extend(["--build-arg".to_owned(), format!("GCC={gcc}")]),
                         None => {
                             let why = "no gcc image for this engine".to_owned();
-                            samples[which][index] = [Err(why.clone()), Err(why)];
+                            samples[which][index] = [Err(why.clone()), Err(why.clone()), Err(why)];
                             continue;
                         }
                     }
@@ -175,7 +190,21 @@ pub fn run(context: &mut Context) -> MetricReport {
                     .as_ref()
                     .map_err(Clone::clone)
                     .and_then(|_| timed_build(engine, project, &args));
-                for (slot, result) in samples[which][index].iter_mut().zip([clean, cached]) {
+                let changed = match project.changed_file {
+                    None => Err("no COPY source to change".to_owned()),
+                    Some(file) => cached.as_ref().map_err(Clone::clone).and_then(|_| {
+                        fs_err::write(
+                            project.directory.join(file),
+                            changed_source(round, engine.label()),
+                        )
+                        .map_err(|error| format!("failed to change {file}: {error}"))?;
+                        timed_build(engine, project, &args)
+                    }),
+                };
+                for (slot, result) in samples[which][index]
+                    .iter_mut()
+                    .zip([clean, cached, changed])
+                {
                     match (slot.as_mut(), result) {
                         (Ok(list), Ok(seconds)) => list.push(seconds),
                         (Ok(_), Err(why)) => *slot = Err(why),
@@ -192,9 +221,11 @@ pub fn run(context: &mut Context) -> MetricReport {
         let names = [
             format!("{}, clean build (--no-cache)", project.name),
             format!("{}, fully cached rebuild", project.name),
+            format!("{}, rebuild after a one-file change", project.name),
         ];
+        let kinds = if project.changed_file.is_some() { 3 } else { 2 };
         for (index, engine) in context.engines.iter().enumerate() {
-            for (kind, name) in names.iter().enumerate() {
+            for (kind, name) in names.iter().enumerate().take(kinds) {
                 let result = samples[which][index][kind].clone();
                 report.measurements.push(Measurement::from_result(
                     name,
@@ -209,8 +240,9 @@ pub fn run(context: &mut Context) -> MetricReport {
             .iter()
             .any(|engine| engine.name == EngineName::Docker)
         {
-            report.compare_with(&names[0], "docker", "docker (BuildKit)");
-            report.compare_with(&names[1], "docker", "docker (BuildKit)");
+            for name in names.iter().take(kinds) {
+                report.compare_with(name, "docker", "docker (BuildKit)");
+            }
         }
         for measurement in &mut report.measurements {
             if measurement.engine == "berth" && measurement.name == names[1] {
@@ -240,5 +272,9 @@ mod tests {
         assert_eq!(small.matches("\nRUN ").count(), 8);
         assert!(projects[1].directory.join("hello.c").exists());
         assert!(projects[1].needs_gcc && !projects[0].needs_gcc);
+        assert_eq!(projects[1].changed_file, Some("hello.c"));
+        assert!(C_PROJECT.contains("COPY hello.c ."));
+        let (one, other) = (changed_source(0, "berth"), changed_source(1, "berth"));
+        assert!(one.starts_with(HELLO_C) && one != other && one != HELLO_C);
     }
 }
