@@ -17,10 +17,17 @@
 #   busybox-extra.tar     docker-save archive with extra:1 + extra:latest and other:latest
 #   iperf3-docker.tar     docker-save archive, berth-test/iperf3:latest: the busybox layer plus
 #                         Debian's iperf3 with every library ldd lists (network benchmarks)
+#   busybox-arm64-docker.tar  docker-save archive, busybox-arm64:latest (linux/arm64/v8): the
+#                         same rootfs with Debian's arm64 busybox-static, downloaded from the
+#                         Debian mirror and checked against the signed Release file (for the
+#                         builds for another platform; left out, with the reason printed,
+#                         where the mirror cannot be reached)
 #   image-ids.txt         "<archive>\t<ref>\tsha256:<config digest>" for every image above
-#                         except berth-test/iperf3 (check-fixtures-docker.sh checks every line)
+#                         except berth-test/iperf3 and busybox-arm64 (check-fixtures-docker.sh
+#                         checks every line)
 #
 # Environment: BUSYBOX=path overrides /bin/busybox; IPERF3=path overrides /usr/bin/iperf3;
+# DEBIAN_MIRROR (default http://deb.debian.org/debian) is where the arm64 busybox comes from;
 # SOURCE_DATE_EPOCH overrides the mtime. iperf3-docker.tar is as deterministic as the host's
 # iperf3/libc/OpenSSL packages: the same bytes until one of them is upgraded.
 set -euo pipefail
@@ -63,11 +70,52 @@ if [[ ! -x $IPERF3 ]]; then
     [[ -x $IPERF3 ]] || { echo "make-fixtures: $IPERF3 still missing" >&2; exit 1; }
 fi
 
+# Debian's arm64 busybox-static of the host's busybox-static version, its .deb checked
+# against the signed InRelease of the host's suite (gpgv and Debian's keyring), into
+# OUTDIR/.arm64/busybox; prints why and returns 1 when it cannot.
+arm64_busybox() {
+    local cache=$OUTDIR/.arm64 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+    [[ -s $cache/busybox ]] && return 0
+    local version suite keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+    version=$(dpkg-query -W -f '${Version}' busybox-static 2>/dev/null) || { echo "make-fixtures: no busybox-static package: skipping busybox-arm64" >&2; return 1; }
+    suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+    for tool in curl gpgv xz dpkg-deb; do
+        command -v $tool >/dev/null 2>&1 || { echo "make-fixtures: $tool missing: skipping busybox-arm64" >&2; return 1; }
+    done
+    [[ -n $suite && -r $keyring ]] || { echo "make-fixtures: no suite or keyring: skipping busybox-arm64" >&2; return 1; }
+    local work
+    work=$(mktemp -d)
+    # shellcheck disable=SC2064
+    trap "rm -rf '$work'" RETURN
+    curl -fsS --max-time 120 -o "$work/InRelease" "$mirror/dists/$suite/InRelease" &&
+        gpgv --keyring "$keyring" "$work/InRelease" 2>/dev/null ||
+        { echo "make-fixtures: $mirror/dists/$suite/InRelease not reachable or not signed: skipping busybox-arm64" >&2; return 1; }
+    local packages_sha deb deb_sha
+    packages_sha=$(awk '/^SHA256:/{s=1;next} /^[A-Za-z]/{s=0} s && $3=="main/binary-arm64/Packages.xz"{print $1}' "$work/InRelease")
+    curl -fsS --max-time 300 -o "$work/Packages.xz" "$mirror/dists/$suite/main/binary-arm64/Packages.xz" &&
+        echo "$packages_sha  $work/Packages.xz" | sha256sum -c --quiet - ||
+        { echo "make-fixtures: the arm64 package index did not download or check: skipping busybox-arm64" >&2; return 1; }
+    read -r deb deb_sha < <(xz -dc "$work/Packages.xz" | awk -v want="$version" '
+        /^Package: /{p=($2=="busybox-static"); v=""; f=""; h=""}
+        p && /^Version: /{v=$2} p && /^Filename: /{f=$2} p && /^SHA256: /{h=$2}
+        p && /^$/ && v==want {print f, h; exit}')
+    [[ -n ${deb:-} ]] || { echo "make-fixtures: busybox-static $version for arm64 is not in $suite: skipping busybox-arm64" >&2; return 1; }
+    curl -fsS --max-time 300 -o "$work/busybox.deb" "$mirror/$deb" &&
+        echo "$deb_sha  $work/busybox.deb" | sha256sum -c --quiet - ||
+        { echo "make-fixtures: $deb did not download or check: skipping busybox-arm64" >&2; return 1; }
+    mkdir -p "$cache"
+    dpkg-deb --fsys-tarfile "$work/busybox.deb" | tar -xO ./bin/busybox >"$cache/busybox.tmp"
+    mv "$cache/busybox.tmp" "$cache/busybox"
+}
+
 mkdir -p "$OUTDIR"
-exec python3 - "$OUTDIR" "$BUSYBOX" "${SOURCE_DATE_EPOCH:-1704067200}" "$IPERF3" <<'PY'
+ARM64_BUSYBOX=""
+if arm64_busybox; then ARM64_BUSYBOX=$OUTDIR/.arm64/busybox; fi
+exec python3 - "$OUTDIR" "$BUSYBOX" "${SOURCE_DATE_EPOCH:-1704067200}" "$IPERF3" "$ARM64_BUSYBOX" <<'PY'
 import gzip, hashlib, io, json, os, re, subprocess, sys, tarfile, time
 
 OUT, BUSYBOX, EPOCH, IPERF3 = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+ARM64_BUSYBOX = sys.argv[5]
 CREATED = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(EPOCH))
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -198,15 +246,18 @@ write_file("rootfs.tar", ROOTFS)
 BUSYBOX_DIFF = sha(ROOTFS)
 
 
-def config(diff_ids, history, **cfg):
+def config(diff_ids, history, architecture="amd64", variant=None, **cfg):
     c = {"Env": [PATH_ENV], "Cmd": ["sh"]}
     c.update(cfg)
-    return jbytes({
-        "architecture": "amd64", "os": "linux", "created": CREATED,
+    platform = {"architecture": architecture}
+    if variant:
+        platform["variant"] = variant
+    return jbytes(dict(platform, **{
+        "os": "linux", "created": CREATED,
         "config": c,
         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + d for d in diff_ids]},
         "history": [dict(created=CREATED, **h) for h in history],
-    })
+    }))
 
 
 BUSYBOX_HISTORY = [
@@ -488,6 +539,19 @@ docker_save("iperf3-docker.tar", [(["berth-test/iperf3:latest"], IPERF_CONFIG, [
 # Kept out of image-ids.txt: check-fixtures-docker.sh expects every ref listed there to be
 # loaded by it, and it loads only the busybox/layers/extra archives.
 del ids[ids_before_iperf:]
+
+# ---------------------------------------------------------------- busybox-arm64-docker.tar
+# The same rootfs with Debian's arm64 busybox (the same package version: the same applets).
+if ARM64_BUSYBOX:
+    ARM64_ROOTFS = make_tar([F("bin/busybox", read(ARM64_BUSYBOX), 0o755) if e.path == "bin/busybox"
+                             else e for e in rootfs_entries])
+    ARM64_CONFIG = config([sha(ARM64_ROOTFS)], BUSYBOX_HISTORY, architecture="arm64", variant="v8")
+    ids_before_arm64 = len(ids)
+    docker_save("busybox-arm64-docker.tar", [(["busybox-arm64:latest"], ARM64_CONFIG, ["bb"])],
+                {"bb": plain(ARM64_ROOTFS)})
+    del ids[ids_before_arm64:]
+elif os.path.exists(os.path.join(OUT, "busybox-arm64-docker.tar")):
+    os.remove(os.path.join(OUT, "busybox-arm64-docker.tar"))
 
 lines = "".join("%s\t%s\t%s\n" % row for row in ids)
 write_file("image-ids.txt", lines.encode())

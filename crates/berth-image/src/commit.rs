@@ -90,6 +90,9 @@ pub struct StepCommit<'a> {
     /// (`container_config`: the config with the step's command as `Cmd`);
     /// compose 1.x reads its `Volumes` and `Cmd` back.
     pub container_config: Option<Value>,
+    /// The platform of an image without a parent (`FROM scratch`); None
+    /// for this host's. An image with a parent keeps the parent's.
+    pub platform: Option<berth_types::image::Platform>,
 }
 
 pub fn commit_step(store: &mut Store, request: StepCommit<'_>) -> Result<Committed, CommitError> {
@@ -105,8 +108,15 @@ pub fn commit_step(store: &mut Store, request: StepCommit<'_>) -> Result<Committ
     let mut config = match &base {
         Some(base) => base_config(store, base)?,
         None => ImageConfig {
-            architecture: crate::host_architecture().to_owned(),
-            os: "linux".to_owned(),
+            architecture: request.platform.as_ref().map_or_else(
+                || crate::host_architecture().to_owned(),
+                |p| p.architecture.clone(),
+            ),
+            os: request
+                .platform
+                .as_ref()
+                .map_or_else(|| "linux".to_owned(), |p| p.os.clone()),
+            variant: request.platform.as_ref().and_then(|p| p.variant.clone()),
             rootfs: berth_types::image::RootFs {
                 kind: "layers".to_owned(),
                 diff_ids: Vec::new(),

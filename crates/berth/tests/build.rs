@@ -9,6 +9,8 @@
 
 #[path = "build/add_url.rs"]
 mod add_url;
+#[path = "build/platform.rs"]
+mod platform;
 mod support;
 
 use std::path::Path;
@@ -318,7 +320,7 @@ fn bad_input_is_refused_with_its_reason_and_leaves_nothing() {
         ("FROM busybox\nADD --keep-git-dir=true a /x\n", &[], "ADD --keep-git-dir is not supported by berth's builder yet"),
         ("FROM busybox\nADD --unpack=true a /x\n", &[], "ADD --unpack is not supported by berth's builder yet"),
         ("FROM busybox\nCOPY a b /x\n", &[], "When using COPY with more than one source file, the destination must be a directory and end with a /"),
-        ("FROM busybox\n", &["--platform", "linux/arm64"], "building for platform linux/arm64 is not supported by berth yet"),
+        ("FROM busybox\n", &["--platform", "windows/amd64"], "berth builds images for linux only, not for windows/amd64"),
         ("FROM busybox\n", &["--secret", "id=x,env=HOME"], "a secret from the environment is not supported by berth yet"),
         ("FROM busybox\n", &["--build-context", "x=https://example.com/r.git"], "--build-context x=https://example.com/r.git: a https:// context is not supported by berth yet"),
         ("FROM busybox\n", &["--build-context", "x=oci-layout:///tmp/l"], "a oci-layout:// context is not supported"),

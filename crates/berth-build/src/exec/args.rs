@@ -4,6 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use berth_types::container::platform::format_platform;
+use berth_types::image::Platform;
+
 /// The proxy arguments any build may set without declaring them
 /// (kept out of the image's history).
 pub const PROXY_ARGS: [&str; 10] = [
@@ -63,19 +66,18 @@ impl BuildArgs {
     }
 }
 
-/// The platform arguments BuildKit defines in the global scope.
-pub fn platform_args(os: &str, architecture: &str, variant: Option<&str>) -> Vec<(String, String)> {
-    let platform = match variant {
-        Some(variant) => format!("{os}/{architecture}/{variant}"),
-        None => format!("{os}/{architecture}"),
-    };
-    let variant = variant.unwrap_or_default().to_owned();
+/// The platform arguments BuildKit defines in the global scope: `BUILD*`
+/// for the host that builds, `TARGET*` for the platform built for.
+pub fn platform_args(build: &Platform, target: &Platform) -> Vec<(String, String)> {
     let mut args = Vec::new();
-    for prefix in ["BUILD", "TARGET"] {
-        args.push((format!("{prefix}PLATFORM"), platform.clone()));
-        args.push((format!("{prefix}OS"), os.to_owned()));
-        args.push((format!("{prefix}ARCH"), architecture.to_owned()));
-        args.push((format!("{prefix}VARIANT"), variant.clone()));
+    for (prefix, platform) in [("BUILD", build), ("TARGET", target)] {
+        args.push((format!("{prefix}PLATFORM"), format_platform(platform)));
+        args.push((format!("{prefix}OS"), platform.os.clone()));
+        args.push((format!("{prefix}ARCH"), platform.architecture.clone()));
+        args.push((
+            format!("{prefix}VARIANT"),
+            platform.variant.clone().unwrap_or_default(),
+        ));
     }
     args
 }
@@ -114,6 +116,7 @@ impl ArgScope {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use berth_types::container::platform::parse_platform;
 
     #[test]
     fn given_args_are_consumed_by_their_declaration() {
@@ -145,10 +148,15 @@ mod tests {
     }
 
     #[test]
-    fn platform_args_name_the_host_for_build_and_target() {
-        let args = platform_args("linux", "amd64", None);
-        assert!(args.contains(&("TARGETPLATFORM".to_owned(), "linux/amd64".to_owned())));
+    fn platform_args_name_the_host_and_the_target() {
+        let host = parse_platform("linux/amd64").unwrap();
+        let target = parse_platform("linux/arm/v7").unwrap();
+        let args = platform_args(&host, &target);
+        assert!(args.contains(&("TARGETPLATFORM".to_owned(), "linux/arm/v7".to_owned())));
+        assert!(args.contains(&("TARGETARCH".to_owned(), "arm".to_owned())));
+        assert!(args.contains(&("TARGETVARIANT".to_owned(), "v7".to_owned())));
+        assert!(args.contains(&("BUILDPLATFORM".to_owned(), "linux/amd64".to_owned())));
         assert!(args.contains(&("BUILDARCH".to_owned(), "amd64".to_owned())));
-        assert!(args.contains(&("TARGETVARIANT".to_owned(), String::new())));
+        assert!(args.contains(&("BUILDVARIANT".to_owned(), String::new())));
     }
 }

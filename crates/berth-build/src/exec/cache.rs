@@ -27,6 +27,17 @@ impl CacheKey {
         key
     }
 
+    /// The key of a step on `image`: its id, or, before the first image
+    /// of `FROM scratch`, the platform it is for (the image it makes
+    /// carries it).
+    pub fn of(image: &super::image::StepImage) -> Self {
+        let mut key = Self::new(image.id.as_ref());
+        if image.id.is_none() {
+            key.add(berth_types::container::platform::format_platform(&image.platform).as_bytes());
+        }
+        key
+    }
+
     /// One part, length-prefixed so that parts cannot run into each other.
     pub fn add(&mut self, part: &[u8]) -> &mut Self {
         self.hasher.update((part.len() as u64).to_le_bytes());

@@ -188,7 +188,9 @@ fn create_step_container(
         config,
         host_config,
         networking_config: Default::default(),
-        platform: None,
+        // A RUN's programs are for the stage's platform (another one
+        // than the host's runs through its emulator, `emulator.rs`).
+        platform: run.map(|_| step.platform.clone()),
     };
     Ok(create_container(engine, &request)?)
 }
@@ -358,6 +360,7 @@ fn store_step(
             history,
             author: step.author.clone(),
             container_config,
+            platform: Some(step.platform.clone()),
         },
     )
     .map(|committed| committed.id)

@@ -2,7 +2,7 @@
 //! before the first step of `FROM scratch`) and its runtime config.
 
 use berth_engine::Engine;
-use berth_types::image::{ContainerConfig, ImageConfig};
+use berth_types::image::{ContainerConfig, ImageConfig, Platform};
 use berth_types::Digest;
 
 use crate::BuildError;
@@ -15,10 +15,28 @@ pub struct StepImage {
     pub config: ContainerConfig,
     /// The image's `author` (`MAINTAINER`).
     pub author: Option<String>,
+    /// The platform its programs are for: the base image's, or the
+    /// stage's for `FROM scratch`.
+    pub platform: Platform,
+}
+
+/// The platform this host runs natively.
+pub fn host_platform() -> Platform {
+    Platform {
+        os: "linux".to_owned(),
+        architecture: berth_image::host_architecture().to_owned(),
+        variant: None,
+    }
 }
 
 impl StepImage {
+    /// Nothing, for this host's platform.
     pub fn scratch() -> Self {
+        Self::scratch_for(host_platform())
+    }
+
+    /// Nothing, for `platform`.
+    pub fn scratch_for(platform: Platform) -> Self {
         Self {
             id: None,
             config: ContainerConfig {
@@ -26,6 +44,7 @@ impl StepImage {
                 ..ContainerConfig::default()
             },
             author: None,
+            platform,
         }
     }
 
@@ -41,6 +60,11 @@ impl StepImage {
         })?;
         Ok(Self {
             id: Some(id.clone()),
+            platform: Platform {
+                os: config.os,
+                architecture: config.architecture,
+                variant: config.variant,
+            },
             config: config.config.unwrap_or_default(),
             author: config.author,
         })

@@ -14,6 +14,7 @@ mod cache;
 mod container;
 mod contexts;
 mod copy;
+mod emulator;
 mod export;
 mod fetch;
 mod image;
@@ -37,6 +38,7 @@ pub use export::export_image;
 use crate::dockerfile::{self, Dockerfile};
 use crate::ignore::IgnoreMatcher;
 use crate::{BuildError, BuildOutcome, BuildRequest, DockerfileSource, Progress};
+use berth_types::image::Platform;
 
 /// See [`crate::build`].
 pub fn build(
@@ -79,14 +81,7 @@ fn check_request(request: &BuildRequest) -> Result<(), BuildError> {
         parse_reference(tag)
             .map_err(|error| BuildError::Invalid(format!("invalid tag {tag:?}: {error}")))?;
     }
-    if let Some(platform) = request.platform.as_deref().filter(|text| !text.is_empty()) {
-        let host = format!("linux/{}", berth_image::host_architecture());
-        if platform != host {
-            return Err(BuildError::Unsupported(format!(
-                "building for platform {platform} is not supported by berth yet (only {host}, this host's)"
-            )));
-        }
-    }
+    target_platform(request)?;
     if !request.context.is_dir() {
         return Err(BuildError::Invalid(format!(
             "unable to prepare context: path {:?} not found",
@@ -94,6 +89,27 @@ fn check_request(request: &BuildRequest) -> Result<(), BuildError> {
         )));
     }
     Ok(())
+}
+
+/// `--platform` (a Linux platform), else this host's.
+pub(crate) fn target_platform(request: &BuildRequest) -> Result<Platform, BuildError> {
+    match request.platform.as_deref().filter(|text| !text.is_empty()) {
+        Some(text) => parse_linux_platform(text),
+        None => Ok(image::host_platform()),
+    }
+}
+
+/// A platform specifier of a Linux platform (`linux/arm64`, `arm64`).
+pub(crate) fn parse_linux_platform(text: &str) -> Result<Platform, BuildError> {
+    let platform = berth_types::container::platform::parse_platform(text).map_err(|error| {
+        BuildError::Invalid(format!("failed to parse platform {text}: {error}"))
+    })?;
+    if platform.os != "linux" {
+        return Err(BuildError::Unsupported(format!(
+            "berth builds images for linux only, not for {text}"
+        )));
+    }
+    Ok(platform)
 }
 
 /// The Dockerfile's text and, when it is a file, where it is.
@@ -156,9 +172,13 @@ fn base_image(
     engine: &mut Engine,
     name: &str,
     build: &BuildRequest,
+    platform: &Platform,
     progress: &mut dyn Progress,
 ) -> Result<berth_types::Digest, BuildError> {
-    if !build.pull {
+    // A local image of another platform is as good as missing (Docker's
+    // rule): the one for `platform` is pulled.
+    let mismatch = berth_engine::containers::local_platform_mismatch(engine, name, platform)?;
+    if !build.pull && mismatch.is_none() {
         if let Ok(image) = resolve_image(engine.store(), name) {
             return Ok(image.id);
         }
@@ -168,9 +188,10 @@ fn base_image(
             |error| BuildError::Invalid(format!("failed to read the registry settings: {error}")),
         )?;
     settings.credentials = build.registry_credentials.clone();
+    let wanted = berth_types::container::platform::format_platform(platform);
     let request = berth_engine::images::pull::PullRequest {
         reference: name.to_owned(),
-        platform: None,
+        platform: Some(wanted.clone()),
         concurrency: 3,
         settings,
     };
@@ -184,8 +205,14 @@ fn base_image(
     };
     let pulled = berth_engine::images::pull::pull_image(engine.store_mut(), &request, &collect)
         .map_err(|error| {
+            let found = match &mismatch {
+                Some(actual) => {
+                    format!("the local image {name} is for {actual}, not {wanted}, and ")
+                }
+                None => String::new(),
+            };
             BuildError::Invalid(format!(
-                "failed to pull {name}: {}",
+                "{found}failed to pull {name}: {}",
                 berth_engine::ErrorChain(&error)
             ))
         })?;

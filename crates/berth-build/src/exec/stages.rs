@@ -17,11 +17,13 @@ use super::args::{platform_args, ArgScope, BuildArgs};
 use super::cache::{BuildCache, CacheKey};
 use super::container::{commit_metadata, ensure_image};
 use super::contexts::{ContextSource, NamedContexts};
-use super::image::StepImage;
+use super::image::{host_platform, StepImage};
+use super::parse_linux_platform;
 use super::steps::{run_step, StageState};
 use crate::dockerfile::{expand_word, Dockerfile, InstructionKind};
 use crate::ignore::IgnoreMatcher;
 use crate::{BuildError, BuildRequest, Progress, StepEnd, StepId, StepStart};
+use berth_types::image::Platform;
 
 /// What the stages of one build share.
 pub struct Build<'a> {
@@ -34,6 +36,8 @@ pub struct Build<'a> {
     pub cache: BuildCache,
     /// Global ARGs with their values (platform ones first).
     pub global: ArgScope,
+    /// The platform built for (`--platform`, else this host's).
+    pub target: Platform,
     args: Mutex<BuildArgs>,
     /// `--cache-from`'s images and the images they were built on.
     cache_sources: OnceLock<HashSet<Digest>>,
@@ -64,6 +68,8 @@ impl<'a> Build<'a> {
             contexts,
             cache: BuildCache::new(root),
             global: ArgScope::default(),
+            target: super::target_platform(request)
+                .expect("the platform was checked before the build started"),
             args: Mutex::new(BuildArgs::new(request.build_args.clone())),
             cache_sources: OnceLock::new(),
             results: Mutex::new(vec![None; dockerfile.stages.len()]),
@@ -130,8 +136,7 @@ impl<'a> Build<'a> {
     }
 
     pub fn declare_global_args(&mut self) -> Result<(), BuildError> {
-        let architecture = berth_image::host_architecture();
-        for (name, value) in platform_args("linux", architecture, None) {
+        for (name, value) in platform_args(&host_platform(), &self.target) {
             self.global.declare(&name, Some(value));
         }
         let escape = self.escape();
@@ -233,6 +238,18 @@ impl<'a> Build<'a> {
     }
 
     /// A stage's base with the global args expanded.
+    /// The platform stage `index` is for: its `FROM --platform` (global
+    /// ARGs expanded: `$BUILDPLATFORM`), else the build's target.
+    pub fn stage_platform(&self, index: usize) -> Result<Platform, BuildError> {
+        let Some(raw) = &self.dockerfile.stages[index].platform else {
+            return Ok(self.target.clone());
+        };
+        let global = &self.global;
+        let lookup = |name: &str| global.get(name).cloned().flatten();
+        let expanded = expand_word(raw, self.escape(), &lookup).map_err(expand_error)?;
+        parse_linux_platform(&expanded)
+    }
+
     pub fn base_name(&self, index: usize) -> Result<String, BuildError> {
         let global = &self.global;
         let lookup = |name: &str| global.get(name).cloned().flatten();
@@ -352,6 +369,8 @@ pub struct StageRun<'r> {
     pub progress: &'r mut dyn Progress,
     pub build: &'r Build<'r>,
     pub request: &'r BuildRequest,
+    /// The platform of the stage being built (its base images and RUNs).
+    pub platform: Platform,
     pub global: &'r ArgScope,
     /// The step being run, which the progress events name.
     pub step: Option<StepId>,
@@ -367,6 +386,7 @@ impl<'r> StageRun<'r> {
             engine,
             progress,
             request: build.request,
+            platform: build.target.clone(),
             global: &build.global,
             build,
             step: None,
@@ -397,23 +417,37 @@ impl<'r> StageRun<'r> {
         if self.progress.cancelled() {
             return Err(BuildError::Cancelled);
         }
+        self.platform = self.build.stage_platform(index)?;
         let from_line = format!("FROM {}", stage_from_text(stage, &base));
         self.start_step(index, 1, &from_line);
         let mut image = match self.build.resolve_base(&base, index) {
             Source::Stage(earlier) => self.build.stage_result(earlier)?,
-            Source::Scratch => StepImage::scratch(),
+            Source::Scratch => StepImage::scratch_for(self.platform.clone()),
             Source::Image(name) => {
-                let id = super::base_image(self.engine, &name, self.request, &mut *self.progress)?;
+                let id = super::base_image(
+                    self.engine,
+                    &name,
+                    self.request,
+                    &self.platform,
+                    &mut *self.progress,
+                )?;
                 StepImage::load(self.engine, &id)?
             }
             Source::Context(ContextSource::Image(name)) => {
-                let id = super::base_image(self.engine, name, self.request, &mut *self.progress)?;
+                let id = super::base_image(
+                    self.engine,
+                    name,
+                    self.request,
+                    &self.platform,
+                    &mut *self.progress,
+                )?;
                 StepImage::load(self.engine, &id)?
             }
             Source::Context(ContextSource::Directory { .. }) => {
                 // The directory's files on nothing, as BuildKit's local
                 // source: a COPY of all of it onto scratch.
-                let mut state = StageState::new(index, StepImage::scratch());
+                let mut state =
+                    StageState::new(index, StepImage::scratch_for(self.platform.clone()));
                 // The FROM step ends below, once.
                 let step = self.step.take();
                 let copied = super::steps::copy_context_root(self, &mut state, &base);
@@ -452,7 +486,7 @@ impl<'r> StageRun<'r> {
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
         super::metadata::labels(image, &labels);
-        let mut key = CacheKey::new(image.id.as_ref());
+        let mut key = CacheKey::of(image);
         key.add(b"--label");
         key.add(&serde_json::to_vec(&image.config).expect("a config always serializes"));
         let history = berth_types::image::History {

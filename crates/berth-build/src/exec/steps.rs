@@ -158,7 +158,7 @@ fn metadata_step(
     instruction: &Instruction,
     history: History,
 ) -> Result<(), BuildError> {
-    let mut key = CacheKey::new(state.image.id.as_ref());
+    let mut key = CacheKey::of(&state.image);
     key.add(b"metadata")
         .add(instruction.original.as_bytes())
         .add(&serde_json::to_vec(&state.image.config).expect("a config always serializes"))
@@ -246,6 +246,14 @@ fn run_command(
             }
         }
     }
+    let platform = &state.image.platform;
+    if platform.architecture != berth_image::host_architecture() {
+        super::emulator::check(
+            std::path::Path::new(super::emulator::BINFMT_MISC),
+            &platform.architecture,
+            &berth_types::container::platform::format_platform(platform),
+        )?;
+    }
     let args = run_args(&state.image, step);
     // The RUN sees the stage's ARGs (ENV wins) and the proxy args.
     let mut env = state.image.config.env.clone().unwrap_or_default();
@@ -261,7 +269,7 @@ fn run_command(
             env.push(format!("{name}={value}"));
         }
     }
-    let mut key = CacheKey::new(state.image.id.as_ref());
+    let mut key = CacheKey::of(&state.image);
     key.add(b"RUN")
         .add(&serde_json::to_vec(&args).expect("strings serialize"))
         .add(&serde_json::to_vec(&arg_env).expect("strings serialize"))
@@ -392,8 +400,14 @@ fn mount_froms<'b>(
             continue;
         };
         let image = |name: &str, run: &mut StageRun<'_>| {
-            super::base_image(run.engine, name, run.request, &mut *run.progress)
-                .map(MountFrom::Image)
+            super::base_image(
+                run.engine,
+                name,
+                run.request,
+                &run.platform,
+                &mut *run.progress,
+            )
+            .map(MountFrom::Image)
         };
         froms.push(Some(match build.resolve_from(from, state.index) {
             Source::Stage(index) => {
@@ -457,7 +471,7 @@ fn workdir(
         .collect();
     let directory = cleaned.to_string_lossy().into_owned();
     state.image.config.working_dir = Some(directory.clone());
-    let mut key = CacheKey::new(state.image.id.as_ref());
+    let mut key = CacheKey::of(&state.image);
     key.add(b"WORKDIR")
         .add(directory.as_bytes())
         .add(&serde_json::to_vec(&state.image.config).expect("a config always serializes"));
@@ -627,6 +641,7 @@ fn copy_files(
                     run.engine,
                     name,
                     run.request,
+                    &run.platform,
                     &mut *run.progress,
                 )?),
                 None,
@@ -636,6 +651,7 @@ fn copy_files(
                     run.engine,
                     &name,
                     run.request,
+                    &run.platform,
                     &mut *run.progress,
                 )?),
                 None,
@@ -645,13 +661,14 @@ fn copy_files(
                     run.engine,
                     from,
                     run.request,
+                    &run.platform,
                     &mut *run.progress,
                 )?),
                 None,
             ),
         },
     };
-    let mut key = CacheKey::new(state.image.id.as_ref());
+    let mut key = CacheKey::of(&state.image);
     key.add(if add { b"ADD" } else { b"COPY" })
         .add(spec.destination.as_bytes())
         .add(&[u8::from(spec.destination_is_dir)])
