@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
 
+#[path = "build/add_git.rs"]
+mod add_git;
 #[path = "build/add_url.rs"]
 mod add_url;
 #[path = "build/platform.rs"]
@@ -315,9 +317,8 @@ fn bad_input_is_refused_with_its_reason_and_leaves_nothing() {
         ("FROM busybox\nRUN --mount=type=cache,target=/c,source=/x true\n", &[], "RUN --mount type=cache with source= but no from= is not supported"),
         ("FROM busybox AS a\nFROM busybox\nRUN --mount=type=bind,from=a,source=/nope,target=/n true\n", &[], "\"/nope\": not found"),
         ("FROM busybox\nRUN --mount=type=bind,target=/x,rw,ro true\n", &[], "cannot be both ro and rw"),
-        ("FROM busybox\nADD https://github.com/moby/buildkit.git#v0.10.1 /x\n", &[], "ADD from a git repository (https://github.com/moby/buildkit.git#v0.10.1) is not supported by berth's builder yet"),
-        ("FROM busybox\nADD git@github.com:moby/buildkit.git /x\n", &[], "ADD from a git repository (git@github.com:moby/buildkit.git) is not supported"),
-        ("FROM busybox\nADD --keep-git-dir=true a /x\n", &[], "ADD --keep-git-dir is not supported by berth's builder yet"),
+        ("FROM busybox\nADD git://127.0.0.1:1/r.git a /x\n", &[], "ADD of a git repository (git://127.0.0.1:1/r.git) takes no other source"),
+        ("FROM busybox\nADD --keep-git-dir=true a /x\n", &[], "ADD --keep-git-dir applies to a git repository source only"),
         ("FROM busybox\nADD --unpack=true a /x\n", &[], "ADD --unpack is not supported by berth's builder yet"),
         ("FROM busybox\nCOPY a b /x\n", &[], "When using COPY with more than one source file, the destination must be a directory and end with a /"),
         ("FROM busybox\n", &["--platform", "windows/amd64"], "berth builds images for linux only, not for windows/amd64"),

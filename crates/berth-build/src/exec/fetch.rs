@@ -118,6 +118,36 @@ impl Drop for Download {
     }
 }
 
+/// A directory under the downloads directory (a git checkout), named as
+/// downloads are and removed with its contents when dropped; one a killed
+/// builder left is removed by the next download.
+pub struct DownloadDirectory {
+    path: PathBuf,
+}
+
+impl DownloadDirectory {
+    pub fn create(root: &Path) -> Result<Self, BuildError> {
+        let directory = root.join(DOWNLOADS_DIRECTORY);
+        fs_err::create_dir_all(&directory).map_err(BuildError::Layer)?;
+        remove_stale(&directory);
+        let path = directory.join(format!("{}-{}", std::process::id(), random_suffix()));
+        fs_err::create_dir(&path).map_err(BuildError::Layer)?;
+        Ok(Self { path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for DownloadDirectory {
+    fn drop(&mut self) {
+        if let Err(error) = fs_err::remove_dir_all(&self.path) {
+            tracing::warn!(%error, "failed to remove a checkout");
+        }
+    }
+}
+
 /// Downloads `url` under `root`'s downloads directory; with `expected`
 /// (`--checksum`), a content of another digest fails the step.
 pub fn download(root: &Path, url: &str, expected: Option<&str>) -> Result<Download, BuildError> {
@@ -233,7 +263,12 @@ fn remove_stale(directory: &Path) {
             continue;
         };
         if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = fs_err::remove_file(entry.path());
+            let path = entry.path();
+            let _ = if path.is_dir() {
+                fs_err::remove_dir_all(path)
+            } else {
+                fs_err::remove_file(path)
+            };
         }
     }
 }

@@ -17,6 +17,7 @@ mod copy;
 mod emulator;
 mod export;
 mod fetch;
+mod git;
 mod image;
 mod metadata;
 mod mounts;

@@ -500,6 +500,8 @@ struct CopyFlags {
     parents: bool,
     /// ADD `--checksum=sha256:…` of its one URL source.
     checksum: Option<String>,
+    /// ADD `--keep-git-dir`: a git source's `.git` stays.
+    keep_git_dir: bool,
 }
 
 fn copy_flags(
@@ -517,6 +519,7 @@ fn copy_flags(
             "chmod" => parsed.chmod = Some(parse_chmod(&expand(&value)?)?),
             "exclude" => parsed.exclude.push(expand(&value)?),
             "parents" => parsed.parents = value.is_empty() || value == "true",
+            "keep-git-dir" => parsed.keep_git_dir = value.is_empty() || value == "true",
             // The parser takes it on ADD only, as BuildKit's.
             "checksum" => parsed.checksum = Some(parse_checksum(&expand(&value)?)?),
             // The same files either way; berth's layers are always diffs
@@ -560,15 +563,23 @@ fn copy_files(
             ));
         }
         if add && is_git_url(&expanded) {
-            return Err(BuildError::Unsupported(format!(
-                "ADD from a git repository ({expanded}) is not supported by berth's builder yet"
-            )));
+            if copy.sources.len() != 1 {
+                return Err(BuildError::Unsupported(format!(
+                    "ADD of a git repository ({expanded}) takes no other source in berth's builder"
+                )));
+            }
+            return add_git(run, state, copy, &flags, &expanded, history);
         }
         if is_http_url(&expanded) {
             urls.push(expanded);
             continue;
         }
         sources.push(expanded);
+    }
+    if flags.keep_git_dir {
+        return Err(BuildError::Invalid(
+            "ADD --keep-git-dir applies to a git repository source only".to_owned(),
+        ));
     }
     if flags.checksum.is_some() {
         if copy.sources.len() != 1 {
@@ -759,6 +770,93 @@ fn copy_files(
                 }
                 None => put(engine, None)?,
             }
+            let saved = nop_command(&image, &original);
+            commit_layer(engine, id, &parent, &image, (history, saved))
+        })
+    })
+}
+
+/// `ADD <git repository> DEST` (`git.rs`): the step's key is the commit the
+/// remote names (asked each build, as BuildKit does); on a miss the commit
+/// is checked out and its tree copied as a directory's contents are, owned
+/// by root unless `--chown`.
+fn add_git(
+    run: &mut StageRun<'_>,
+    state: &mut StageState,
+    copy: &Copy,
+    flags: &CopyFlags,
+    source: &str,
+    history: History,
+) -> Result<(), BuildError> {
+    if flags.checksum.is_some() {
+        return Err(BuildError::Invalid(
+            "checksum can't be specified for non-HTTP(S) sources".to_owned(),
+        ));
+    }
+    let escape = run.escape();
+    let destination = expand_word(&copy.destination, escape, &|name| state.variable(name))
+        .map_err(expand_error)?;
+    let absolute = if destination.starts_with('/') {
+        destination.clone()
+    } else {
+        format!("{}/{destination}", state.image.working_dir())
+    };
+    let git = super::git::GitSource::parse(source)?;
+    let commit = super::git::resolve(&git)?;
+    let spec = CopySpec {
+        sources: vec![".".to_owned()],
+        destination: absolute,
+        destination_is_dir: true,
+        chown: None,
+        chmod: flags.chmod,
+        extract_archives: false,
+        parents: false,
+        exclude: if flags.exclude.is_empty() {
+            None
+        } else {
+            Some(std::sync::Arc::new(
+                IgnoreMatcher::parse(&flags.exclude.join("\n"))
+                    .map_err(|error| BuildError::Invalid(format!("invalid --exclude: {error}")))?,
+            ))
+        },
+        inline: Vec::new(),
+    };
+    let mut key = CacheKey::of(&state.image);
+    key.add(b"ADD git")
+        .add(git.url.as_bytes())
+        .add(commit.as_bytes())
+        .add(git.subdir.as_deref().unwrap_or_default().as_bytes())
+        .add(&[u8::from(flags.keep_git_dir)])
+        .add(spec.destination.as_bytes())
+        .add(flags.chown.as_deref().unwrap_or_default().as_bytes())
+        .add(&spec.chmod.unwrap_or(u32::MAX).to_le_bytes())
+        .add(flags.exclude.join("\n").as_bytes());
+    let mut image = state.image.clone();
+    let chown = flags.chown.clone();
+    let keep_git_dir = flags.keep_git_dir;
+    let original = history.created_by.clone().unwrap_or_default();
+    let root = run.engine.config().root.clone();
+    cached_or_made(run, state, key, |run| {
+        let parent = ensure_image(run.engine, &mut image)?;
+        let checkout = super::fetch::DownloadDirectory::create(&root)?;
+        let tree =
+            super::git::checkout(&git, &commit, &checkout.path().join("tree"), keep_git_dir)?;
+        let nothing_ignored = IgnoreMatcher::default();
+        let source_root = SourceRoot::Context {
+            directory: &tree,
+            ignore: &nothing_ignored,
+        };
+        let sources = collect_sources(&source_root, &spec)?;
+        with_step_container(run.engine, &parent, &image, None, |engine, id| {
+            with_root(engine, id, |root| {
+                let spec = spec.clone_for(
+                    chown
+                        .as_deref()
+                        .map(|chown| resolve_chown(root, chown))
+                        .transpose()?,
+                );
+                place(&sources, &spec, false, root, id)
+            })?;
             let saved = nop_command(&image, &original);
             commit_layer(engine, id, &parent, &image, (history, saved))
         })
