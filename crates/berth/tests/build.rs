@@ -1099,3 +1099,96 @@ fn a_terminal_gets_buildkits_redrawn_block() {
     assert_eq!(bad.code(), 1, "{}", bad.stderr());
     assert!(bad.stderr().contains("invalid progress mode \"fancy\""));
 }
+
+/// A bind of the context shows the context as the build sees it: what
+/// `.dockerignore` leaves out is not there (read-only and `rw` alike), an
+/// ignored source is not found, and the files themselves are untouched;
+/// BuildKit shows the same listing.
+#[test]
+fn context_binds_hide_what_dockerignore_leaves_out() {
+    let dockerfile = "\
+FROM busybox
+RUN --mount=type=bind,target=/ctx find /ctx | sort > /ro.txt
+RUN --mount=type=bind,source=sub,target=/sub,rw find /sub | sort > /rw.txt && rm -f /sub/keep.log
+RUN --mount=type=bind,source=plain,target=/plain cat /plain/p.txt > /plain.txt
+";
+    let directory = context(&[
+        ("Dockerfile", dockerfile),
+        (".dockerignore", "secret.txt\nsub/*.log\n!sub/keep.log\n"),
+        ("secret.txt", "s3cret\n"),
+        ("sub/a.log", "a\n"),
+        ("sub/keep.log", "kept\n"),
+        ("sub/code.c", "int x;\n"),
+        ("plain/p.txt", "p\n"),
+    ]);
+    let path = directory.path().to_str().unwrap();
+    let berth = berth_with_busybox();
+    berth.run(&["build", "-t", "context-binds", path]).ok();
+    let show = |file: &str| {
+        berth
+            .run(&["run", "--rm", "context-binds", "cat", file])
+            .ok()
+    };
+    let listed = show("/ro.txt");
+    assert_eq!(
+        listed,
+        "/ctx\n/ctx/.dockerignore\n/ctx/Dockerfile\n/ctx/plain\n/ctx/plain/p.txt\n/ctx/sub\n\
+         /ctx/sub/code.c\n/ctx/sub/keep.log\n"
+    );
+    assert_eq!(show("/rw.txt"), "/sub\n/sub/code.c\n/sub/keep.log\n");
+    assert_eq!(show("/plain.txt"), "p\n");
+    // The rw bind's delete went to its copy, not to the context.
+    assert!(directory.path().join("sub/keep.log").exists());
+    assert_eq!(
+        fs_err::read_to_string(directory.path().join("secret.txt")).unwrap(),
+        "s3cret\n"
+    );
+    let copies = berth.root().join("build-mounts/copies");
+    let left: Vec<_> = fs_err::read_dir(&copies)
+        .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+
+    let ignored = context(&[
+        (
+            "Dockerfile",
+            "FROM busybox\nRUN --mount=type=bind,source=secret.txt,target=/s cat /s\n",
+        ),
+        (".dockerignore", "secret.txt\n"),
+        ("secret.txt", "s3cret\n"),
+    ]);
+    let failed = berth.run(&["build", ignored.path().to_str().unwrap()]);
+    assert_eq!(failed.code(), 1, "{}", failed.stderr());
+    assert!(
+        failed.stderr().contains("\"/secret.txt\": not found"),
+        "{}",
+        failed.stderr()
+    );
+
+    let Some(host) = docker_host() else {
+        return;
+    };
+    let buildkit_cli = "/usr/bin/docker";
+    if !Path::new(buildkit_cli).exists() {
+        return;
+    }
+    let archive = fixture("busybox-docker.tar");
+    let loaded = docker(&host, &["load", "-q", "-i", archive.to_str().unwrap()]);
+    assert!(loaded.status.success(), "{loaded:?}");
+    let tag = "berth-test-context-binds";
+    let built = std::process::Command::new(buildkit_cli)
+        .args(["-H", &host, "build", "-q", "-t", tag, path])
+        .env("DOCKER_BUILDKIT", "1")
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+    let _cleanup = RemoveDockerTag(&host, tag);
+    for file in ["/ro.txt", "/rw.txt"] {
+        let theirs = docker(&host, &["run", "--rm", tag, "cat", file]);
+        assert_eq!(
+            show(file),
+            String::from_utf8_lossy(&theirs.stdout),
+            "{file}"
+        );
+    }
+}

@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest as _, Sha256};
 
 use super::root_path::{clean, resolve};
+use crate::ignore::IgnoreMatcher;
 use crate::BuildError;
 
 /// One parsed `--mount`.
@@ -273,6 +274,55 @@ impl Drop for PreparedMounts {
 pub struct MountSource {
     pub root: PathBuf,
     pub key: String,
+    /// A named context's `.dockerignore`: what a bind of it must not show.
+    pub ignore: Option<IgnoreMatcher>,
+}
+
+/// What a bind of a context directory shows: the context as the build
+/// sees it, without what its `.dockerignore` leaves out.
+struct Filter<'f> {
+    ignore: &'f IgnoreMatcher,
+    /// The bound path, relative to the context (`/`-separated, `.` for
+    /// the context itself).
+    relative: String,
+}
+
+impl Filter<'_> {
+    fn child(&self, name: &std::ffi::OsStr) -> Self {
+        let name = name.to_string_lossy();
+        Self {
+            ignore: self.ignore,
+            relative: if self.relative == "." {
+                name.into_owned()
+            } else {
+                format!("{}/{name}", self.relative)
+            },
+        }
+    }
+
+    fn excluded(&self) -> bool {
+        self.ignore.is_excluded(&self.relative)
+    }
+
+    /// Whether anything at or below this path is left out.
+    fn hides_something(&self, path: &Path) -> bool {
+        if self.excluded() {
+            return true;
+        }
+        let Ok(metadata) = fs_err::symlink_metadata(path) else {
+            return false;
+        };
+        if !metadata.is_dir() {
+            return false;
+        }
+        let Ok(entries) = fs_err::read_dir(path) else {
+            return false;
+        };
+        entries.flatten().any(|entry| {
+            self.child(&entry.file_name())
+                .hides_something(&entry.path())
+        })
+    }
 }
 
 /// The host side of `mounts`: cache directories made (or seeded from
@@ -282,7 +332,7 @@ pub fn prepare(
     mounts: &[RunMount],
     sources: &[Option<MountSource>],
     root: &Path,
-    context: &Path,
+    (context, context_ignore): (&Path, &IgnoreMatcher),
     secrets: &BTreeMap<String, PathBuf>,
 ) -> Result<PreparedMounts, BuildError> {
     let mut prepared = PreparedMounts::default();
@@ -343,11 +393,32 @@ pub fn prepare(
             RunMount::Bind {
                 source, target, rw, ..
             } => {
-                let base = from.as_ref().map_or(context, |from| from.root.as_path());
+                let (base, ignore) = match from {
+                    Some(from) => (from.root.as_path(), from.ignore.as_ref()),
+                    None => (context, Some(context_ignore)),
+                };
                 let host = existing(base, source)?;
-                if *rw {
-                    let copy = make_copy(root, &host, None)?;
-                    prepared.binds.push(format!("{}:{target}", copy.display()));
+                // A context's ignored files are not in the build's view of
+                // it: a bind that would show some gets a view without them
+                // (hard links where it is read-only, a copy where not).
+                let filter = ignore.map(|ignore| Filter {
+                    ignore,
+                    relative: relative_to(base, &host),
+                });
+                if let Some(filter) = filter.as_ref().filter(|filter| filter.excluded()) {
+                    return Err(BuildError::Invalid(format!(
+                        "failed to compute cache key: \"/{}\": not found",
+                        filter.relative.trim_start_matches("./")
+                    )));
+                }
+                let filter = filter.filter(|filter| filter.hides_something(&host));
+                if *rw || filter.is_some() {
+                    let link = !*rw;
+                    let copy = make_view(root, &host, filter.as_ref(), link)?;
+                    let mode = if *rw { "" } else { ":ro" };
+                    prepared
+                        .binds
+                        .push(format!("{}:{target}{mode}", copy.display()));
                     prepared.copies.push(copy);
                 } else {
                     prepared
@@ -443,10 +514,101 @@ fn new_cache(directory: &Path, owner: (u32, u32), mode: u32) -> Result<(), Build
         .map_err(BuildError::Layer)
 }
 
+/// `path` relative to `base` (which holds it), `/`-separated; `.` for
+/// `base` itself.
+fn relative_to(base: &Path, path: &Path) -> String {
+    let relative = path.strip_prefix(base).unwrap_or(path).to_string_lossy();
+    let relative = relative.trim_matches('/');
+    if relative.is_empty() {
+        ".".to_owned()
+    } else {
+        relative.to_owned()
+    }
+}
+
 /// A copy of `source` (a file or a tree, owners, modes and links kept) at
 /// `at`, or at a new name under `ROOT/build-mounts/copies/`; made beside its place and
 /// renamed there, so that a copy cut short is never taken for a whole one.
 fn make_copy(root: &Path, source: &Path, at: Option<&Path>) -> Result<PathBuf, BuildError> {
+    make_tree(root, source, at, &Tree::Copy)
+}
+
+/// A view of `source` under `ROOT/build-mounts/copies/` without what
+/// `filter` leaves out: its files hard links to the originals when `link`
+/// (a read-only bind; copies where the file system is another), else
+/// copies.
+fn make_view(
+    root: &Path,
+    source: &Path,
+    filter: Option<&Filter<'_>>,
+    link: bool,
+) -> Result<PathBuf, BuildError> {
+    let tree = match filter {
+        Some(filter) => Tree::Filtered {
+            relative: filter.relative.clone(),
+            ignore: filter.ignore,
+            link,
+        },
+        None => Tree::Copy,
+    };
+    make_tree(root, source, None, &tree)
+}
+
+/// How [`copy_tree`] makes a tree.
+enum Tree<'f> {
+    /// Every entry copied.
+    Copy,
+    /// What `ignore` does not exclude (paths relative to its context,
+    /// `relative` for the tree's top), files linked when `link`.
+    Filtered {
+        relative: String,
+        ignore: &'f IgnoreMatcher,
+        link: bool,
+    },
+}
+
+impl Tree<'_> {
+    fn child(&self, name: &std::ffi::OsStr) -> Self {
+        match self {
+            Tree::Copy => Tree::Copy,
+            Tree::Filtered {
+                relative,
+                ignore,
+                link,
+            } => {
+                let filter = Filter {
+                    ignore,
+                    relative: relative.clone(),
+                };
+                Tree::Filtered {
+                    relative: filter.child(name).relative,
+                    ignore,
+                    link: *link,
+                }
+            }
+        }
+    }
+
+    fn excluded(&self) -> bool {
+        match self {
+            Tree::Copy => false,
+            Tree::Filtered {
+                relative, ignore, ..
+            } => ignore.is_excluded(relative),
+        }
+    }
+
+    fn links_files(&self) -> bool {
+        matches!(self, Tree::Filtered { link: true, .. })
+    }
+}
+
+fn make_tree(
+    root: &Path,
+    source: &Path,
+    at: Option<&Path>,
+    tree: &Tree<'_>,
+) -> Result<PathBuf, BuildError> {
     static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let number = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = format!("build-mount-{}-{number}", std::process::id());
@@ -461,7 +623,7 @@ fn make_copy(root: &Path, source: &Path, at: Option<&Path>) -> Result<PathBuf, B
             (copies.join(format!(".{name}")), copies.join(name))
         }
     };
-    let copied = copy_tree(source, &staging)
+    let copied = copy_tree(source, &staging, tree)
         .and_then(|()| fs_err::rename(&staging, &destination).map_err(BuildError::Layer));
     if copied.is_err() {
         let _ = fs_err::remove_dir_all(&staging).or_else(|_| fs_err::remove_file(&staging));
@@ -501,8 +663,9 @@ fn remove_dead_copies(copies: &Path) {
 }
 
 /// Copies a file, link, special file or directory tree, with owners and
-/// modes (hard links become separate files).
-fn copy_tree(source: &Path, destination: &Path) -> Result<(), BuildError> {
+/// modes (hard links become separate files); what `tree` excludes below
+/// the top is left out, and its files are linked where it says so.
+fn copy_tree(source: &Path, destination: &Path, tree: &Tree<'_>) -> Result<(), BuildError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt as _};
     let metadata = fs_err::symlink_metadata(source).map_err(BuildError::Layer)?;
     let kind = metadata.file_type();
@@ -513,7 +676,20 @@ fn copy_tree(source: &Path, destination: &Path) -> Result<(), BuildError> {
         fs_err::create_dir(destination).map_err(BuildError::Layer)?;
         for entry in fs_err::read_dir(source).map_err(BuildError::Layer)? {
             let entry = entry.map_err(BuildError::Layer)?;
-            copy_tree(&entry.path(), &destination.join(entry.file_name()))?;
+            let child = tree.child(&entry.file_name());
+            if child.excluded() {
+                continue;
+            }
+            copy_tree(&entry.path(), &destination.join(entry.file_name()), &child)?;
+        }
+    } else if kind.is_file() && tree.links_files() {
+        // The original itself: its owner and mode are already right.
+        match fs_err::hard_link(source, destination) {
+            Ok(()) => return Ok(()),
+            Err(error) if error.raw_os_error() == Some(libc::EXDEV) => {
+                fs_err::copy(source, destination).map_err(BuildError::Layer)?;
+            }
+            Err(error) => return Err(BuildError::Layer(error)),
         }
     } else if kind.is_file() {
         fs_err::copy(source, destination).map_err(BuildError::Layer)?;

@@ -333,6 +333,7 @@ fn run_command(
         let progress = &mut *run.progress;
         let step = run.step;
         let request = run.request;
+        let context_ignore = &run.build.ignore;
         // The images' roots stay mounted until the step is committed.
         with_image_roots(run.engine, &images, |engine, roots| {
             let mut image_roots = roots.iter();
@@ -343,15 +344,18 @@ fn run_command(
                     Some(MountFrom::Image(id)) => Some(MountSource {
                         root: image_roots.next().expect("a root per image mount").clone(),
                         key: id.to_string(),
+                        ignore: None,
                     }),
-                    Some(MountFrom::Directory { path, name, .. }) => Some(MountSource {
+                    Some(MountFrom::Directory { path, name, ignore }) => Some(MountSource {
                         root: path.to_path_buf(),
                         key: format!("context:{name}"),
+                        ignore: Some((*ignore).clone()),
                     }),
                 })
                 .collect();
             // Held (cache locks, rw copies) until the step is committed.
-            let prepared = prepare(&mounts, &sources, &root, &request.context, &request.secrets)?;
+            let context = (request.context.as_path(), context_ignore);
+            let prepared = prepare(&mounts, &sources, &root, context, &request.secrets)?;
             let settings = RunSettings {
                 binds: prepared.binds.clone(),
                 tmpfs: prepared.tmpfs.clone(),
