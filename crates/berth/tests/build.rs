@@ -317,6 +317,7 @@ fn bad_input_is_refused_with_its_reason_and_leaves_nothing() {
         ("FROM busybox\nRUN --mount=type=cache,target=/c,source=/x true\n", &[], "RUN --mount type=cache with source= but no from= is not supported"),
         ("FROM busybox AS a\nFROM busybox\nRUN --mount=type=bind,from=a,source=/nope,target=/n true\n", &[], "\"/nope\": not found"),
         ("FROM busybox\nRUN --mount=type=bind,target=/x,rw,ro true\n", &[], "cannot be both ro and rw"),
+        ("FROM busybox AS b\nFROM busybox\nARG S=b\nCOPY --from=${S} /bin/sh /x\n", &[], "failed to parse stage name \"${S}\": invalid reference format"),
         ("FROM busybox\nADD git://127.0.0.1:1/r.git a /x\n", &[], "ADD of a git repository (git://127.0.0.1:1/r.git) takes no other source"),
         ("FROM busybox\nADD --keep-git-dir=true a /x\n", &[], "ADD --keep-git-dir applies to a git repository source only"),
         ("FROM busybox\nADD --unpack=true a /x\n", &[], "ADD --unpack is not supported by berth's builder yet"),

@@ -5,7 +5,9 @@
 //! The layers are stacked as a read-only overlay in a mount namespace of
 //! one thread of its own, which ends with the thread: the host never sees
 //! the mount, and a kill leaves nothing mounted (only the empty mount
-//! point, under `ROOT/tmp`, which the store empties).
+//! point, under `ROOT/tmp`, which the store's garbage collection empties;
+//! the export holds the store's shared lock, so it never does so while the
+//! export reads).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -32,11 +34,14 @@ pub fn export_image(
         .iter()
         .map(|chain_id| store.layers().path(chain_id))
         .collect();
-    let mount_point = engine
-        .config()
-        .root
-        .join("tmp")
-        .join(format!("build-export-{}", std::process::id()));
+    // Under the store's shared lock, named as the store names staging:
+    // garbage collection (which empties `tmp/` under the exclusive lock)
+    // waits until the export is done, and a later one removes a killed
+    // export's mount point.
+    let _staging_lock = store
+        .lock_shared()
+        .map_err(berth_engine::EngineError::from)?;
+    let mount_point = store.staging_path("build-export");
     fs_err::create_dir_all(&mount_point).map_err(BuildError::Layer)?;
     let result = std::thread::scope(|scope| {
         scope

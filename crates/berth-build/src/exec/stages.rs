@@ -279,6 +279,17 @@ impl<'a> Build<'a> {
                 needs.push(stage);
             }
             for from in from_flags(&self.dockerfile.stages[index].instructions) {
+                // The stages a step reads are known before the build, so a
+                // variable there is not expanded: BuildKit takes the text
+                // for an image reference and fails, and so does berth.
+                if from.contains('$') {
+                    let error = berth_types::Reference::parse_normalized(&from)
+                        .err()
+                        .map_or_else(|| "invalid reference format".to_owned(), |e| e.to_string());
+                    return Err(BuildError::Invalid(format!(
+                        "failed to parse stage name {from:?}: {error}"
+                    )));
+                }
                 if let Source::Stage(stage) = self.resolve_from(&from, index) {
                     needs.push(stage);
                 }
