@@ -439,28 +439,33 @@ fn delete_image_in(
     transaction.execute("DELETE FROM images WHERE id = ?1", [id_text])?;
 
     let mut removed = RemovedImage::default();
-    for chain_id in candidate_layers {
-        let users: i64 = transaction.query_row(
-            "SELECT COUNT(*) FROM image_layers WHERE chain_id = ?1",
-            [&chain_id],
-            |row| row.get(0),
-        )?;
-        if users == 0 {
-            transaction.execute("DELETE FROM layers WHERE chain_id = ?1", [&chain_id])?;
-            removed.layers.push(digest_column(chain_id)?);
-        }
+    for chain_id in unused(transaction, "image_layers", "chain_id", candidate_layers)? {
+        transaction.execute("DELETE FROM layers WHERE chain_id = ?1", [&chain_id])?;
+        removed.layers.push(digest_column(chain_id)?);
     }
-    for digest in candidate_blobs {
-        let users: i64 = transaction.query_row(
-            "SELECT COUNT(*) FROM image_blobs WHERE digest = ?1",
-            [&digest],
-            |row| row.get(0),
-        )?;
-        if users == 0 {
-            removed.blobs.push(digest_column(digest)?);
-        }
+    for digest in unused(transaction, "image_blobs", "digest", candidate_blobs)? {
+        removed.blobs.push(digest_column(digest)?);
     }
     Ok(removed)
+}
+
+/// The `candidates` no row of `table` names in `column` any more.
+fn unused(
+    transaction: &rusqlite::Transaction<'_>,
+    table: &str,
+    column: &str,
+    candidates: impl IntoIterator<Item = String>,
+) -> Result<Vec<String>, StoreError> {
+    let mut count =
+        transaction.prepare(&format!("SELECT COUNT(*) FROM {table} WHERE {column} = ?1"))?;
+    let mut unused = Vec::new();
+    for candidate in candidates {
+        let users: i64 = count.query_row([&candidate], |row| row.get(0))?;
+        if users == 0 {
+            unused.push(candidate);
+        }
+    }
+    Ok(unused)
 }
 
 fn set_tag_in(

@@ -42,6 +42,20 @@ pub fn parent_ids(store: &Store, images: &[ImageRecord]) -> std::collections::Ha
         .collect()
 }
 
+/// Each of `images` (by id) with the image it was built on, where it has one.
+pub fn parent_map(
+    store: &Store,
+    images: &[ImageRecord],
+) -> std::collections::HashMap<String, String> {
+    images
+        .iter()
+        .filter_map(|image| {
+            let parent = image_parent(store, image).ok()?;
+            (!parent.is_empty()).then(|| (image.id.to_string(), parent))
+        })
+        .collect()
+}
+
 pub fn inspect_image(store: &Store, image: &ImageRecord) -> Result<Value, EngineError> {
     let config = read_config(store, image)?;
     let repo_tags: Vec<String> = image.tags.iter().map(|tag| familiar(tag)).collect();

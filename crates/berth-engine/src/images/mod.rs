@@ -16,7 +16,7 @@ pub use archive::{import_image, load_images, save_images, ImportRequest};
 pub use error::ImageError;
 pub use history::{image_history, HistoryEntry};
 pub(crate) use inspect::read_config;
-pub use inspect::{image_parent, inspect_image, parent_ids};
+pub use inspect::{image_parent, inspect_image, parent_ids, parent_map};
 pub use list::{list_images, ImageSummary, ListOptions};
 pub use prune::{prune_images, PruneReport};
 pub use pull::{pull_image, PullError, PullEvent, PullRequest, PulledImage, PushEvent};

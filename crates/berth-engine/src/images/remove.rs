@@ -104,13 +104,17 @@ fn remove_image_unrecorded(
     }
 
     // By id, an image other images were built on stays, forced or not.
-    if named_tag.is_none()
-        && super::parent_ids(store, &store.images()?).contains(&image.id.to_string())
-    {
-        return Err(ImageError::HasChildren {
-            id: image.id.short().to_owned(),
+    // Each image's parent is read once for the whole removal.
+    let mut parents = None;
+    if named_tag.is_none() {
+        let map = super::parent_map(store, &store.images()?);
+        if map.values().any(|parent| *parent == image.id.to_string()) {
+            return Err(ImageError::HasChildren {
+                id: image.id.short().to_owned(),
+            }
+            .into());
         }
-        .into());
+        parents = Some(map);
     }
 
     // An image a container uses: moby's conflicts. Without --force each
@@ -168,13 +172,17 @@ fn remove_image_unrecorded(
     for tag in image.tags.iter().chain(image.repo_digests.iter()) {
         events.push(RemovalEvent::Untagged(familiar(tag)));
     }
-    let mut parent = super::image_parent(store, &image).unwrap_or_default();
+    let mut parents = match parents {
+        Some(parents) => parents,
+        None => super::parent_map(store, &store.images()?),
+    };
+    let mut parent = parents.remove(&image.id.to_string()).unwrap_or_default();
     let mut freed = delete_image_files(store, &image.id, &mut events)?;
     // The untagged images it was built on go with it, as moby prunes
     // them (a build's steps): each one that no container uses and that
     // has no other child.
-    while let Some(image) = prunable_parent(store, &parent)? {
-        parent = super::image_parent(store, &image).unwrap_or_default();
+    while let Some(image) = prunable_parent(store, &parent, &parents)? {
+        parent = parents.remove(&image.id.to_string()).unwrap_or_default();
         freed += delete_image_files(store, &image.id, &mut events)?;
     }
     Ok(Removal { events, freed })
@@ -239,10 +247,12 @@ pub(crate) fn delete_released_images(store: &Store) -> u64 {
 }
 
 /// The image `parent` names when it goes with its child: untagged, used
-/// by no container, and the parent of no other image.
+/// by no container, and the parent of no other image (`parents`: each
+/// remaining image's parent).
 fn prunable_parent(
     store: &Store,
     parent: &str,
+    parents: &std::collections::HashMap<String, String>,
 ) -> Result<Option<berth_store::ImageRecord>, EngineError> {
     let Ok(id) = Digest::parse(parent) else {
         return Ok(None);
@@ -256,7 +266,7 @@ fn prunable_parent(
     {
         return Ok(None);
     }
-    if super::parent_ids(store, &store.images()?).contains(parent) {
+    if parents.values().any(|other| other == parent) {
         return Ok(None);
     }
     Ok(Some(image))

@@ -221,8 +221,8 @@ fn listed_image(
     no_trunc: bool,
 ) -> String {
     let image = berth_engine::containers::listed_image(engine.store(), record);
-    match image.strip_prefix("sha256:") {
-        Some(hex) if !no_trunc => hex.chars().take(12).collect(),
+    match berth_types::Digest::parse(&image) {
+        Ok(id) if !no_trunc => id.short().to_owned(),
         _ => image,
     }
 }
