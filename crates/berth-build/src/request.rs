@@ -66,6 +66,11 @@ pub struct BuildRequest {
     /// Docker config for the CLI; for the API only what the client sent
     /// (`X-Registry-Config`), never the server's own.
     pub registry_credentials: CredentialSource,
+    /// `SOURCE_DATE_EPOCH` (seconds): the steps' images are dated with it
+    /// and their layers hold no later mtime, so the same inputs give the
+    /// same image. The CLI takes it from its environment; a
+    /// `--build-arg SOURCE_DATE_EPOCH=…` (BuildKit's way) sets it too.
+    pub source_date_epoch: Option<i64>,
 }
 
 /// One `--build-context` value.
@@ -110,6 +115,7 @@ impl BuildRequest {
             secrets: BTreeMap::new(),
             build_contexts: BTreeMap::new(),
             registry_credentials: CredentialSource::DockerConfig,
+            source_date_epoch: None,
         }
     }
 }

@@ -184,7 +184,12 @@ fn store_child_image(
         .map(|tar| add_layer(store, tar, base.and_then(|base| base.layers.last()), None))
         .transpose()?;
 
-    let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+    // A history entry that comes with its time (a reproducible build's
+    // SOURCE_DATE_EPOCH) dates the image too.
+    let created = history
+        .created
+        .clone()
+        .unwrap_or_else(|| chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true));
     config.created = Some(created.clone());
     // moby's `image.Image.Parent`: the image committed on, in the config
     // (so also in `save`), shown by inspect as `Parent`.

@@ -1193,3 +1193,67 @@ RUN --mount=type=bind,source=plain,target=/plain cat /plain/p.txt > /plain.txt
         );
     }
 }
+
+/// With `SOURCE_DATE_EPOCH` (the CLI's environment, or the build arg)
+/// the same inputs give the same image id: in another root, after
+/// `--no-cache`, with the context's files touched. The images are dated
+/// with it and no file in their layers is newer; without it two builds
+/// differ.
+#[test]
+fn source_date_epoch_makes_the_same_image_from_the_same_inputs() {
+    let dockerfile = "FROM busybox AS a\nRUN echo built > /f\nFROM busybox\nWORKDIR /app\n\
+                      COPY hello.txt .\nCOPY --from=a /f /f\nRUN echo hi > /g\n";
+    let directory = context(&[("Dockerfile", dockerfile), ("hello.txt", "hello\n")]);
+    let path = directory.path().to_str().unwrap();
+    let build = |berth: &Berth, extra: &[&str], epoch: Option<&str>| {
+        let mut command = berth.command();
+        command.args(["build", "-q"]).args(extra).arg(path);
+        match epoch {
+            Some(epoch) => command.env("SOURCE_DATE_EPOCH", epoch),
+            None => command.env_remove("SOURCE_DATE_EPOCH"),
+        };
+        let output = support::output_with_stdin(command, None);
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    };
+    let one = berth_with_busybox();
+    let first = build(&one, &[], Some("1700000000"));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    fs_err::write(directory.path().join("hello.txt"), "hello\n").unwrap();
+    assert_eq!(build(&one, &["--no-cache"], Some("1700000000")), first);
+    let other = berth_with_busybox();
+    let by_arg = build(
+        &other,
+        &["--build-arg", "SOURCE_DATE_EPOCH=1700000000"],
+        None,
+    );
+    assert_eq!(by_arg, first);
+    assert_eq!(
+        inspect(&other, &first, "{{.Created}}"),
+        "2023-11-14T22:13:20Z"
+    );
+    let times = other
+        .run(&[
+            "run",
+            "--rm",
+            &first,
+            "stat",
+            "-c",
+            "%Y",
+            "/g",
+            "/app/hello.txt",
+            "/f",
+        ])
+        .ok();
+    assert_eq!(times, "1700000000\n1700000000\n1700000000\n");
+    // Without it, the time of the build is in the image.
+    let plain = build(&other, &["--no-cache"], None);
+    assert_ne!(plain, first);
+    let bad = other.run(&["build", "--build-arg", "SOURCE_DATE_EPOCH=soon", path]);
+    assert_eq!(bad.code(), 1);
+    assert!(
+        bad.stderr().contains("invalid SOURCE_DATE_EPOCH \"soon\""),
+        "{}",
+        bad.stderr()
+    );
+}

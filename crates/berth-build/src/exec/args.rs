@@ -60,11 +60,18 @@ impl BuildArgs {
     pub fn unconsumed(&self) -> Vec<String> {
         self.given
             .keys()
-            .filter(|name| !self.consumed.contains(*name) && !PROXY_ARGS.contains(&name.as_str()))
+            .filter(|name| {
+                !self.consumed.contains(*name)
+                    && !PROXY_ARGS.contains(&name.as_str())
+                    && name.as_str() != SOURCE_DATE_EPOCH
+            })
             .cloned()
             .collect()
     }
 }
+
+/// The build arg BuildKit reads as the build's clock (reproducible builds).
+pub const SOURCE_DATE_EPOCH: &str = "SOURCE_DATE_EPOCH";
 
 /// The platform arguments BuildKit defines in the global scope: `BUILD*`
 /// for the host that builds, `TARGET*` for the platform built for.

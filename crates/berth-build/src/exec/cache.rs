@@ -35,6 +35,11 @@ impl CacheKey {
         if image.id.is_none() {
             key.add(berth_types::container::platform::format_platform(&image.platform).as_bytes());
         }
+        // The same step of a build with another SOURCE_DATE_EPOCH (or
+        // none) makes another image.
+        if let Some(epoch) = image.source_date_epoch {
+            key.add(b"SOURCE_DATE_EPOCH").add(&epoch.to_le_bytes());
+        }
         key
     }
 

@@ -302,9 +302,12 @@ pub fn commit_layer(
         let mut writer = std::io::BufWriter::with_capacity(1 << 20, file);
         let upper = paths.rootfs().upper;
         if upper.exists() {
-            berth_image::changes::layer_from_upper(&upper, &mut writer).map_err(|error| {
-                BuildError::Invalid(format!("failed to write the step's layer: {error}"))
-            })?;
+            let clamp = step
+                .source_date_epoch
+                .and_then(|epoch| u64::try_from(epoch).ok());
+            berth_image::changes::layer_from_upper_clamped(&upper, &mut writer, clamp).map_err(
+                |error| BuildError::Invalid(format!("failed to write the step's layer: {error}")),
+            )?;
         } else {
             tar::Builder::new(&mut writer)
                 .finish()
@@ -348,9 +351,12 @@ fn store_step(
     engine: &mut Engine,
     step: &StepImage,
     (parent, layer): (Option<&Digest>, Option<&Path>),
-    history: History,
+    mut history: History,
     container_config: Option<serde_json::Value>,
 ) -> Result<Digest, BuildError> {
+    if let Some(epoch) = step.source_date_epoch {
+        history.created = super::image::epoch_time(epoch);
+    }
     commit_step(
         engine.store_mut(),
         StepCommit {

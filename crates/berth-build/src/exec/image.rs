@@ -18,6 +18,16 @@ pub struct StepImage {
     /// The platform its programs are for: the base image's, or the
     /// stage's for `FROM scratch`.
     pub platform: Platform,
+    /// The build's `SOURCE_DATE_EPOCH`: the time the images of its steps
+    /// are dated with and the latest mtime their layers hold (none: now,
+    /// and the files' own).
+    pub source_date_epoch: Option<i64>,
+}
+
+/// `SOURCE_DATE_EPOCH` as an image's `created` (RFC 3339, UTC).
+pub fn epoch_time(epoch: i64) -> Option<String> {
+    chrono::DateTime::from_timestamp(epoch, 0)
+        .map(|time| time.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
 }
 
 /// The platform this host runs natively.
@@ -45,6 +55,7 @@ impl StepImage {
             },
             author: None,
             platform,
+            source_date_epoch: None,
         }
     }
 
@@ -67,6 +78,7 @@ impl StepImage {
             },
             config: config.config.unwrap_or_default(),
             author: config.author,
+            source_date_epoch: None,
         })
     }
 

@@ -83,6 +83,7 @@ fn check_request(request: &BuildRequest) -> Result<(), BuildError> {
             .map_err(|error| BuildError::Invalid(format!("invalid tag {tag:?}: {error}")))?;
     }
     target_platform(request)?;
+    source_date_epoch(request)?;
     if !request.context.is_dir() {
         return Err(BuildError::Invalid(format!(
             "unable to prepare context: path {:?} not found",
@@ -90,6 +91,19 @@ fn check_request(request: &BuildRequest) -> Result<(), BuildError> {
         )));
     }
     Ok(())
+}
+
+/// The build's `SOURCE_DATE_EPOCH`: a build arg's, else the request's
+/// (the CLI's environment).
+pub(crate) fn source_date_epoch(request: &BuildRequest) -> Result<Option<i64>, BuildError> {
+    match request.build_args.get(args::SOURCE_DATE_EPOCH) {
+        Some(Some(text)) if !text.is_empty() => text.parse::<i64>().map(Some).map_err(|_| {
+            BuildError::Invalid(format!(
+                "invalid SOURCE_DATE_EPOCH {text:?}: expected seconds since 1970-01-01"
+            ))
+        }),
+        _ => Ok(request.source_date_epoch),
+    }
 }
 
 /// `--platform` (a Linux platform), else this host's.

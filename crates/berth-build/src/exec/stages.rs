@@ -38,6 +38,8 @@ pub struct Build<'a> {
     pub global: ArgScope,
     /// The platform built for (`--platform`, else this host's).
     pub target: Platform,
+    /// `SOURCE_DATE_EPOCH`, if the build has one.
+    pub source_date_epoch: Option<i64>,
     args: Mutex<BuildArgs>,
     /// `--cache-from`'s images and the images they were built on.
     cache_sources: OnceLock<HashSet<Digest>>,
@@ -70,6 +72,8 @@ impl<'a> Build<'a> {
             global: ArgScope::default(),
             target: super::target_platform(request)
                 .expect("the platform was checked before the build started"),
+            source_date_epoch: super::source_date_epoch(request)
+                .expect("SOURCE_DATE_EPOCH was checked before the build started"),
             args: Mutex::new(BuildArgs::new(request.build_args.clone())),
             cache_sources: OnceLock::new(),
             results: Mutex::new(vec![None; dockerfile.stages.len()]),
@@ -457,8 +461,9 @@ impl<'r> StageRun<'r> {
             Source::Context(ContextSource::Directory { .. }) => {
                 // The directory's files on nothing, as BuildKit's local
                 // source: a COPY of all of it onto scratch.
-                let mut state =
-                    StageState::new(index, StepImage::scratch_for(self.platform.clone()));
+                let mut scratch = StepImage::scratch_for(self.platform.clone());
+                scratch.source_date_epoch = self.build.source_date_epoch;
+                let mut state = StageState::new(index, scratch);
                 // The FROM step ends below, once.
                 let step = self.step.take();
                 let copied = super::steps::copy_context_root(self, &mut state, &base);
@@ -471,6 +476,7 @@ impl<'r> StageRun<'r> {
             Some(id) => self.end_step(&StepEnd::Done(id.clone())),
             None => self.end_step(&StepEnd::Empty),
         }
+        image.source_date_epoch = self.build.source_date_epoch;
         let triggers = image.onbuild_triggers();
         image.config.extra.remove("OnBuild");
         let mut state = StageState::new(index, image);

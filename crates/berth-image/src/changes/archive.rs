@@ -29,11 +29,16 @@ pub(super) enum Form {
     Export,
 }
 
-pub(super) fn write_tree(root: &Path, out: impl Write, form: Form) -> Result<Totals, ChangesError> {
+pub(super) fn write_tree(
+    root: &Path,
+    out: impl Write,
+    form: Form,
+    mtime_clamp: Option<u64>,
+) -> Result<Totals, ChangesError> {
     let root = DirHandle::open_root(root)?;
     let root_device = root.stat_self()?.st_dev;
     let mut walk = Walk {
-        stream: TarStream::new(out),
+        stream: TarStream::new(out).clamping_mtimes(mtime_clamp),
         form,
         root_device,
     };

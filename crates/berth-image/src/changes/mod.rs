@@ -110,7 +110,17 @@ pub fn changes(upper: &Path, lowers: &[PathBuf]) -> Result<Vec<Change>, ChangesE
 /// overlayfs' own), hardlinks, devices and fifos are kept. Entries come in byte order of
 /// their names, so the same upper dir always gives the same diff id.
 pub fn layer_from_upper(upper: &Path, out: impl Write) -> Result<LayerTarOutcome, ChangesError> {
-    let totals = archive::write_tree(upper, out, archive::Form::Layer)?;
+    layer_from_upper_clamped(upper, out, None)
+}
+
+/// [`layer_from_upper`] with no entry's mtime later than `mtime_clamp`
+/// (seconds since the epoch): a build's reproducible layers.
+pub fn layer_from_upper_clamped(
+    upper: &Path,
+    out: impl Write,
+    mtime_clamp: Option<u64>,
+) -> Result<LayerTarOutcome, ChangesError> {
+    let totals = archive::write_tree(upper, out, archive::Form::Layer, mtime_clamp)?;
     tracing::debug!(?upper, diff_id = %totals.diff_id, size = totals.size, "wrote layer from upper dir");
     Ok(LayerTarOutcome {
         diff_id: totals.diff_id,
@@ -124,7 +134,7 @@ pub fn layer_from_upper(upper: &Path, out: impl Write) -> Result<LayerTarOutcome
 /// sockets, in the same form as a layer. The caller makes sure nothing is mounted below
 /// `root` (volumes, `/proc`): the walk does not stop at mount points.
 pub fn export_rootfs(root: &Path, out: impl Write) -> Result<(), ChangesError> {
-    let totals = archive::write_tree(root, out, archive::Form::Export)?;
+    let totals = archive::write_tree(root, out, archive::Form::Export, None)?;
     tracing::debug!(?root, bytes = totals.tar_size, "exported root file system");
     Ok(())
 }

@@ -53,9 +53,18 @@ pub(super) struct TarStream<W: Write> {
     links: HashMap<(u64, u64), Vec<u8>>,
     size: u64,
     buffer: Vec<u8>,
+    /// No entry's mtime is later than this (`SOURCE_DATE_EPOCH`).
+    mtime_clamp: Option<u64>,
 }
 
 impl<W: Write> TarStream<W> {
+    /// Entries' mtimes later than `clamp` are written as `clamp` (BuildKit's
+    /// `rewrite-timestamp` with `SOURCE_DATE_EPOCH`: reproducible layers).
+    pub(super) fn clamping_mtimes(mut self, clamp: Option<u64>) -> Self {
+        self.mtime_clamp = clamp;
+        self
+    }
+
     pub(super) fn new(out: W) -> Self {
         Self {
             out: HashingWriter {
@@ -66,6 +75,7 @@ impl<W: Write> TarStream<W> {
             links: HashMap::new(),
             size: 0,
             buffer: Vec::new(),
+            mtime_clamp: None,
         }
     }
 
@@ -196,6 +206,11 @@ impl<W: Write> TarStream<W> {
             self.long_name(EntryType::GNULongName, name)?;
         }
         copy_truncated(&mut header.as_old_mut().name, name);
+        if let Some(clamp) = self.mtime_clamp {
+            if header.mtime().is_ok_and(|mtime| mtime > clamp) {
+                header.set_mtime(clamp);
+            }
+        }
         header.set_cksum();
         self.out.write_all(header.as_bytes())
     }

@@ -308,6 +308,16 @@ fn resolve_request(args: &BuildArgs) -> anyhow::Result<(BuildRequest, Option<tem
     request.dockerfile = dockerfile;
     request.tags = args.tags.clone();
     request.build_args = build_args(&args.build_args);
+    // buildx passes its SOURCE_DATE_EPOCH on to the build; so does berth.
+    if let Some(text) = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .filter(|text| !text.is_empty())
+    {
+        let epoch = text.parse::<i64>().with_context(|| {
+            format!("invalid SOURCE_DATE_EPOCH {text:?}: expected seconds since 1970-01-01")
+        })?;
+        request.source_date_epoch = Some(epoch);
+    }
     request.target = args.target.clone();
     request.no_cache = args.no_cache;
     request.pull = args.pull;
