@@ -1,0 +1,1 @@
+//! Converging a project through the engine.
