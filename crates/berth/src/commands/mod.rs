@@ -229,8 +229,8 @@ fn enters_containers(command: &Command) -> bool {
         | Command::Warm(_)
         | Command::Serve(_)
         | Command::ApiHelper(_)
-        | Command::Monitor(_)
-        | Command::Compose(_) => true,
+        | Command::Monitor(_) => true,
+        Command::Compose(Lazy(args)) => args.command.enters_containers(),
         Command::Container(Lazy(command)) => matches!(
             command,
             ContainerCommand::Start(_) | ContainerCommand::Restart(_) | ContainerCommand::Exec(_)

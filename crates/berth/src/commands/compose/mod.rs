@@ -3,6 +3,11 @@
 //! `--profile`) and turns them into [`berth_compose::ProjectOptions`].
 
 pub mod config;
+pub mod down;
+pub mod lifecycle;
+pub mod logs;
+pub mod ps;
+pub mod up;
 
 use std::path::PathBuf;
 
@@ -36,6 +41,27 @@ pub struct ComposeArgs {
 pub enum ComposeCommand {
     /// Parse, resolve and render compose file in canonical format
     Config(config::ConfigArgs),
+    /// Create and start containers
+    Up(up::UpArgs),
+    /// Stop and remove containers, networks
+    Down(down::DownArgs),
+    /// List containers
+    Ps(ps::PsArgs),
+    /// View output from containers
+    Logs(logs::LogsArgs),
+    /// Stop services
+    Stop(lifecycle::StopArgs),
+    /// Start services
+    Start(lifecycle::StartArgs),
+    /// Removes stopped service containers
+    Rm(lifecycle::RmArgs),
+}
+
+impl ComposeCommand {
+    /// The verbs that start containers (their processes must come from a sealed binary).
+    pub fn enters_containers(&self) -> bool {
+        matches!(self, ComposeCommand::Up(_) | ComposeCommand::Start(_))
+    }
 }
 
 impl ComposeArgs {
@@ -63,9 +89,41 @@ pub fn load(args: &ComposeArgs) -> anyhow::Result<berth_compose::Project> {
     Ok(project)
 }
 
+/// The project, or with `-p` and no compose file, an empty project of that name (so `down`,
+/// `ps`, `logs` and `stop` work on a project whose files are gone, as in compose).
+pub fn load_or_name(args: &ComposeArgs) -> anyhow::Result<berth_compose::Project> {
+    match berth_compose::load(&args.project_options()?) {
+        Err(berth_compose::ComposeError::NoFile) if args.project_name.is_some() => {
+            let name = args.project_name.clone().unwrap_or_default();
+            Ok(berth_compose::Project {
+                model: serde_json::json!({"name": name, "services": {}}),
+                name,
+                working_dir: std::env::current_dir()?,
+                config_files: Vec::new(),
+                all_profiles: Vec::new(),
+                warnings: Vec::new(),
+                variables: Default::default(),
+            })
+        }
+        other => {
+            let project = other?;
+            for warning in &project.warnings {
+                eprintln!("WARN[0000] {warning}");
+            }
+            Ok(project)
+        }
+    }
+}
+
 pub fn run(global: &GlobalOptions, args: &ComposeArgs) -> anyhow::Result<i32> {
-    let _ = global;
     match &args.command {
         ComposeCommand::Config(config) => config::run(args, config),
+        ComposeCommand::Up(up) => up::run(global, args, up),
+        ComposeCommand::Down(down) => down::run(global, args, down),
+        ComposeCommand::Ps(ps) => ps::run(global, args, ps),
+        ComposeCommand::Logs(logs) => logs::run(global, args, logs),
+        ComposeCommand::Stop(stop) => lifecycle::stop(global, args, stop),
+        ComposeCommand::Start(start) => lifecycle::start(global, args, start),
+        ComposeCommand::Rm(rm) => lifecycle::remove(global, args, rm),
     }
 }
