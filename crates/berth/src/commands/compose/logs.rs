@@ -111,11 +111,13 @@ fn print_logs(
     follow: bool,
     with_prefix: bool,
 ) -> anyhow::Result<()> {
+    // compose pads names to one more than the longest.
     let width = containers
         .iter()
         .map(|c| prefix_name(c).len())
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        + 1;
     let out = Mutex::new(());
     let config = engine.config().clone();
     std::thread::scope(|scope| -> anyhow::Result<()> {
