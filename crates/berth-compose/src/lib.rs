@@ -23,5 +23,8 @@ pub mod normalize;
 pub mod render;
 pub mod yaml;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 pub use error::ComposeError;
 pub use load::{load, Project, ProjectOptions};

@@ -290,6 +290,78 @@ pub fn load(options: &ProjectOptions) -> Result<Project, ComposeError> {
     })
 }
 
+/// One compose file's text loaded as a project named `name` in `directory`, with `variables`
+/// for interpolation and no file system access (no `include`, no `extends.file`, no
+/// `env_file`): what the fuzz target and the mutation test drive.
+pub fn load_text(
+    text: &str,
+    name: &str,
+    directory: &Path,
+    variables: &BTreeMap<String, String>,
+) -> Result<Project, ComposeError> {
+    let file = directory.join("compose.yaml");
+    let mut node = crate::yaml::parse(text, &file)?;
+    if matches!(node.value, Value::Null) {
+        node.value = Value::Map(Vec::new());
+    }
+    if !matches!(node.value, Value::Map(_)) {
+        return Err(ComposeError::schema(&node.at, "(root)", "must be a object"));
+    }
+    let lookup = |key: &str| variables.get(key).cloned();
+    interpolate_tree(&mut node, &mut Vec::new(), &lookup, &mut |_| {})?;
+    node.remove("version");
+    if let Some(include) = node.get("include") {
+        return Err(ComposeError::unsupported(
+            &include.at,
+            "include",
+            "include without files",
+        ));
+    }
+    if let Some(services) = node.get("services").and_then(Node::as_map) {
+        for (service_name, service) in services {
+            if let Some(env_file) = service.get("env_file") {
+                return Err(ComposeError::unsupported(
+                    &env_file.at,
+                    &format!("services.{service_name}.env_file"),
+                    "env_file without files",
+                ));
+            }
+            if let Some(extends) = service.get("extends") {
+                if extends.get("file").is_some() {
+                    return Err(ComposeError::unsupported(
+                        &extends.at,
+                        &format!("services.{service_name}.extends.file"),
+                        "extends.file without files",
+                    ));
+                }
+            }
+        }
+    }
+    let mut warnings = Vec::new();
+    resolve_extends(&mut node, &file, variables, &mut warnings)?;
+    let all_profiles = profiles_of(&node);
+    apply_profiles(&mut node, &[]);
+    let model = normalize::project(
+        &node,
+        &ProjectContext {
+            name,
+            home: None,
+            variables: &lookup,
+            service_dirs: &BTreeMap::new(),
+            project_dir: directory,
+        },
+    )?;
+    Ok(Project {
+        name: name.to_owned(),
+        working_dir: directory.to_path_buf(),
+        config_files: vec![file],
+        model,
+        all_profiles,
+        warnings,
+        variables: variables.clone(),
+    })
+}
+
 fn profiles_of(root: &Node) -> Vec<String> {
     let mut all = BTreeSet::new();
     if let Some(services) = root.get("services").and_then(Node::as_map) {
