@@ -477,3 +477,77 @@ fn bad_compose_files_are_refused_with_file_line_and_key() {
     assert_eq!(networks.lines().count(), 3, "{networks}");
     let _ = Path::new("");
 }
+
+#[test]
+fn attached_up_prefixes_output_and_ctrl_c_stops_the_project() {
+    let project = Project::new(
+        "attached",
+        r#"
+services:
+  one:
+    image: busybox
+    command: ["sh", "-c", "echo one-a; sleep 0.3; echo one-b"]
+  second:
+    image: busybox
+    command: ["sh", "-c", "echo two; exit 2"]
+"#,
+    );
+    let out = project.compose(&["up"]).ok();
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "one-1     | one-a",
+            "one-1     | one-b",
+            "one-1 exited with code 0",
+            "second-1  | two",
+            "second-1 exited with code 2",
+        ]
+    );
+
+    project.rewrite(
+        r#"
+services:
+  long:
+    image: busybox
+    command: ["sh", "-c", "trap 'exit 0' TERM; echo started; while true; do sleep 0.1; done"]
+"#,
+    );
+    let mut command = project.berth.command();
+    command
+        .current_dir(project.directory.path())
+        .args(["compose", "-p", "attached", "up", "--remove-orphans"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    support::containers::wait_until(20.0, "long to run", || {
+        project
+            .berth
+            .run(&[
+                "inspect",
+                "--format",
+                "{{.State.Status}}",
+                "attached-long-1",
+            ])
+            .stdout()
+            .trim()
+            == "running"
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = support::containers::wait_child(&mut child, 30.0, "up to stop");
+    assert_eq!(status.code(), Some(130));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("Gracefully stopping..."), "{stderr}");
+    assert_eq!(
+        project
+            .inspect("attached-long-1", "{{.State.Status}}")
+            .trim(),
+        "exited"
+    );
+}

@@ -2,6 +2,7 @@
 //! container's `service-N` name padded as compose pads it; `-f` follows them all at once.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use berth_compose::converge::containers::{project_containers, ProjectContainer};
@@ -71,12 +72,14 @@ pub fn run(global: &GlobalOptions, compose: &ComposeArgs, args: &LogsArgs) -> an
         details: false,
     };
     let containers = chosen(&engine, &project, &args.services)?;
+    let interrupted = AtomicBool::new(false);
     print_logs(
         &engine,
         &containers,
         &options,
         args.follow,
         !args.no_log_prefix,
+        &interrupted,
     )?;
     Ok(0)
 }
@@ -92,9 +95,12 @@ fn chosen(
             anyhow::bail!("no such service: {service}");
         }
     }
+    // Orphans (services no longer in the files) are left out, unless the files are gone.
     Ok(project_containers(engine, &project.name)?
         .into_iter()
-        .filter(|c| !c.oneoff && (services.is_empty() || services.contains(&c.service)))
+        .filter(|c| !c.oneoff)
+        .filter(|c| known.is_empty() || known.contains_key(&c.service))
+        .filter(|c| services.is_empty() || services.contains(&c.service))
         .collect())
 }
 
@@ -103,13 +109,15 @@ fn prefix_name(container: &ProjectContainer) -> String {
     format!("{}-{}", container.service, container.number)
 }
 
-/// Prints (or follows, each container in a thread) the logs of `containers`.
+/// Prints (or follows, each container in a thread, until `interrupted`) the logs of
+/// `containers`.
 fn print_logs(
     engine: &Engine,
     containers: &[ProjectContainer],
     options: &LogOptions,
     follow: bool,
     with_prefix: bool,
+    interrupted: &AtomicBool,
 ) -> anyhow::Result<()> {
     // compose pads names to one more than the longest.
     let width = containers
@@ -160,9 +168,10 @@ fn print_logs(
                     let engine = crate::commands::open_config(config)?;
                     let id = container.id.clone();
                     let is_running = move || {
-                        find_container(engine.store(), engine.config(), &id)
-                            .map(|c| c.state.is_running())
-                            .unwrap_or(false)
+                        !interrupted.load(Ordering::SeqCst)
+                            && find_container(engine.store(), engine.config(), &id)
+                                .map(|c| c.state.is_running())
+                                .unwrap_or(false)
                     };
                     follow_logs(&location, options, is_running, sink)?;
                 } else {
@@ -180,13 +189,31 @@ fn print_logs(
     })
 }
 
-/// `up` without `-d`: the containers' output until they have all stopped.
+/// Set by SIGINT/SIGTERM while `up` follows the project's output.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// `up` without `-d`: the containers' output until they have all stopped; Ctrl-C stops the
+/// project's containers (compose's "Gracefully stopping...").
 pub fn follow_project(
-    engine: &Engine,
+    engine: &mut Engine,
     project: &berth_compose::Project,
     services: &[String],
-    _timeout: Option<i64>,
+    timeout: Option<i64>,
 ) -> anyhow::Result<i32> {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    let action = SigAction::new(
+        SigHandler::Handler(on_interrupt),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    for signal in [Signal::SIGINT, Signal::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe { sigaction(signal, &action) }?;
+    }
     let containers = chosen(engine, project, services)?;
     let options = LogOptions {
         tail: None,
@@ -197,7 +224,21 @@ pub fn follow_project(
         stderr: true,
         details: false,
     };
-    print_logs(engine, &containers, &options, true, true)?;
+    print_logs(engine, &containers, &options, true, true, &INTERRUPTED)?;
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        eprintln!("Gracefully stopping... (press Ctrl+C again to force)");
+        let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+        // SAFETY: restoring the default disposition installs no handler code.
+        unsafe { sigaction(Signal::SIGINT, &default) }?;
+        berth_compose::converge::lifecycle::stop(
+            engine,
+            project,
+            services,
+            timeout,
+            &berth_compose::converge::StderrReporter,
+        )?;
+        return Ok(130);
+    }
     for container in &containers {
         if let Ok(found) = find_container(engine.store(), engine.config(), &container.id) {
             println!(

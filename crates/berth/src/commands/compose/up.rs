@@ -109,5 +109,5 @@ pub fn run(global: &GlobalOptions, compose: &ComposeArgs, args: &UpArgs) -> anyh
     if args.detach || args.wait || args.no_start {
         return Ok(0);
     }
-    super::logs::follow_project(&engine, &project, &args.services, args.timeout)
+    super::logs::follow_project(&mut engine, &project, &args.services, args.timeout)
 }
