@@ -139,8 +139,14 @@ pub fn up(
     let levels = crate::graph::levels(&services)?;
     let limit = options.parallel_limit.max(1);
     let config = engine.config().clone();
-    for level in levels {
+    let mut existing = existing;
+    for (index, level) in levels.into_iter().enumerate() {
         let level: Vec<String> = level.into_iter().filter(|s| selected.contains(s)).collect();
+        if index > 0 && summary.changes > 0 {
+            // The levels below made containers this one may wait for or join.
+            existing = project_containers(engine, &project.name)?;
+        }
+        let existing = &existing;
         for chunk in level.chunks(limit) {
             let results: Vec<Result<ServiceOutcome, ConvergeError>> = std::thread::scope(|scope| {
                 let handles: Vec<_> = chunk
@@ -150,9 +156,13 @@ pub fn up(
                         let services = &services;
                         let selected = &selected;
                         scope.spawn(move || {
-                            let mut engine = open(config)?;
+                            let mut engine = LazyEngine {
+                                config,
+                                engine: None,
+                            };
                             converge_service(
                                 &mut engine,
+                                existing,
                                 project,
                                 services,
                                 selected,
@@ -211,6 +221,24 @@ fn build_refused(service: &str) -> ConvergeError {
     ))
 }
 
+/// A worker's engine, opened only when the service has something to do: an unchanged
+/// running service needs none, which keeps a no-op `up` cheap.
+struct LazyEngine<'a> {
+    config: &'a berth_engine::EngineConfig,
+    engine: Option<Engine>,
+}
+
+impl LazyEngine<'_> {
+    fn get(&mut self) -> Result<&mut Engine, ConvergeError> {
+        if self.engine.is_none() {
+            self.engine = Some(open(self.config)?);
+        }
+        self.engine
+            .as_mut()
+            .ok_or_else(|| ConvergeError::Failed("the engine did not open".into()))
+    }
+}
+
 struct ServiceOutcome {
     service: String,
     changes: usize,
@@ -218,8 +246,10 @@ struct ServiceOutcome {
 }
 
 /// Waits for `name`'s dependencies, then makes its containers match its configuration.
+#[allow(clippy::too_many_arguments)]
 fn converge_service(
-    engine: &mut Engine,
+    engine: &mut LazyEngine<'_>,
+    existing: &[ProjectContainer],
     project: &Project,
     services: &BTreeMap<String, Json>,
     selected: &BTreeSet<String>,
@@ -228,7 +258,6 @@ fn converge_service(
     reporter: &dyn Reporter,
 ) -> Result<ServiceOutcome, ConvergeError> {
     let service = &services[name];
-    let existing = project_containers(engine, &project.name)?;
     if let Some(depends) = service.get("depends_on").and_then(Json::as_object) {
         for (other, condition) in depends {
             if !selected.contains(other) {
@@ -244,14 +273,16 @@ fn converge_service(
                 if condition != Condition::Started {
                     reporter.progress("Container", &container.name, "Waiting");
                 }
-                wait_for(
-                    engine,
-                    &container.id,
-                    &container.name,
-                    other,
-                    condition,
-                    None,
-                )?;
+                if condition != Condition::Started {
+                    wait_for(
+                        engine.get()?,
+                        &container.id,
+                        &container.name,
+                        other,
+                        condition,
+                        None,
+                    )?;
+                }
                 match condition {
                     Condition::Healthy => {
                         reporter.progress("Container", &container.name, "Healthy")
@@ -270,9 +301,7 @@ fn converge_service(
         .get("image")
         .and_then(Json::as_str)
         .unwrap_or_default();
-    let image_id = berth_engine::images::resolve_image(engine.store(), image)
-        .map(|record| record.id.to_string())
-        .unwrap_or_default();
+    let mut image_id = None;
     let joined_container = service
         .get("network_mode")
         .and_then(Json::as_str)
@@ -309,19 +338,27 @@ fn converge_service(
                     reporter.progress("Container", &current.name, "Running");
                 } else if !options.no_start {
                     reporter.progress("Container", &current.name, "Starting");
-                    start_container(engine, &current.id, None).map_err(failed("start"))?;
+                    start_container(engine.get()?, &current.id, None).map_err(failed("start"))?;
                     reporter.progress("Container", &current.name, "Started");
                     outcome.changes += 1;
                 }
                 current.id.clone()
             }
             _ => {
+                let engine = engine.get()?;
                 if let Some(current) = current {
                     reporter.progress("Container", &current.name, "Recreate");
                     stop_container(engine, &current.id, stop_timeout(service))
                         .map_err(failed("stop"))?;
                     remove_container(engine, &current.id, true).map_err(failed("remove"))?;
                 }
+                let image_id = image_id
+                    .get_or_insert_with(|| {
+                        berth_engine::images::resolve_image(engine.store(), image)
+                            .map(|record| record.id.to_string())
+                            .unwrap_or_default()
+                    })
+                    .clone();
                 let plan = ContainerPlan {
                     project,
                     service: name,
@@ -329,7 +366,7 @@ fn converge_service(
                     number,
                     name: container_name.clone(),
                     joined_container: joined_container.clone(),
-                    image_id: image_id.clone(),
+                    image_id,
                 };
                 let request = create_request(&plan)?;
                 if current.is_none() {
@@ -359,6 +396,7 @@ fn converge_service(
         outcome.containers.push((id, container_name));
     }
     for extra in mine.iter().filter(|c| c.number > wanted) {
+        let engine = engine.get()?;
         reporter.progress("Container", &extra.name, "Stopping");
         stop_container(engine, &extra.id, stop_timeout(service))
             .map_err(engine_error(format!("failed to stop {}", extra.name)))?;
