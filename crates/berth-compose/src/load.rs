@@ -209,8 +209,9 @@ pub fn load(options: &ProjectOptions) -> Result<Project, ComposeError> {
         Some(directory) => absolute(&options.working_dir, directory),
         None => files
             .first()
+            .filter(|file| file.as_os_str() != "-")
             .and_then(|file| file.parent())
-            .map_or_else(|| options.working_dir.clone(), Path::to_path_buf),
+            .map_or_else(|| first_directory.clone(), Path::to_path_buf),
     };
     if project_dir != first_directory && options.env_files.is_empty() {
         variables = variables_for(options, &project_dir)?;
