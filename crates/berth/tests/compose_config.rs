@@ -38,11 +38,21 @@ fn lines(path: &Path) -> Vec<String> {
 
 /// Runs `program prefix… args… config --format FORMAT` in `case` with a clean environment.
 fn config(program: &Path, prefix: &[&str], case: &Path, format: &str) -> (i32, String, String) {
+    config_with(program, prefix, case, &["--format", format])
+}
+
+fn config_with(
+    program: &Path,
+    prefix: &[&str],
+    case: &Path,
+    flags: &[&str],
+) -> (i32, String, String) {
     let mut command = Command::new(program);
     command
         .args(prefix)
         .args(lines(&case.join("args")))
-        .args(["config", "--format", format])
+        .arg("config")
+        .args(flags)
         .current_dir(case)
         .env_clear()
         .env("HOME", "/root")
@@ -105,6 +115,46 @@ fn config_equals_docker_compose_v2_for_the_corpus() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// `--volumes`, `--profiles` and `-q` print what docker compose v2 prints; `--services` the
+/// same names, dependencies before their dependents (compose's order among independent
+/// services comes from a Go map and changes from run to run).
+#[test]
+fn config_listings_equal_docker_compose_v2s() {
+    let Some(docker_compose) = compose_v2() else {
+        eprintln!(
+            "skipped: no docker compose v2 binary (run scripts/compose-v2.sh or set BERTH_TEST_COMPOSE_V2)"
+        );
+        return;
+    };
+    let berth = PathBuf::from(env!("CARGO_BIN_EXE_berth"));
+    for case in cases() {
+        for flag in ["--volumes", "--profiles", "-q"] {
+            let theirs = config_with(&docker_compose, &[], &case, &[flag]);
+            let ours = config_with(&berth, &["compose"], &case, &[flag]);
+            assert_eq!((ours.0, &ours.1), (theirs.0, &theirs.1), "{case:?} {flag}");
+        }
+        let theirs = config_with(&docker_compose, &[], &case, &["--services"]).1;
+        let ours = config_with(&berth, &["compose"], &case, &["--services"]).1;
+        let mut sorted_theirs: Vec<&str> = theirs.lines().collect();
+        let mut sorted_ours: Vec<&str> = ours.lines().collect();
+        sorted_theirs.sort_unstable();
+        sorted_ours.sort_unstable();
+        assert_eq!(sorted_ours, sorted_theirs, "{case:?} --services");
+        let (_, model, _) = config(&berth, &["compose"], &case, "json");
+        let model: serde_json::Value = serde_json::from_str(&model).unwrap();
+        let position = |name: &str| ours.lines().position(|line| line == name).unwrap();
+        for (name, service) in model["services"].as_object().unwrap() {
+            for dependency in service["depends_on"].as_object().into_iter().flatten() {
+                assert!(
+                    position(dependency.0) < position(name),
+                    "{case:?}: {} listed after {name}",
+                    dependency.0
+                );
+            }
+        }
+    }
 }
 
 /// The corpus is also checked without docker compose: berth loads every case (so the test

@@ -32,7 +32,10 @@ pub fn run(compose: &ComposeArgs, args: &ConfigArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let text = if args.services {
-        lines(project.services().keys())
+        // Dependencies first, as compose lists them (its order among independent services is
+        // a Go map's, so berth sorts those by name).
+        let levels = berth_compose::graph::levels(&project.services())?;
+        lines(levels.iter().flatten())
     } else if args.volumes {
         let volumes = project
             .model
