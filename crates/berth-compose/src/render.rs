@@ -273,6 +273,14 @@ pub fn json(model: &Json) -> String {
     if let Some(services) = model.get_mut("services").and_then(Json::as_object_mut) {
         for service in services.values_mut() {
             if let Some(map) = service.as_object_mut() {
+                // JSON omits zero soft and hard limits (`omitempty`), YAML does not.
+                if let Some(ulimits) = map.get_mut("ulimits").and_then(Json::as_object_mut) {
+                    for limit in ulimits.values_mut() {
+                        if let Some(pair) = limit.as_object_mut() {
+                            pair.retain(|_, value| value.as_i64() != Some(0));
+                        }
+                    }
+                }
                 // The deploy struct's sub-structs are not omitted in JSON.
                 if let Some(deploy) = map.get_mut("deploy").and_then(Json::as_object_mut) {
                     deploy.insert("resources".into(), Json::Object(Map::new()));

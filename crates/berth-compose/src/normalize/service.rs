@@ -553,7 +553,12 @@ fn ulimits(node: &Node, path: &str) -> Result<Json> {
                     .ok_or_else(|| ComposeError::schema(&value.at, &field, "hard is required"))?;
                 json!({"soft": integer(soft, &field)?, "hard": integer(hard, &field)?})
             }
-            _ => json!(integer(value, &field)?),
+            // compose keeps a single 0 as soft and hard limits of 0 (its `single` field is
+            // omitted when empty).
+            _ => match integer(value, &field)? {
+                0 => json!({"soft": 0, "hard": 0}),
+                single => json!(single),
+            },
         };
         entries.push((name.clone(), value));
     }
