@@ -280,6 +280,7 @@ pub fn load(options: &ProjectOptions) -> Result<Project, ComposeError> {
             project_dir: &project_dir,
         },
     )?;
+    warnings.extend(model_warnings(&model));
     Ok(Project {
         name,
         working_dir: project_dir,
@@ -361,6 +362,33 @@ pub fn load_text(
         warnings,
         variables: variables.clone(),
     })
+}
+
+/// What compose warns about in a valid model: a published port's `mode: host`.
+fn model_warnings(model: &Json) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for (name, service) in model
+        .get("services")
+        .and_then(Json::as_object)
+        .into_iter()
+        .flatten()
+    {
+        for port in service
+            .get("ports")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if port.get("mode").and_then(Json::as_str) == Some("host") {
+                warnings.push(format!(
+                    "service {name:?}: ports[{}/{}].mode: ports[].mode: host is only honored by the Swarm routing mesh",
+                    port.get("target").and_then(Json::as_i64).unwrap_or(0),
+                    port.get("protocol").and_then(Json::as_str).unwrap_or("tcp"),
+                ));
+            }
+        }
+    }
+    warnings
 }
 
 fn profiles_of(root: &Node) -> Vec<String> {

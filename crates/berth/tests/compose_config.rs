@@ -101,13 +101,28 @@ fn config_equals_docker_compose_v2_for_the_corpus() {
                 "docker compose failed on {case:?}: {}",
                 theirs.2
             );
-            if theirs.0 != ours.0 || theirs.1 != ours.1 {
+            // Warnings too (compose's logfmt lines without their time; compose's order
+            // follows Go maps, so sorted).
+            let warnings = |text: &str| -> Vec<String> {
+                let mut lines: Vec<String> = text
+                    .lines()
+                    .map(|line| match line.split_once("\" level=") {
+                        Some((_, rest)) if line.starts_with("time=\"") => format!("level={rest}"),
+                        _ => line.to_owned(),
+                    })
+                    .collect();
+                lines.sort();
+                lines
+            };
+            if theirs.0 != ours.0 || theirs.1 != ours.1 || warnings(&theirs.2) != warnings(&ours.2)
+            {
                 failures.push(format!(
-                    "{} ({format}): docker compose exit {}, berth exit {}\n--- docker compose\n{}\n--- berth\n{}{}",
+                    "{} ({format}): docker compose exit {}, berth exit {}\n--- docker compose\n{}{}\n--- berth\n{}{}",
                     case.display(),
                     theirs.0,
                     ours.0,
                     theirs.1,
+                    theirs.2,
                     ours.1,
                     ours.2
                 ));
@@ -130,11 +145,20 @@ fn config_listings_equal_docker_compose_v2s() {
     };
     let berth = PathBuf::from(env!("CARGO_BIN_EXE_berth"));
     for case in cases() {
-        for flag in ["--volumes", "--profiles", "-q"] {
+        for flag in ["--profiles", "-q"] {
             let theirs = config_with(&docker_compose, &[], &case, &[flag]);
             let ours = config_with(&berth, &["compose"], &case, &[flag]);
             assert_eq!((ours.0, &ours.1), (theirs.0, &theirs.1), "{case:?} {flag}");
         }
+        // compose lists volumes in a Go map's order.
+        let sorted = |text: String| {
+            let mut names: Vec<String> = text.lines().map(str::to_owned).collect();
+            names.sort();
+            names
+        };
+        let theirs = config_with(&docker_compose, &[], &case, &["--volumes"]).1;
+        let ours = config_with(&berth, &["compose"], &case, &["--volumes"]).1;
+        assert_eq!(sorted(ours), sorted(theirs), "{case:?} --volumes");
         let theirs = config_with(&docker_compose, &[], &case, &["--services"]).1;
         let ours = config_with(&berth, &["compose"], &case, &["--services"]).1;
         let mut sorted_theirs: Vec<&str> = theirs.lines().collect();

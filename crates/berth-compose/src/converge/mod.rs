@@ -17,6 +17,19 @@ use berth_engine::{EngineConfig, EngineError};
 /// Progress as docker compose prints it: ` Container p-web-1  Started`.
 pub trait Reporter: Sync {
     fn progress(&self, kind: &str, name: &str, status: &str);
+    fn warn(&self, message: &str);
+}
+
+/// A warning as compose's logger writes it: `WARN[0000] …` on a terminal, else logfmt
+/// (`time="…" level=warning msg="…"`).
+pub fn warning_line(message: &str, terminal: bool) -> String {
+    if terminal {
+        format!("WARN[0000] {message}")
+    } else {
+        let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let escaped = message.replace('\\', "\\\\").replace('"', "\\\"");
+        format!("time=\"{time}\" level=warning msg=\"{escaped}\"")
+    }
 }
 
 /// Prints progress lines on stderr, as docker compose does without a terminal.
@@ -25,6 +38,11 @@ pub struct StderrReporter;
 impl Reporter for StderrReporter {
     fn progress(&self, kind: &str, name: &str, status: &str) {
         eprintln!(" {kind} {name}  {status}");
+    }
+
+    fn warn(&self, message: &str) {
+        use std::io::IsTerminal;
+        eprintln!("{}", warning_line(message, std::io::stderr().is_terminal()));
     }
 }
 

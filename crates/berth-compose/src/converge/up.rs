@@ -130,10 +130,10 @@ pub fn up(
             }
         } else {
             let names: Vec<&str> = orphans.iter().map(|o| o.name.as_str()).collect();
-            eprintln!(
-                "WARN[0000] Found orphan containers ([{}]) for this project. If you removed or renamed this service in your compose file, you can run this command with the --remove-orphans flag to clean it up.",
+            reporter.warn(&format!(
+                "Found orphan containers ([{}]) for this project. If you removed or renamed this service in your compose file, you can run this command with the --remove-orphans flag to clean it up.",
                 names.join(" ")
-            );
+            ));
         }
     }
     let levels = crate::graph::levels(&services)?;

@@ -84,7 +84,7 @@ impl ComposeArgs {
 pub fn load(args: &ComposeArgs) -> anyhow::Result<berth_compose::Project> {
     let project = berth_compose::load(&args.project_options()?)?;
     for warning in &project.warnings {
-        eprintln!("WARN[0000] {warning}");
+        berth_compose::converge::Reporter::warn(&berth_compose::converge::StderrReporter, warning);
     }
     Ok(project)
 }
@@ -108,7 +108,10 @@ pub fn load_or_name(args: &ComposeArgs) -> anyhow::Result<berth_compose::Project
         other => {
             let project = other?;
             for warning in &project.warnings {
-                eprintln!("WARN[0000] {warning}");
+                berth_compose::converge::Reporter::warn(
+                    &berth_compose::converge::StderrReporter,
+                    warning,
+                );
             }
             Ok(project)
         }
