@@ -551,3 +551,98 @@ services:
         "exited"
     );
 }
+
+#[test]
+fn wait_returns_once_healthy_and_build_is_refused() {
+    let project = Project::new(
+        "waiting",
+        r#"
+services:
+  db:
+    image: busybox
+    command: ["sh", "-c", "sleep 0.5; touch /tmp/ready; exec sleep 1000"]
+    stop_grace_period: 0s
+    healthcheck:
+      test: ["CMD", "test", "-f", "/tmp/ready"]
+      interval: 100ms
+      retries: 100
+"#,
+    );
+    project.compose(&["up", "-d", "--wait"]).ok();
+    assert_eq!(
+        project
+            .inspect("waiting-db-1", "{{.State.Health.Status}}")
+            .trim(),
+        "healthy"
+    );
+    let template = project
+        .compose(&["ps", "--format", "{{.Name}} {{.Service}} {{.State}}"])
+        .ok();
+    assert_eq!(template, "waiting-db-1 db running\n");
+
+    project.rewrite("services:\n  built:\n    build: .\n");
+    let refused = project.compose(&["up", "-d"]);
+    let stderr = refused.fails(1);
+    assert!(
+        stderr.contains("services.built.build: berth compose does not build images yet"),
+        "{stderr}"
+    );
+    let flag = project.compose(&["up", "--build"]);
+    assert!(flag.fails(1).contains("--build"), "{}", flag.stderr());
+}
+
+/// `up` killed with SIGKILL while it waits for a dependency: the next `up` finishes the
+/// project, one container per service, none twice.
+#[test]
+fn up_after_a_killed_up_converges() {
+    let project = Project::new(
+        "killed",
+        r#"
+services:
+  slow:
+    image: busybox
+    command: ["sh", "-c", "sleep 2; touch /tmp/ready; exec sleep 1000"]
+    stop_grace_period: 0s
+    healthcheck:
+      test: ["CMD", "test", "-f", "/tmp/ready"]
+      interval: 100ms
+      retries: 100
+  fast:
+    image: busybox
+    command: ["sleep", "1000"]
+    stop_grace_period: 0s
+  after:
+    image: busybox
+    command: ["sleep", "1000"]
+    stop_grace_period: 0s
+    depends_on:
+      slow:
+        condition: service_healthy
+"#,
+    );
+    let mut command = project.berth.command();
+    command
+        .current_dir(project.directory.path())
+        .args(["compose", "-p", "killed", "up", "-d"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = command.spawn().unwrap();
+    support::containers::wait_until(20.0, "slow to run", || {
+        project
+            .berth
+            .run(&["inspect", "--format", "{{.State.Status}}", "killed-slow-1"])
+            .stdout()
+            .trim()
+            == "running"
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!names(&project.berth).contains(&"killed-after-1".to_owned()));
+    project.compose(&["up", "-d"]).ok();
+    assert_eq!(
+        names(&project.berth),
+        ["killed-after-1", "killed-fast-1", "killed-slow-1"]
+    );
+    let running = project.compose(&["ps", "-q"]).ok();
+    assert_eq!(running.lines().count(), 3);
+}
