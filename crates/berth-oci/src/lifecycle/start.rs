@@ -58,12 +58,12 @@ pub fn start(store: &Store, id: &str) -> Result<()> {
         std::thread::sleep(Duration::from_micros(100));
     }
     drop(fifo);
+    // runc 1.1 runs poststart hooks before it removes the FIFO, so they see `created`;
+    // hooks written against runc get the same.
+    let poststart = record.config.hooks.clone().unwrap_or_default().poststart;
+    let hooked = hooks::run("poststart", &poststart, &record.state(Status::Created));
     fs_err::remove_file(&path).map_err(OciError::io("remove the exec fifo", &path))?;
-    if let Err(error) = hooks::run(
-        "poststart",
-        &record.config.hooks.clone().unwrap_or_default().poststart,
-        &record.state(Status::Running),
-    ) {
+    if let Err(error) = hooked {
         // runc's rule: a failing poststart hook ends the container.
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(record.pid),

@@ -64,7 +64,12 @@ pub fn dispatch() -> Option<i32> {
         Ok(code) => code,
         Err(error) => {
             logger.error(&format!("{:#}", error));
-            1
+            // runc's exec fails with 255, so that its callers tell it from the process's 1.
+            if matches!(cli.verb, Verb::Exec(_)) {
+                255
+            } else {
+                1
+            }
         }
     })
 }
