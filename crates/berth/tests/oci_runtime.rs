@@ -782,8 +782,11 @@ fn delete_force_of_a_running_container_and_concurrent_starts() {
         let config = base_config(&rootfs, id, &["sleep", "100"]);
         let bundle = bundle(dir.path(), id, &config);
         assert_eq!(runtime.create(&bundle, id, &dir.path().join(id)).code, 0);
-        // Four starts at once: the lock lets exactly one through.
-        let children: Vec<_> = (0..4)
+        // Four starts at once: the lock lets exactly one through. (runc 1.1.5 here sometimes
+        // reports such a container `stopped` while its process runs on, so only berth is held
+        // to it; runc gets one start.)
+        let starts = if runtime.name == "berth" { 4 } else { 1 };
+        let children: Vec<_> = (0..starts)
             .map(|_| {
                 runtime
                     .command(&["start", id])
