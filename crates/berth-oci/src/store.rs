@@ -90,17 +90,41 @@ impl Store {
         let _root = lock(&self.root)?;
         let dir = self.dir(id);
         #[allow(clippy::disallowed_methods)] // the error names the path
-        let made = std::fs::DirBuilder::new().mode(0o711).create(&dir);
-        match made {
+        let make = || std::fs::DirBuilder::new().mode(0o711).create(&dir);
+        match make() {
             Ok(()) => {}
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(OciError::Exists)
+                if !self.is_debris(id) {
+                    return Err(OciError::Exists);
+                }
+                // A `create` killed before it wrote its first record: nothing of it runs and
+                // it made nothing else yet (the record comes first), so its directory goes.
+                self.remove(id)?;
+                make().map_err(OciError::io("create the container's directory", &dir))?;
             }
             Err(error) => return Err(OciError::io("create the container's directory", dir)(error)),
         }
         // The umask may have narrowed it; the init (possibly not root) reopens the FIFO.
         let _ = fs_err::set_permissions(&dir, std::fs::Permissions::from_mode(0o711));
         lock(&dir)
+    }
+
+    /// Whether `id`'s directory is what a killed `create` left before its first record: no
+    /// record, and no `create` holding its lock.
+    fn is_debris(&self, id: &str) -> bool {
+        !self.dir(id).join(RECORD).exists() && !self.is_locked(id)
+    }
+
+    /// Whether another command holds the container's lock now.
+    pub fn is_locked(&self, id: &str) -> bool {
+        let Ok(file) = fs_err::File::open(self.dir(id)) else {
+            return false;
+        };
+        nix::fcntl::Flock::lock(
+            file.into_parts().0,
+            nix::fcntl::FlockArg::LockExclusiveNonblock,
+        )
+        .is_err()
     }
 
     /// Locks an existing container and reads its record.
@@ -165,6 +189,15 @@ impl Store {
 
     /// The container's status now.
     pub fn status(&self, record: &Record) -> Status {
+        if record.pid == 0 {
+            // Recorded before its init exists: `create` is still at work (it holds the lock),
+            // or was killed there (then only `delete` is left to do).
+            return if self.is_locked(&record.id) {
+                Status::Creating
+            } else {
+                Status::Stopped
+            };
+        }
         if !record.init_alive() {
             return Status::Stopped;
         }

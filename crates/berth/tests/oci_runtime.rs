@@ -968,3 +968,83 @@ fn joins_a_network_namespace_by_path() {
         );
     }
 }
+
+#[test]
+fn a_create_killed_midway_is_repaired_by_the_next_command() {
+    if !is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rootfs = rootfs(dir.path());
+    let runtimes = runtimes(dir.path());
+    let berth = &runtimes[..1];
+    let _cleanup = Cleanup {
+        runtimes: berth,
+        ids: vec!["killed".into(), "debris".into()],
+    };
+    let runtime = &berth[0];
+    let marker = dir.path().join("hook-ran");
+    let mut config = base_config(&rootfs, "killed", &["true"]);
+    // The hook holds `create` between the clone and the root while the test kills it.
+    config["hooks"] = json!({"createRuntime": [{"path": "/bin/sh", "args": ["sh", "-c", format!("echo $$ > {}.tmp && mv {0}.tmp {0} && exec sleep 30", marker.display())]}]});
+    let bundle = bundle(dir.path(), "killed", &config);
+    let mut create = runtime
+        .command(&["create", "--bundle", bundle.to_str().unwrap(), "killed"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !marker.exists() {
+        assert!(std::time::Instant::now() < deadline, "the hook never ran");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(create.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let _ = create.wait();
+    // The hook (this test's own process) goes too.
+    let hook: i32 = fs_err::read_to_string(&marker)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(hook),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let state = runtime
+        .state("killed")
+        .expect("the record written before the clone");
+    let pid = state["pid"].as_i64().unwrap();
+    assert!(pid > 0, "{state}");
+    assert!(
+        !cgroup_dirs("killed").is_empty(),
+        "the cgroup was made before the kill"
+    );
+    let deleted = runtime.run(&["delete", "--force", "killed"]);
+    assert_eq!(deleted.code, 0, "{deleted:?}");
+    runtime.assert_empty();
+    assert!(
+        cgroup_dirs("killed").is_empty(),
+        "cgroup left: {:?}",
+        cgroup_dirs("killed")
+    );
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let stat = fs_err::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(
+        stat.is_empty() || stat.contains(") Z"),
+        "the half-made init still runs: {stat}"
+    );
+    // A directory with no record and no lock holder (a create killed before its first
+    // write) does not block the id.
+    fs_err::create_dir_all(runtime.root.join("debris")).unwrap();
+    let config = base_config(&rootfs, "debris", &["true"]);
+    let bundle = oci::bundle(dir.path(), "debris", &config);
+    let created = runtime.create(&bundle, "debris", &dir.path().join("debris-io"));
+    assert_eq!(created.code, 0, "{created:?}");
+    assert_eq!(runtime.run(&["delete", "--force", "debris"]).code, 0);
+    runtime.assert_empty();
+}

@@ -61,7 +61,6 @@ fn create_locked(
     let config = convert::read_config(&bundle)?;
     let version = cgroup::version()?;
     let plan = convert::plan(&bundle, id, &config, &version)?;
-    let fifo = make_fifo(&store.exec_fifo(id))?;
     let mut record = Record {
         id: id.to_owned(),
         bundle: bundle.clone(),
@@ -73,6 +72,11 @@ fn create_locked(
         cgroup_path: plan.cgroup_path.clone(),
         config: config.clone(),
     };
+    // Recorded before anything else is made, so that whatever a killed `create` leaves is
+    // found again (its cgroup path; from the clone on, its init's pid) and `delete` removes
+    // it.
+    store.save(&record)?;
+    let fifo = make_fifo(&store.exec_fifo(id))?;
     let manager = cgroup::manager(&plan.cgroup_path)?;
     *cgroup_made = Some(plan.cgroup_path.clone());
     manager.create(&plan.resources).map_err(OciError::Cgroup)?;
@@ -82,7 +86,7 @@ fn create_locked(
     let stdio = options.stdio.into_stdio(plan.spec.process.tty)?;
     let mut prepare_error = None;
     let mut between = |pid: Pid| -> std::result::Result<(), String> {
-        let result = prepare(&plan, &record, pid);
+        let result = prepare(store, &plan, &record, pid);
         result.map_err(|error| {
             let message = crate::error_chain(&error);
             prepare_error = Some(error);
@@ -116,7 +120,11 @@ fn create_locked(
 
 /// Between the clone and the root: sysctls in the container's namespaces, then the
 /// prestart and createRuntime hooks (the runtime's namespaces, state `creating`).
-fn prepare(plan: &Plan, record: &Record, pid: Pid) -> Result<()> {
+fn prepare(store: &Store, plan: &Plan, record: &Record, pid: Pid) -> Result<()> {
+    let mut with_pid = record.clone();
+    with_pid.pid = pid.as_raw();
+    with_pid.pid_start = process_start(with_pid.pid).unwrap_or(0);
+    store.save(&with_pid)?;
     if !plan.sysctls.is_empty() {
         write_sysctls(pid, &plan.sysctls)?;
     }
