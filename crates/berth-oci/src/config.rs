@@ -249,7 +249,7 @@ pub struct Resources {
     pub cpu: Option<Cpu>,
     #[serde(default)]
     pub pids: Option<Pids>,
-    #[serde(default)]
+    #[serde(default, rename = "blockIO")]
     pub block_io: Option<BlockIo>,
     #[serde(default)]
     pub hugepage_limits: Vec<serde_json::Value>,

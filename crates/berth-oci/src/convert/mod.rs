@@ -318,3 +318,281 @@ fn check_hooks(hooks: &Hooks) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_runtime::cgroups::V2Root;
+    use berth_runtime::NetworkMode;
+    use serde_json::json;
+
+    fn v2() -> CgroupVersion {
+        CgroupVersion::V2(V2Root {
+            root: PathBuf::from("/sys/fs/cgroup"),
+            controllers: Vec::new(),
+        })
+    }
+
+    /// A bundle directory with a `rootfs` and `config` (merged over a minimal valid one).
+    fn plan_for(edit: serde_json::Value) -> (tempfile::TempDir, Result<Plan>) {
+        let dir = tempfile::tempdir().unwrap();
+        fs_err::create_dir_all(dir.path().join("rootfs")).unwrap();
+        let mut config = json!({
+            "ociVersion": "1.0.2",
+            "process": {"args": ["true"], "cwd": "/", "user": {"uid": 0, "gid": 0}},
+            "root": {"path": "rootfs"},
+            "mounts": [
+                {"destination": "/proc", "type": "proc", "source": "proc"},
+                {"destination": "/dev", "type": "tmpfs", "source": "tmpfs"},
+                {"destination": "/dev/pts", "type": "devpts", "source": "devpts"},
+                {"destination": "/dev/mqueue", "type": "mqueue", "source": "mqueue"},
+                {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["ro"]}
+            ],
+            "linux": {"namespaces": [{"type": "mount"}, {"type": "pid"}, {"type": "network"}]}
+        });
+        merge(&mut config, edit);
+        let spec: Spec = serde_json::from_value(config).unwrap();
+        let plan = plan(dir.path(), "c1", &spec, &v2());
+        (dir, plan)
+    }
+
+    fn merge(target: &mut serde_json::Value, edit: serde_json::Value) {
+        match (target, edit) {
+            (serde_json::Value::Object(target), serde_json::Value::Object(edit)) => {
+                for (key, value) in edit {
+                    merge(target.entry(key).or_insert(serde_json::Value::Null), value);
+                }
+            }
+            (target, edit) => *target = edit,
+        }
+    }
+
+    fn error_of(edit: serde_json::Value) -> String {
+        let (_dir, plan) = plan_for(edit);
+        plan.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_minimal_bundle_converts() {
+        let (dir, plan) = plan_for(json!({}));
+        let plan = plan.unwrap();
+        assert_eq!(
+            plan.spec.rootfs,
+            fs_err::canonicalize(dir.path().join("rootfs")).unwrap()
+        );
+        assert_eq!(plan.cgroup_path, Path::new("berth-runc/c1"));
+        assert_eq!(plan.spec.network, NetworkMode::New);
+        assert!(!plan.spec.host_namespaces.pid);
+        assert!(plan.spec.host_namespaces.ipc && plan.spec.host_namespaces.uts);
+        assert!(plan.spec.no_shm, "no /dev/shm asked for");
+        assert!(!plan.spec.privileged, "sysfs is read-only");
+        assert!(plan.spec.process.capabilities.is_empty());
+        // No rules in the bundle: everything denied, then the devices every container needs.
+        let rules = plan.resources.devices.as_ref().unwrap();
+        assert_eq!(rules.len(), berth_runtime::devices::DEFAULT_RULES.len());
+        assert!(!rules[0].allow);
+    }
+
+    #[test]
+    fn namespaces_join_by_path_and_refuse_what_berth_lacks() {
+        let (_dir, plan) = plan_for(json!({"linux": {"namespaces": [
+            {"type": "mount"}, {"type": "network", "path": "/proc/self/ns/net"}, {"type": "ipc", "path": "/proc/self/ns/ipc"}
+        ]}}));
+        let plan = plan.unwrap();
+        assert_eq!(
+            plan.spec.network,
+            NetworkMode::Join(PathBuf::from("/proc/self/ns/net"))
+        );
+        assert_eq!(
+            plan.spec.joined_namespaces.ipc,
+            Some(PathBuf::from("/proc/self/ns/ipc"))
+        );
+        assert!(plan.spec.host_namespaces.pid);
+        let unknown =
+            error_of(json!({"linux": {"namespaces": [{"type": "mount"}, {"type": "bogus"}]}}));
+        assert!(
+            unknown.contains("linux.namespaces[1].type") && unknown.contains("bogus"),
+            "{unknown}"
+        );
+        assert!(
+            error_of(json!({"linux": {"namespaces": [{"type": "mount"}, {"type": "user"}]}}))
+                .contains("user")
+        );
+        assert!(
+            error_of(json!({"linux": {"namespaces": [{"type": "pid"}]}}))
+                .contains("mount namespace")
+        );
+        assert!(error_of(
+            json!({"linux": {"namespaces": [{"type": "mount"}, {"type": "net", "path": "/nope"}]}})
+        )
+        .contains("net"));
+        assert!(error_of(json!({"linux": {"namespaces": [{"type": "mount"}, {"type": "network", "path": "/nope"}]}})).contains("/nope"));
+        assert!(error_of(
+            json!({"linux": {"namespaces": [{"type": "mount"}, {"type": "pid"}, {"type": "pid"}]}})
+        )
+        .contains("duplicate"));
+    }
+
+    #[test]
+    fn hostname_needs_a_uts_namespace() {
+        let error = error_of(json!({"hostname": "h"}));
+        assert!(error.starts_with("hostname:"), "{error}");
+        let (_dir, plan) = plan_for(
+            json!({"hostname": "h", "linux": {"namespaces": [{"type": "mount"}, {"type": "uts"}]}}),
+        );
+        assert_eq!(plan.unwrap().spec.hostname, "h");
+    }
+
+    #[test]
+    fn capability_sets_must_be_berths_one_set() {
+        let caps = json!(["CAP_KILL", "CAP_CHOWN"]);
+        let (_dir, plan) = plan_for(
+            json!({"process": {"capabilities": {"bounding": caps, "effective": caps, "permitted": caps}}}),
+        );
+        assert_eq!(plan.unwrap().spec.process.capabilities.len(), 2);
+        let error = error_of(
+            json!({"process": {"capabilities": {"bounding": caps, "effective": ["CAP_KILL"], "permitted": caps}}}),
+        );
+        assert!(
+            error.starts_with("process.capabilities.effective"),
+            "{error}"
+        );
+        let error = error_of(
+            json!({"process": {"capabilities": {"bounding": caps, "effective": caps, "permitted": caps, "ambient": caps}}}),
+        );
+        assert!(error.starts_with("process.capabilities.ambient"), "{error}");
+        let error = error_of(json!({"process": {"capabilities": {"bounding": ["CAP_NOPE"]}}}));
+        assert!(error.contains("CAP_NOPE"), "{error}");
+    }
+
+    #[test]
+    fn cgroup_paths_are_cgroupfs_paths_below_the_root() {
+        let (_dir, plan) = plan_for(json!({"linux": {"cgroupsPath": "/default/c1"}}));
+        assert_eq!(plan.unwrap().cgroup_path, Path::new("default/c1"));
+        let (_dir, plan) = plan_for(json!({"linux": {"cgroupsPath": "kube/pod1/c1"}}));
+        assert_eq!(plan.unwrap().cgroup_path, Path::new("kube/pod1/c1"));
+        assert!(error_of(json!({"linux": {"cgroupsPath": "/a/../../b"}})).contains("\"..\""));
+        assert!(
+            error_of(json!({"linux": {"cgroupsPath": "system.slice:x:y"}})).contains("systemd")
+        );
+    }
+
+    #[test]
+    fn resources_convert_and_unknown_controls_are_refused() {
+        let (_dir, plan) = plan_for(json!({"linux": {"resources": {
+            "memory": {"limit": 1048576, "swap": -1},
+            "cpu": {"shares": 512, "quota": 50000, "period": 100000, "cpus": "0"},
+            "pids": {"limit": 10},
+            "devices": [{"allow": false, "access": "rwm"}, {"allow": true, "type": "c", "major": 10, "minor": 229, "access": "rw"}]
+        }}}));
+        let plan = plan.unwrap();
+        use berth_runtime::cgroups::Limit;
+        assert_eq!(plan.resources.memory, Some(Limit::Value(1048576)));
+        assert_eq!(plan.resources.memory_swap, Some(Limit::Unlimited));
+        assert_eq!(plan.resources.cpu_shares, Some(512));
+        assert_eq!(plan.resources.cpu_quota, Some(Limit::Value(50000)));
+        assert_eq!(plan.resources.cpuset_cpus.as_deref(), Some("0"));
+        assert_eq!(plan.resources.pids_limit, Some(Limit::Value(10)));
+        let rules = plan.resources.devices.unwrap();
+        assert!(!rules[0].allow && rules[1].allow && rules[1].major == Some(10));
+        for (edit, field) in [
+            (
+                json!({"memory": {"kernel": 1}}),
+                "linux.resources.memory.kernel",
+            ),
+            (
+                json!({"hugepageLimits": [{"pageSize": "2MB", "limit": 1}]}),
+                "linux.resources.hugepageLimits",
+            ),
+            (
+                json!({"unified": {"memory.high": "1"}}),
+                "linux.resources.unified",
+            ),
+            (
+                json!({"blockIO": {"throttleReadBpsDevice": [{"major": 8, "minor": 0, "rate": 1}]}}),
+                "linux.resources.blockIO.throttleReadBpsDevice",
+            ),
+            (
+                json!({"devices": [{"allow": true, "type": "x"}]}),
+                "linux.resources.devices[0].type",
+            ),
+        ] {
+            let error = error_of(json!({"linux": {"resources": edit}}));
+            assert!(error.starts_with(field), "{field}: {error}");
+        }
+    }
+
+    #[test]
+    fn seccomp_in_the_specs_form_compiles_and_notify_is_refused() {
+        let (_dir, plan) = plan_for(json!({"linux": {"seccomp": {
+            "defaultAction": "SCMP_ACT_ALLOW",
+            "syscalls": [{"names": ["mkdir"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]
+        }}}));
+        assert!(plan.unwrap().spec.process.seccomp.is_some());
+        let error = error_of(
+            json!({"linux": {"seccomp": {"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": "/x"}}}),
+        );
+        assert!(error.starts_with("linux.seccomp.listenerPath"), "{error}");
+        let error = error_of(
+            json!({"linux": {"seccomp": {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["read"], "action": "SCMP_ACT_NOTIFY"}]}}}),
+        );
+        assert!(
+            error.starts_with("linux.seccomp.syscalls[0].action"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn other_refusals_name_their_field() {
+        for (edit, field) in [
+            (json!({"process": {"args": []}}), "process.args"),
+            (json!({"process": {"cwd": "relative"}}), "process.cwd"),
+            (
+                json!({"process": {"apparmorProfile": "docker-default"}}),
+                "process.apparmorProfile",
+            ),
+            (
+                json!({"process": {"rlimits": [{"type": "RLIMIT_BOGUS", "soft": 1, "hard": 1}]}}),
+                "process.rlimits[0].type",
+            ),
+            (
+                json!({"process": {"user": {"umask": 63}}}),
+                "process.user.umask",
+            ),
+            (
+                json!({"hooks": {"startContainer": [{"path": "/bin/true"}]}}),
+                "hooks.startContainer",
+            ),
+            (
+                json!({"hooks": {"prestart": [{"path": "relative"}]}}),
+                "hooks.prestart[0].path",
+            ),
+            (
+                json!({"linux": {"sysctl": {"kernel.panic": "1"}}}),
+                "linux.sysctl.kernel.panic",
+            ),
+            (
+                json!({"linux": {"sysctl": {"kernel.shmmax": "1"}}}),
+                "linux.sysctl.kernel.shmmax",
+            ),
+            (
+                json!({"linux": {"rootfsPropagation": "shared"}}),
+                "linux.rootfsPropagation",
+            ),
+            (
+                json!({"linux": {"devices": [{"type": "p", "path": "/dev/fifo"}]}}),
+                "linux.devices[0].type",
+            ),
+            (
+                json!({"annotations": {"io.berth.isolation": "vm"}}),
+                "annotations.io.berth.isolation",
+            ),
+            (json!({"windows": {}}), "windows"),
+            (json!({"ociVersion": "2.0.0"}), "ociVersion"),
+            (json!({"root": {"path": "missing"}}), "invalid rootfs"),
+        ] {
+            let error = error_of(edit.clone());
+            assert!(error.starts_with(field), "{edit}: {error}");
+        }
+    }
+}
