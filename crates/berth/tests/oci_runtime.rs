@@ -1048,3 +1048,64 @@ fn a_create_killed_midway_is_repaired_by_the_next_command() {
     assert_eq!(runtime.run(&["delete", "--force", "debris"]).code, 0);
     runtime.assert_empty();
 }
+
+#[test]
+fn preserve_fds_pass_descriptors_on_like_runc() {
+    if !is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rootfs = rootfs(dir.path());
+    let runtimes = runtimes(dir.path());
+    let ids: Vec<String> = runtimes
+        .iter()
+        .map(|runtime| id_for("fds", runtime))
+        .collect();
+    let _cleanup = Cleanup {
+        runtimes: &runtimes,
+        ids: ids.clone(),
+    };
+    let file = dir.path().join("passed");
+    fs_err::write(&file, "through fd 3\n").unwrap();
+    let mut outputs = Vec::new();
+    for (runtime, id) in runtimes.iter().zip(&ids) {
+        let config = base_config(
+            &rootfs,
+            id,
+            &["sh", "-c", "cat <&3; ls /proc/self/fd | wc -l"],
+        );
+        let bundle = bundle(dir.path(), id, &config);
+        // The shell opens fd 3 (not close-on-exec) for the runtime, which passes it on.
+        let line = format!(
+            "exec 3<{} && exec {} --root {} run --preserve-fds 1 --bundle {} {id}",
+            file.display(),
+            runtime.program.display(),
+            runtime.root.display(),
+            bundle.display()
+        );
+        let output = std::process::Command::new("sh")
+            .args(["-c", &line])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        outputs.push((
+            runtime.name,
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        ));
+        runtime.assert_empty();
+    }
+    // 0, 1, 2, 3 and the one ls opens to list them.
+    assert_eq!(
+        (outputs[0].1, outputs[0].2.as_str()),
+        (Some(0), "through fd 3\n5\n")
+    );
+    for other in &outputs[1..] {
+        assert_eq!(
+            (outputs[0].1, &outputs[0].2),
+            (other.1, &other.2),
+            "berth vs {}",
+            other.0
+        );
+    }
+}
