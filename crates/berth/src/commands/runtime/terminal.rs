@@ -17,6 +17,18 @@ pub fn pair() -> anyhow::Result<(StdioSource, OwnedFd)> {
 /// waits for the process; returns what `wait` returns.
 pub fn relay(ours: OwnedFd, wait: impl FnOnce() -> i32) -> anyhow::Result<i32> {
     let master = berth_runtime::console::receive_fd(ours.as_raw_fd())?;
+    // As runc does: the container's terminal gets berth's size, and berth's own terminal goes
+    // raw (the container's pty does the line discipline), restored at the end.
+    let stdin = std::io::stdin();
+    if let Some(size) = berth_runtime::console::window_size(&stdin) {
+        berth_runtime::console::set_window_size(&master, &size);
+    }
+    let saved = nix::sys::termios::tcgetattr(&stdin).ok();
+    if let Some(saved) = &saved {
+        let mut raw = saved.clone();
+        nix::sys::termios::cfmakeraw(&mut raw);
+        let _ = nix::sys::termios::tcsetattr(&stdin, nix::sys::termios::SetArg::TCSANOW, &raw);
+    }
     let mut output = std::fs::File::from(master.try_clone()?);
     let mut input = std::fs::File::from(master);
     // Not joined: it ends with the process (berth exits) or at the end of stdin.
@@ -42,5 +54,8 @@ pub fn relay(ours: OwnedFd, wait: impl FnOnce() -> i32) -> anyhow::Result<i32> {
     });
     let code = wait();
     let _ = copier.join();
+    if let Some(saved) = &saved {
+        let _ = nix::sys::termios::tcsetattr(&stdin, nix::sys::termios::SetArg::TCSANOW, saved);
+    }
     Ok(code)
 }
