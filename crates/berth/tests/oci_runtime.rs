@@ -1109,3 +1109,73 @@ fn preserve_fds_pass_descriptors_on_like_runc() {
         );
     }
 }
+
+#[test]
+fn terminals_in_the_foreground_give_runcs_bytes() {
+    if !is_root() {
+        return;
+    }
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: script(1) is not installed (it gives the runtime a terminal)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rootfs = rootfs(dir.path());
+    let runtimes = runtimes(dir.path());
+    let ids: Vec<String> = runtimes
+        .iter()
+        .flat_map(|runtime| [id_for("tty-run", runtime), id_for("tty-exec", runtime)])
+        .collect();
+    let _cleanup = Cleanup {
+        runtimes: &runtimes,
+        ids,
+    };
+    let mut outputs = Vec::new();
+    for runtime in &runtimes {
+        let run_id = id_for("tty-run", runtime);
+        let mut config = base_config(&rootfs, &run_id, &["sh", "-c", "tty; exit 4"]);
+        config["process"]["terminal"] = json!(true);
+        let run_bundle = bundle(dir.path(), &run_id, &config);
+        let exec_id = id_for("tty-exec", runtime);
+        let exec_bundle = bundle(
+            dir.path(),
+            &exec_id,
+            &base_config(&rootfs, &exec_id, &["sleep", "60"]),
+        );
+        let program = runtime.program.display();
+        let root = runtime.root.display();
+        let line = format!(
+            "stty rows 30 cols 100; {program} --root {root} run --bundle {} {run_id}; echo rc=$?; \
+             {program} --root {root} run -d --bundle {} {exec_id} </dev/null >/dev/null 2>&1; \
+             {program} --root {root} exec -t {exec_id} sh -c 'tty; exit 6'; echo rc=$?; \
+             {program} --root {root} delete -f {exec_id}",
+            run_bundle.display(),
+            exec_bundle.display()
+        );
+        let output = std::process::Command::new("script")
+            .args(["-qec", &line, "/dev/null"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        outputs.push((
+            runtime.name,
+            String::from_utf8_lossy(&output.stdout).replace('\0', ""),
+        ));
+        runtime.assert_empty();
+    }
+    let berth = &outputs[0].1;
+    // (The size is not compared: runc sets it after the process may have read it.)
+    for expected in ["/dev/pts/0", "rc=4", "rc=6"] {
+        assert!(
+            berth.contains(expected),
+            "berth's terminal output lacks {expected:?}: {berth:?}"
+        );
+    }
+    for (name, other) in &outputs[1..] {
+        assert_eq!(berth, other, "the bytes on the terminal: berth vs {name}");
+    }
+}
