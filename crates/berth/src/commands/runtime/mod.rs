@@ -58,6 +58,12 @@ pub fn dispatch() -> Option<i32> {
             return Some(if error.use_stderr() { 1 } else { 0 });
         }
     };
+    if !matches!(cli.verb, Verb::Create(_) | Verb::Run(_) | Verb::Exec(_)) {
+        // `berth-runc list | head -1` ends quietly, as the main CLI does; the verbs that
+        // start processes keep Rust's ignored SIGPIPE (their children reset it anyway).
+        // SAFETY: SIG_DFL installs no handler code.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let logger = log::Logger::new(&cli.global);
     logger.init_tracing(cli.global.debug);
     Some(match run(&cli) {
@@ -79,6 +85,12 @@ fn store(cli: &RuntimeCli) -> anyhow::Result<berth_oci::Store> {
 }
 
 fn run(cli: &RuntimeCli) -> anyhow::Result<i32> {
+    if !matches!(cli.global.log_format.as_str(), "text" | "json") {
+        anyhow::bail!(
+            "invalid log-format {:?}: text or json",
+            cli.global.log_format
+        );
+    }
     if cli.global.systemd_cgroup {
         anyhow::bail!("--systemd-cgroup is not supported by berth: use cgroupfs cgroup paths");
     }
