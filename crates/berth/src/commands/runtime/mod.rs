@@ -48,8 +48,22 @@ fn runtime_arguments() -> Option<Vec<OsString>> {
     None
 }
 
+/// The name of the link that would pick the microVM backend (issue 20), not there yet.
+const VM_LINK_NAME: &str = "berth-vm-runc";
+
 /// Runs the runtime and returns its exit status when this invocation is the runtime's.
 pub fn dispatch() -> Option<i32> {
+    let program = std::env::args_os().next().unwrap_or_default();
+    if std::path::Path::new(&program)
+        .file_name()
+        .is_some_and(|name| name == VM_LINK_NAME)
+    {
+        eprintln!(
+            "time={:?} level=error msg=\"{VM_LINK_NAME}: VM isolation is not available through berth's OCI runtime yet; use {LINK_NAME}\"",
+            chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        );
+        return Some(1);
+    }
     let arguments = runtime_arguments()?;
     let cli = match RuntimeCli::try_parse_from(arguments) {
         Ok(cli) => cli,
