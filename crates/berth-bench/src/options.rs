@@ -73,10 +73,11 @@ pub enum Metric {
     Pull,
     Binary,
     Dockerfile,
+    Oci,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 10] = [
+    pub const ALL: [Metric; 11] = [
         Metric::Start,
         Metric::Memory,
         Metric::Copy,
@@ -87,6 +88,7 @@ impl Metric {
         Metric::Pull,
         Metric::Binary,
         Metric::Dockerfile,
+        Metric::Oci,
     ];
 
     /// The name used by `--metrics` and in the JSON report.
@@ -102,6 +104,7 @@ impl Metric {
             Metric::Pull => "pull",
             Metric::Binary => "binary",
             Metric::Dockerfile => "dockerfile",
+            Metric::Oci => "oci",
         }
     }
 
@@ -117,6 +120,7 @@ impl Metric {
             Metric::Pull => "Cold pull from a local registry",
             Metric::Binary => "Binary size and engine start-up",
             Metric::Dockerfile => "Dockerfile builds: clean and fully cached",
+            Metric::Oci => "OCI runtime: create + start + delete of a bundle running true",
         }
     }
 }

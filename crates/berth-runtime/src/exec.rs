@@ -206,5 +206,5 @@ fn child(
         process.cwd.as_str()
     };
     nix::unistd::chdir(cwd).map_err(|error| InitFailure::nix(&format!("chdir to {cwd}"), error))?;
-    init::exec::finish_and_exec(process)
+    init::exec::finish_and_exec(process, None)
 }

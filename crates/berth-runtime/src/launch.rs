@@ -103,7 +103,27 @@ pub fn launch(
         stderr: stdio.stderr,
         console: stdio.console,
     };
-    let child = spawn_init(spec, io, cgroup, prepare)?;
+    let child = spawn_init(spec, io, cgroup, prepare, None)?;
+    child.finish()
+}
+
+/// runc's `create`: as [`launch`], but the process stops before its program, just after
+/// the program was found, and waits for `start` at `gate` ([`crate::init::ExecGate`]).
+/// Returns once it waits there (or reports why it could not get there).
+pub fn launch_gated(
+    spec: &ContainerSpec,
+    stdio: Stdio,
+    cgroup: &dyn CgroupManager,
+    prepare: PrepareHook<'_>,
+    gate: crate::init::ExecGate,
+) -> Result<Launched, LaunchError> {
+    let io = InitIo::Now {
+        stdin: stdio.stdin,
+        stdout: stdio.stdout,
+        stderr: stdio.stderr,
+        console: stdio.console,
+    };
+    let child = spawn_init(spec, io, cgroup, prepare, Some(gate))?;
     child.finish()
 }
 
@@ -140,6 +160,7 @@ fn spawn_init(
     io: InitIo,
     cgroup: &dyn CgroupManager,
     prepare: PrepareHook<'_>,
+    gate: Option<crate::init::ExecGate>,
 ) -> Result<Spawned, LaunchError> {
     let (go_read, go_write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(LaunchError::Pipe)?;
@@ -233,11 +254,12 @@ fn spawn_init(
                     report: report_write,
                     cgroup_join,
                     io,
+                    gate,
                 },
             )
         }
         Forked::Parent { child, pidfd } => {
-            drop((go_read, report_write, io));
+            drop((go_read, report_write, io, gate));
             let placed = placed_by_clone || !cgroup_join.is_empty();
             drop(cgroup_join);
             match place_and_go(child, go_write, cgroup, placed, prepare) {
@@ -321,7 +343,7 @@ impl Sandbox {
             control: OwnedFd::from(theirs),
             parent_end: ours.as_raw_fd(),
         };
-        let spawned = spawn_init(spec, io, cgroup, prepare)?;
+        let spawned = spawn_init(spec, io, cgroup, prepare, None)?;
         let mut ready = [0u8; 1];
         match (&ours).read(&mut ready) {
             Ok(1) => Ok(Sandbox {

@@ -27,6 +27,10 @@ fn main() {
     if hidden == Some(berth_engine::containers::vm::exec::EXEC_COMMAND) {
         std::process::exit(berth_engine::containers::vm::exec::run());
     }
+    // `berth runtime …` or the `berth-runc` link: runc's command line (commands/runtime).
+    if let Some(code) = commands::runtime::dispatch() {
+        std::process::exit(code);
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

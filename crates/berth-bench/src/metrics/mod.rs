@@ -9,6 +9,7 @@ mod copy;
 mod dockerfile;
 mod memory;
 mod network;
+mod oci;
 mod pull;
 mod seccomp;
 mod start;
@@ -30,5 +31,6 @@ pub fn run(metric: Metric, context: &mut Context) -> MetricReport {
         Metric::Pull => pull::run(context),
         Metric::Binary => binary::run(context),
         Metric::Dockerfile => dockerfile::run(context),
+        Metric::Oci => oci::run(context),
     }
 }

@@ -12,7 +12,41 @@ use super::{InitFailure, InitResult, Never};
 use crate::capabilities;
 use crate::spec::{ProcessSpec, DEFAULT_PATH};
 
-pub(crate) fn finish_and_exec(process: &ProcessSpec) -> InitResult<Never> {
+/// A created container's wait for `start` (see [`super::ExecGate`]).
+pub(crate) struct Gate {
+    pub(crate) fifo: std::os::fd::OwnedFd,
+    /// The report pipe: replaced at the gate so that its reader (`create`) sees it close.
+    pub(crate) report_fd: std::os::fd::RawFd,
+}
+
+impl Gate {
+    /// Tells `create` the container is created (the report pipe closes: it becomes a
+    /// close-on-exec copy of stderr, where a later failure is then written), then waits
+    /// until `start` opens the FIFO and writes the byte `start` waits for.
+    fn wait(self) -> InitResult<()> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: dup3 replaces the report pipe's descriptor (owned by `init::run`, which
+        // only writes to or closes that number) with a copy of stderr.
+        if unsafe { libc::dup3(2, self.report_fd, libc::O_CLOEXEC) } < 0 {
+            return Err(InitFailure::io(
+                "signal the container created",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        let path = format!("/proc/self/fd/{}", self.fifo.as_raw_fd());
+        // Blocks until `start` opens the FIFO for reading.
+        #[allow(clippy::disallowed_methods)] // bare errno for InitFailure::io
+        let mut fifo = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .map_err(|error| InitFailure::io("open the exec fifo", error))?;
+        drop(self.fifo);
+        std::io::Write::write_all(&mut fifo, b"0")
+            .map_err(|error| InitFailure::io("write the exec fifo", error))
+    }
+}
+
+pub(crate) fn finish_and_exec(process: &ProcessSpec, gate: Option<Gate>) -> InitResult<Never> {
     for limit in &process.rlimits {
         let value = libc::rlimit {
             rlim_cur: limit.soft,
@@ -68,6 +102,10 @@ pub(crate) fn finish_and_exec(process: &ProcessSpec) -> InitResult<Never> {
     // Resolve the program before dropping privileges: the lookup needs to
     // read directories the user may not; the error is what Docker reports.
     let program = find_program(&process.args, &process.env)?;
+    if let Some(gate) = gate {
+        // runc's order: everything that can fail for a bad configuration has been checked.
+        gate.wait()?;
+    }
 
     capabilities::limit_bounding_set(&process.capabilities)
         .map_err(|error| InitFailure::new("drop bounding capabilities", &error, libc::EPERM))?;

@@ -86,5 +86,5 @@ fn enter(spec: &ContainerSpec, root: &Path, console: Option<&OwnedFd>) -> InitRe
         let slave = super::terminal(console, true, spec.process.console_size)?;
         super::set_stdio(&slave, &slave, &slave, true)?;
     }
-    exec::finish_and_exec(&spec.process)
+    exec::finish_and_exec(&spec.process, None)
 }

@@ -91,6 +91,19 @@ pub struct InitChannels {
     /// the process was cloned into it or the parent places it.
     pub cgroup_join: Vec<OwnedFd>,
     pub io: InitIo,
+    /// runc's create/start split ([`crate::launch::launch_gated`]): the process stops just
+    /// before its identity and privileges are set and waits here for `start`.
+    pub gate: Option<ExecGate>,
+}
+
+/// Where a created container's process waits for `start`: an `O_PATH` descriptor of a FIFO
+/// it opens for writing (through `/proc/self/fd`, so the FIFO's host path need not be
+/// reachable from the container root), which blocks until `start` opens it for reading;
+/// then it writes one byte and goes on to exec.
+pub struct ExecGate {
+    pub fifo: OwnedFd,
+    /// `--preserve-fds`: descriptors 3..3+N the caller passed, kept for the program.
+    pub preserve_fds: u32,
 }
 
 /// Where the container's process and streams come from.
@@ -122,6 +135,7 @@ pub fn run(spec: &ContainerSpec, channels: InitChannels) -> ! {
         report_fd,
         cgroup_join: channels.cgroup_join,
         io: channels.io,
+        gate: channels.gate,
     };
     let failure = match setup_and_exec(spec, channels) {
         Ok(never) => match never {},
@@ -158,6 +172,7 @@ struct SetupChannels {
     report_fd: RawFd,
     cgroup_join: Vec<OwnedFd>,
     io: InitIo,
+    gate: Option<ExecGate>,
 }
 
 /// The container's streams once known.
@@ -287,13 +302,23 @@ fn setup_and_exec(spec: &ContainerSpec, channels: SetupChannels) -> InitResult<N
     drop(streams);
     // Nothing berth opened may reach the container (its program or, with --init, the
     // reaper that stays): only the standard streams and the report pipe (close-on-exec) stay.
-    conceal::close_descriptors_except(&[channels.report_fd]);
+    let mut keep = vec![channels.report_fd];
+    let gate = channels.gate.map(|gate| {
+        keep.push(gate.fifo.as_raw_fd());
+        // The caller's descriptors 3..3+N (they were open before berth opened any of its own).
+        keep.extend((3..3 + gate.preserve_fds).filter_map(|fd| RawFd::try_from(fd).ok()));
+        exec::Gate {
+            fifo: gate.fifo,
+            report_fd: channels.report_fd,
+        }
+    });
+    conceal::close_descriptors_except(&keep);
 
-    if spec.init {
+    if spec.init && gate.is_none() {
         // berth's init stays pid 1; the command runs as its child.
         reaper::fork_and_reap(channels.report_fd)?;
     }
-    exec::finish_and_exec(&spec.process)
+    exec::finish_and_exec(&spec.process, gate)
 }
 
 /// `setdomainname(2)`, which nix does not wrap; an empty name is the kernel's default `(none)`

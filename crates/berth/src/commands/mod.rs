@@ -9,6 +9,7 @@ pub mod monitor;
 pub mod network;
 mod output;
 pub mod registry;
+pub mod runtime;
 pub mod swarm;
 pub mod system;
 pub mod volume;
