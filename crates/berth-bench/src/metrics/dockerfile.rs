@@ -71,16 +71,28 @@ fn build_command(engine: &Engine, args: &[String]) -> Command {
     command
 }
 
-fn timed_build(engine: &Engine, project: &Project, args: &[String]) -> Result<f64, String> {
+/// One build's wall time; the id it printed (`-q`) goes to `built`, for
+/// the removal at the end.
+fn timed_build(
+    engine: &Engine,
+    project: &Project,
+    args: &[String],
+    built: &mut Vec<String>,
+) -> Result<f64, String> {
     let mut all = vec!["build".to_owned(), "-q".to_owned()];
     all.extend(args.iter().cloned());
     all.extend(["-t".to_owned(), TAG.to_owned()]);
     all.push(project.directory.display().to_string());
     let mut command = build_command(engine, &all);
     let started = Instant::now();
-    run_ok(&mut command, TIMEOUT)
+    let finished = run_ok(&mut command, TIMEOUT)
         .map_err(|error| format!("{} build failed: {error}", engine.label()))?;
-    Ok(started.elapsed().as_secs_f64())
+    let seconds = started.elapsed().as_secs_f64();
+    let id = String::from_utf8_lossy(&finished.stdout).trim().to_owned();
+    if !id.is_empty() {
+        built.push(id);
+    }
+    Ok(seconds)
 }
 
 fn write_projects(directory: &Path) -> std::io::Result<Vec<Project>> {
@@ -159,6 +171,7 @@ pub fn run(context: &mut Context) -> MetricReport {
                 .collect()
         })
         .collect();
+    let mut built: Vec<Vec<String>> = vec![Vec::new(); context.engines.len()];
     for round in 0..plan.build_runs {
         for (which, project) in projects.iter().enumerate() {
             for (index, base) in bases.iter().enumerate() {
@@ -185,11 +198,12 @@ pub fn run(context: &mut Context) -> MetricReport {
                 ));
                 let mut clean_args = args.clone();
                 clean_args.push("--no-cache".to_owned());
-                let clean = timed_build(engine, project, &clean_args);
+                let built = &mut built[index];
+                let clean = timed_build(engine, project, &clean_args, built);
                 let cached = clean
                     .as_ref()
                     .map_err(Clone::clone)
-                    .and_then(|_| timed_build(engine, project, &args));
+                    .and_then(|_| timed_build(engine, project, &args, built));
                 let changed = match project.changed_file {
                     None => Err("no COPY source to change".to_owned()),
                     Some(file) => cached.as_ref().map_err(Clone::clone).and_then(|_| {
@@ -198,7 +212,7 @@ pub fn run(context: &mut Context) -> MetricReport {
                             changed_source(round, engine.label()),
                         )
                         .map_err(|error| format!("failed to change {file}: {error}"))?;
-                        timed_build(engine, project, &args)
+                        timed_build(engine, project, &args, built)
                     }),
                 };
                 for (slot, result) in samples[which][index]
@@ -214,8 +228,17 @@ pub fn run(context: &mut Context) -> MetricReport {
             }
         }
     }
-    for engine in &context.engines {
+    // What the builds made goes: the tag, and every image a build printed
+    // (a --no-cache round's earlier final images are untagged, and their
+    // steps go with them), so the engines keep nothing of the run.
+    for (engine, built) in context.engines.iter().zip(&built) {
         let _ = engine.run(["rmi", TAG]);
+        let mut ids = built.clone();
+        ids.sort();
+        ids.dedup();
+        for id in ids.iter().rev() {
+            let _ = engine.run(["rmi", "-f", id.as_str()]);
+        }
     }
     for (which, project) in projects.iter().enumerate() {
         let names = [
