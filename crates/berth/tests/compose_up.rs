@@ -642,3 +642,50 @@ services:
     let running = project.compose(&["ps", "-q"]).ok();
     assert_eq!(running.lines().count(), 3);
 }
+
+#[test]
+fn restart_kill_pause_and_unpause_the_project() {
+    let project = Project::new(
+        "verbs",
+        r#"
+services:
+  one:
+    image: busybox
+    command: ["sleep", "1000"]
+    stop_grace_period: 0s
+  two:
+    image: busybox
+    command: ["sleep", "1000"]
+    stop_grace_period: 0s
+    depends_on: [one]
+"#,
+    );
+    project.compose(&["up", "-d"]).ok();
+    let started = |name: &str| project.inspect(&format!("verbs-{name}-1"), "{{.State.StartedAt}}");
+    let before = started("one");
+    project.compose(&["restart", "-t", "0", "one"]).ok();
+    assert_ne!(started("one"), before, "one restarted");
+    project.compose(&["pause"]).ok();
+    assert_eq!(
+        project
+            .compose(&["ps", "--format", "{{.Name}} {{.State}}"])
+            .ok(),
+        "verbs-one-1 paused\nverbs-two-1 paused\n"
+    );
+    project.compose(&["unpause", "two"]).ok();
+    assert_eq!(
+        project
+            .compose(&["ps", "--format", "{{.Name}} {{.State}}"])
+            .ok(),
+        "verbs-one-1 paused\nverbs-two-1 running\n"
+    );
+    project.compose(&["unpause"]).ok();
+    project.compose(&["kill", "two"]).ok();
+    assert_eq!(
+        project.inspect("verbs-two-1", "{{.State.Status}}").trim(),
+        "exited"
+    );
+    assert_eq!(project.compose(&["ps", "--services"]).ok(), "one\n");
+    let unknown = project.compose(&["restart", "nope"]);
+    assert!(unknown.fails(1).contains("no such service: nope"));
+}

@@ -55,12 +55,23 @@ pub enum ComposeCommand {
     Start(lifecycle::StartArgs),
     /// Removes stopped service containers
     Rm(lifecycle::RmArgs),
+    /// Restart service containers
+    Restart(lifecycle::RestartArgs),
+    /// Force stop service containers
+    Kill(lifecycle::KillArgs),
+    /// Pause services
+    Pause(lifecycle::ServicesArgs),
+    /// Unpause services
+    Unpause(lifecycle::ServicesArgs),
 }
 
 impl ComposeCommand {
     /// The verbs that start containers (their processes must come from a sealed binary).
     pub fn enters_containers(&self) -> bool {
-        matches!(self, ComposeCommand::Up(_) | ComposeCommand::Start(_))
+        matches!(
+            self,
+            ComposeCommand::Up(_) | ComposeCommand::Start(_) | ComposeCommand::Restart(_)
+        )
     }
 }
 
@@ -128,5 +139,9 @@ pub fn run(global: &GlobalOptions, args: &ComposeArgs) -> anyhow::Result<i32> {
         ComposeCommand::Stop(stop) => lifecycle::stop(global, args, stop),
         ComposeCommand::Start(start) => lifecycle::start(global, args, start),
         ComposeCommand::Rm(rm) => lifecycle::remove(global, args, rm),
+        ComposeCommand::Restart(restart) => lifecycle::restart(global, args, restart),
+        ComposeCommand::Kill(kill) => lifecycle::kill(global, args, kill),
+        ComposeCommand::Pause(services) => lifecycle::pause(global, args, services, true),
+        ComposeCommand::Unpause(services) => lifecycle::pause(global, args, services, false),
     }
 }
