@@ -185,11 +185,7 @@ pub fn pause(
         } else {
             berth_engine::containers::unpause_container(engine, &container.id)
         };
-        result.map_err(engine_error(format!(
-            "failed to {} {}",
-            doing.to_lowercase(),
-            container.name
-        )))?;
+        result.map_err(engine_error(format!("failed to {verb} {}", container.name)))?;
         reporter.progress("Container", &container.name, done);
     }
     Ok(())
