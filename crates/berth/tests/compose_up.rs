@@ -307,7 +307,9 @@ fn up_converges_by_config_hash() {
     let changed = project.compose(&["up", "-d"]);
     changed.ok();
     assert!(
-        changed.stderr().contains("steady-one-1  Recreate"),
+        changed
+            .stderr()
+            .contains(" Container steady-one-1 Recreate "),
         "{}",
         changed.stderr()
     );
