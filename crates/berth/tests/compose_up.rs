@@ -691,3 +691,59 @@ services:
     let unknown = project.compose(&["restart", "nope"]);
     assert!(unknown.fails(1).contains("no such service: nope"));
 }
+
+#[test]
+fn exec_runs_in_the_services_container() {
+    let project = Project::new(
+        "execs",
+        r#"
+services:
+  app:
+    image: busybox
+    command: ["sleep", "1000"]
+    stop_grace_period: 0s
+    environment:
+      FROM_SERVICE: yes-it-is
+    deploy:
+      replicas: 2
+"#,
+    );
+    project.compose(&["up", "-d"]).ok();
+    let out = project
+        .compose(&[
+            "exec",
+            "-T",
+            "app",
+            "sh",
+            "-c",
+            "echo $FROM_SERVICE $EXTRA; hostname",
+        ])
+        .ok();
+    let id_1 = project.inspect("execs-app-1", "{{.Config.Hostname}}");
+    assert_eq!(out, format!("yes-it-is\n{}\n", id_1.trim()));
+    let second = project
+        .compose(&[
+            "exec",
+            "-T",
+            "--index",
+            "2",
+            "-e",
+            "EXTRA=x",
+            "app",
+            "sh",
+            "-c",
+            "echo $EXTRA; hostname",
+        ])
+        .ok();
+    let id_2 = project.inspect("execs-app-2", "{{.Config.Hostname}}");
+    assert_eq!(second, format!("x\n{}\n", id_2.trim()));
+    let status = project.compose(&["exec", "-T", "app", "sh", "-c", "exit 3"]);
+    assert_eq!(status.code(), 3);
+    project.compose(&["stop", "-t", "0"]).ok();
+    let stopped = project.compose(&["exec", "-T", "app", "true"]);
+    assert!(
+        stopped.fails(1).contains("service \"app\" is not running"),
+        "{}",
+        stopped.stderr()
+    );
+}

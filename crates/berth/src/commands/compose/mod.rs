@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod down;
+pub mod exec;
 pub mod lifecycle;
 pub mod logs;
 pub mod ps;
@@ -63,6 +64,8 @@ pub enum ComposeCommand {
     Pause(lifecycle::ServicesArgs),
     /// Unpause services
     Unpause(lifecycle::ServicesArgs),
+    /// Execute a command in a running container
+    Exec(exec::ExecArgs),
 }
 
 impl ComposeCommand {
@@ -70,7 +73,10 @@ impl ComposeCommand {
     pub fn enters_containers(&self) -> bool {
         matches!(
             self,
-            ComposeCommand::Up(_) | ComposeCommand::Start(_) | ComposeCommand::Restart(_)
+            ComposeCommand::Up(_)
+                | ComposeCommand::Start(_)
+                | ComposeCommand::Restart(_)
+                | ComposeCommand::Exec(_)
         )
     }
 }
@@ -143,5 +149,6 @@ pub fn run(global: &GlobalOptions, args: &ComposeArgs) -> anyhow::Result<i32> {
         ComposeCommand::Kill(kill) => lifecycle::kill(global, args, kill),
         ComposeCommand::Pause(services) => lifecycle::pause(global, args, services, true),
         ComposeCommand::Unpause(services) => lifecycle::pause(global, args, services, false),
+        ComposeCommand::Exec(exec) => exec::run(global, args, exec),
     }
 }
