@@ -682,7 +682,21 @@ services:
         "verbs-one-1 paused\nverbs-two-1 running\n"
     );
     project.compose(&["unpause"]).ok();
+    let file = project.directory.path().join("compose.yaml");
+    let listed = project.compose(&["ls"]).ok();
+    let mut lines = listed.lines();
+    assert!(lines.next().unwrap().starts_with("NAME "), "{listed}");
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(row, ["verbs", "running(2)", file.to_str().unwrap()]);
     project.compose(&["kill", "two"]).ok();
+    let json = project.compose(&["ls", "--format", "json"]).ok();
+    let projects: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(projects[0]["Name"], "verbs");
+    assert_eq!(projects[0]["Status"], "exited(1), running(1)");
+    project.compose(&["stop", "-t", "0"]).ok();
+    assert_eq!(project.compose(&["ls", "-q"]).ok(), "");
+    assert_eq!(project.compose(&["ls", "-a", "-q"]).ok(), "verbs\n");
+    project.compose(&["start", "one"]).ok();
     assert_eq!(
         project.inspect("verbs-two-1", "{{.State.Status}}").trim(),
         "exited"

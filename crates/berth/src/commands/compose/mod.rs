@@ -7,6 +7,7 @@ pub mod down;
 pub mod exec;
 pub mod lifecycle;
 pub mod logs;
+pub mod ls;
 pub mod ps;
 pub mod up;
 
@@ -66,6 +67,8 @@ pub enum ComposeCommand {
     Unpause(lifecycle::ServicesArgs),
     /// Execute a command in a running container
     Exec(exec::ExecArgs),
+    /// List running compose projects
+    Ls(ls::LsArgs),
 }
 
 impl ComposeCommand {
@@ -150,5 +153,6 @@ pub fn run(global: &GlobalOptions, args: &ComposeArgs) -> anyhow::Result<i32> {
         ComposeCommand::Pause(services) => lifecycle::pause(global, args, services, true),
         ComposeCommand::Unpause(services) => lifecycle::pause(global, args, services, false),
         ComposeCommand::Exec(exec) => exec::run(global, args, exec),
+        ComposeCommand::Ls(ls) => ls::run(global, ls),
     }
 }
