@@ -12,6 +12,7 @@
 //! - [`graph`]: dependency levels and cycles
 //! - [`converge`]: `up`, `down`, `ps`, … against the engine, with compose's labels and names
 
+#[cfg(feature = "engine")]
 pub mod converge;
 pub mod dotenv;
 pub mod error;

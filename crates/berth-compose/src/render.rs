@@ -21,10 +21,8 @@ pub fn yaml(model: &Json) -> String {
 fn write_map(out: &mut String, map: &Map<String, Json>, indent: usize) {
     let mut first = true;
     for (key, value) in map {
-        if !first || indent > 0 {
-            // Every line after the first starts at the indent; the caller wrote the first
-            // line's prefix (`- `) when the map is a sequence item.
-        }
+        // Every line after the first starts at the indent; the caller wrote the first line's
+        // prefix (`- ` when the map is a sequence item).
         if !first {
             out.push_str(&" ".repeat(indent));
         }

@@ -265,13 +265,13 @@ impl MarkedEventReceiver for Builder {
                 if anchor > 0 {
                     self.anchors.insert(anchor, node.clone());
                 }
-                self.push(node, true);
+                self.push(node);
             }
             Event::Alias(anchor) => match self.anchors.get(&anchor) {
                 Some(node) => {
                     let mut node = node.clone();
                     node.at = at;
-                    self.push(node, false);
+                    self.push(node);
                 }
                 None => self.error = Some(YamlError::UnknownAlias { at }),
             },
@@ -312,7 +312,7 @@ impl MarkedEventReceiver for Builder {
                 if anchor > 0 {
                     self.anchors.insert(anchor, node.clone());
                 }
-                self.push(node, false);
+                self.push(node);
             }
             Event::StreamStart
             | Event::StreamEnd
@@ -325,8 +325,7 @@ impl MarkedEventReceiver for Builder {
 
 impl Builder {
     /// Adds a finished node to the frame on top (as a key or a value), or as a document.
-    fn push(&mut self, node: Node, plain_scalar: bool) {
-        let _ = plain_scalar;
+    fn push(&mut self, node: Node) {
         match self.stack.last_mut() {
             None => self.documents.push(node),
             Some(Frame::Seq { items, .. }) => items.push(node),
@@ -467,9 +466,6 @@ fn parse_go_int(text: &str) -> Option<i64> {
         || digits.contains("__")
     {
         return None;
-    }
-    if digits.contains('_') && radix == 10 && !lower.starts_with('0') {
-        // Go allows `1_000` only with base prefix 0 too; keep it simple and accept.
     }
     let digits: String = digits.chars().filter(|c| *c != '_').collect();
     let magnitude = i128::from_str_radix(&digits, radix).ok()?;

@@ -8,8 +8,6 @@
 
 mod support;
 
-use std::path::Path;
-
 use chrono::{DateTime, Utc};
 use support::{Berth, Run};
 
@@ -297,8 +295,7 @@ fn up_converges_by_config_hash() {
     let (one, two) = (id("one"), id("two"));
 
     let again = project.compose(&["up", "-d"]);
-    let said = again.ok();
-    let _ = said;
+    again.ok();
     assert!(
         again.stderr().contains("is up to date: nothing to do"),
         "{}",
@@ -310,7 +307,9 @@ fn up_converges_by_config_hash() {
     let changed = project.compose(&["up", "-d"]);
     changed.ok();
     assert!(
-        changed.stderr().contains("steady-one-1  Recreate"),
+        changed
+            .stderr()
+            .contains(" Container steady-one-1 Recreate "),
         "{}",
         changed.stderr()
     );
@@ -475,7 +474,6 @@ fn bad_compose_files_are_refused_with_file_line_and_key() {
     assert!(names(&berth).is_empty());
     let networks = berth.run(&["network", "ls", "--format", "{{.Name}}"]).ok();
     assert_eq!(networks.lines().count(), 3, "{networks}");
-    let _ = Path::new("");
 }
 
 #[test]
@@ -645,4 +643,121 @@ services:
     );
     let running = project.compose(&["ps", "-q"]).ok();
     assert_eq!(running.lines().count(), 3);
+}
+
+#[test]
+fn restart_kill_pause_and_unpause_the_project() {
+    let project = Project::new(
+        "verbs",
+        r#"
+services:
+  one:
+    image: busybox
+    command: ["sleep", "1000"]
+    stop_grace_period: 0s
+  two:
+    image: busybox
+    command: ["sleep", "1000"]
+    stop_grace_period: 0s
+    depends_on: [one]
+"#,
+    );
+    project.compose(&["up", "-d"]).ok();
+    let started = |name: &str| project.inspect(&format!("verbs-{name}-1"), "{{.State.StartedAt}}");
+    let before = started("one");
+    project.compose(&["restart", "-t", "0", "one"]).ok();
+    assert_ne!(started("one"), before, "one restarted");
+    project.compose(&["pause"]).ok();
+    assert_eq!(
+        project
+            .compose(&["ps", "--format", "{{.Name}} {{.State}}"])
+            .ok(),
+        "verbs-one-1 paused\nverbs-two-1 paused\n"
+    );
+    project.compose(&["unpause", "two"]).ok();
+    assert_eq!(
+        project
+            .compose(&["ps", "--format", "{{.Name}} {{.State}}"])
+            .ok(),
+        "verbs-one-1 paused\nverbs-two-1 running\n"
+    );
+    project.compose(&["unpause"]).ok();
+    let file = project.directory.path().join("compose.yaml");
+    let listed = project.compose(&["ls"]).ok();
+    let mut lines = listed.lines();
+    assert!(lines.next().unwrap().starts_with("NAME "), "{listed}");
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(row, ["verbs", "running(2)", file.to_str().unwrap()]);
+    project.compose(&["kill", "two"]).ok();
+    let json = project.compose(&["ls", "--format", "json"]).ok();
+    let projects: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(projects[0]["Name"], "verbs");
+    assert_eq!(projects[0]["Status"], "exited(1), running(1)");
+    project.compose(&["stop", "-t", "0"]).ok();
+    assert_eq!(project.compose(&["ls", "-q"]).ok(), "");
+    assert_eq!(project.compose(&["ls", "-a", "-q"]).ok(), "verbs\n");
+    project.compose(&["start", "one"]).ok();
+    assert_eq!(
+        project.inspect("verbs-two-1", "{{.State.Status}}").trim(),
+        "exited"
+    );
+    assert_eq!(project.compose(&["ps", "--services"]).ok(), "one\n");
+    let unknown = project.compose(&["restart", "nope"]);
+    assert!(unknown.fails(1).contains("no such service: nope"));
+}
+
+#[test]
+fn exec_runs_in_the_services_container() {
+    let project = Project::new(
+        "execs",
+        r#"
+services:
+  app:
+    image: busybox
+    command: ["sleep", "1000"]
+    stop_grace_period: 0s
+    environment:
+      FROM_SERVICE: yes-it-is
+    deploy:
+      replicas: 2
+"#,
+    );
+    project.compose(&["up", "-d"]).ok();
+    let out = project
+        .compose(&[
+            "exec",
+            "-T",
+            "app",
+            "sh",
+            "-c",
+            "echo $FROM_SERVICE $EXTRA; hostname",
+        ])
+        .ok();
+    let id_1 = project.inspect("execs-app-1", "{{.Config.Hostname}}");
+    assert_eq!(out, format!("yes-it-is\n{}\n", id_1.trim()));
+    let second = project
+        .compose(&[
+            "exec",
+            "-T",
+            "--index",
+            "2",
+            "-e",
+            "EXTRA=x",
+            "app",
+            "sh",
+            "-c",
+            "echo $EXTRA; hostname",
+        ])
+        .ok();
+    let id_2 = project.inspect("execs-app-2", "{{.Config.Hostname}}");
+    assert_eq!(second, format!("x\n{}\n", id_2.trim()));
+    let status = project.compose(&["exec", "-T", "app", "sh", "-c", "exit 3"]);
+    assert_eq!(status.code(), 3);
+    project.compose(&["stop", "-t", "0"]).ok();
+    let stopped = project.compose(&["exec", "-T", "app", "true"]);
+    assert!(
+        stopped.fails(1).contains("service \"app\" is not running"),
+        "{}",
+        stopped.stderr()
+    );
 }

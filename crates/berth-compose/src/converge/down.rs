@@ -1,8 +1,6 @@
 //! `down`: the project's containers stopped and removed in reverse dependency order (the
 //! services of a level in parallel), then its networks, with `-v` its volumes.
 
-use std::time::Duration;
-
 use berth_engine::containers::{remove_container, stop_container};
 use berth_engine::Engine;
 
@@ -105,6 +103,5 @@ fn remove_one(
     remove_container(engine, &container.id, true)
         .map_err(engine_error(format!("failed to remove {}", container.name)))?;
     reporter.progress("Container", &container.name, "Removed");
-    let _ = Duration::ZERO;
     Ok(())
 }

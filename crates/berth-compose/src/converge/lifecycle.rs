@@ -114,3 +114,79 @@ pub fn remove(
     }
     Ok(removed)
 }
+
+/// `restart`: each container stopped and started again, dependencies first.
+pub fn restart(
+    engine: &mut Engine,
+    project: &Project,
+    services: &[String],
+    timeout: Option<i64>,
+    reporter: &dyn Reporter,
+) -> Result<(), ConvergeError> {
+    let mut containers = chosen(engine, project, services)?;
+    reverse_dependency_order(project, &mut containers);
+    containers.reverse();
+    for container in &containers {
+        reporter.progress("Container", &container.name, "Restarting");
+        berth_engine::containers::restart_container(engine, &container.id, timeout).map_err(
+            engine_error(format!("failed to restart {}", container.name)),
+        )?;
+        reporter.progress("Container", &container.name, "Started");
+    }
+    Ok(())
+}
+
+/// `kill [-s SIGNAL]`: the running containers get the signal (SIGKILL by default).
+pub fn kill(
+    engine: &mut Engine,
+    project: &Project,
+    services: &[String],
+    signal: &str,
+    reporter: &dyn Reporter,
+) -> Result<(), ConvergeError> {
+    let containers = chosen(engine, project, services)?;
+    for container in containers.iter().filter(|c| c.container.state.is_running()) {
+        reporter.progress("Container", &container.name, "Killing");
+        berth_engine::containers::kill_container(engine, &container.id, signal)
+            .map_err(engine_error(format!("failed to kill {}", container.name)))?;
+        reporter.progress("Container", &container.name, "Killed");
+    }
+    Ok(())
+}
+
+/// `pause` (`pause: true`) or `unpause` of the running containers.
+pub fn pause(
+    engine: &mut Engine,
+    project: &Project,
+    services: &[String],
+    pause: bool,
+    reporter: &dyn Reporter,
+) -> Result<(), ConvergeError> {
+    use berth_engine::containers::state::Status;
+    let containers = chosen(engine, project, services)?;
+    // Pause what runs, unpause what is paused; the rest is left as it is.
+    let wanted = if pause {
+        Status::Running
+    } else {
+        Status::Paused
+    };
+    for container in containers
+        .iter()
+        .filter(|c| c.container.state.status == wanted)
+    {
+        let (verb, doing, done) = if pause {
+            ("pause", "Pausing", "Paused")
+        } else {
+            ("unpause", "Unpausing", "Unpaused")
+        };
+        reporter.progress("Container", &container.name, doing);
+        let result = if pause {
+            berth_engine::containers::pause_container(engine, &container.id)
+        } else {
+            berth_engine::containers::unpause_container(engine, &container.id)
+        };
+        result.map_err(engine_error(format!("failed to {verb} {}", container.name)))?;
+        reporter.progress("Container", &container.name, done);
+    }
+    Ok(())
+}

@@ -14,7 +14,7 @@ pub mod wait;
 
 use berth_engine::{EngineConfig, EngineError};
 
-/// Progress as docker compose prints it: ` Container p-web-1  Started`.
+/// Progress as docker compose prints it without a terminal: ` Container p-web-1 Started `.
 pub trait Reporter: Sync {
     fn progress(&self, kind: &str, name: &str, status: &str);
     fn warn(&self, message: &str);
@@ -32,12 +32,13 @@ pub fn warning_line(message: &str, terminal: bool) -> String {
     }
 }
 
-/// Prints progress lines on stderr, as docker compose does without a terminal.
+/// Prints progress lines on stderr, as docker compose v2 does without a terminal (its plain
+/// progress writer leaves the trailing space).
 pub struct StderrReporter;
 
 impl Reporter for StderrReporter {
     fn progress(&self, kind: &str, name: &str, status: &str) {
-        eprintln!(" {kind} {name}  {status}");
+        eprintln!(" {kind} {name} {status} ");
     }
 
     fn warn(&self, message: &str) {

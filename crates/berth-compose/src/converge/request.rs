@@ -406,3 +406,89 @@ fn mounts(service: &Json, project: &Project) -> Vec<Json> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    fn project(text: &str) -> Project {
+        crate::load::load_text(text, "p", Path::new("/p"), &BTreeMap::new()).expect("loads")
+    }
+
+    #[test]
+    fn a_service_becomes_the_engines_create_request() {
+        let project = project(
+            "services:\n  web:\n    image: busybox\n    command: httpd -f\n    environment: {A: '1', B: null}\n    ports: ['127.0.0.1:8080:80', '53/udp']\n    volumes: [data:/data, ./site:/www:ro]\n    restart: on-failure:3\n    stop_grace_period: 1m\n    healthcheck: {test: 'true', interval: 1s}\n    networks:\n      front: {aliases: [api]}\n    extra_hosts: ['h:1.2.3.4']\nvolumes:\n  data: {}\nnetworks:\n  front: {}\n",
+        );
+        let services = project.services();
+        let plan = ContainerPlan {
+            project: &project,
+            service: "web",
+            config: &services["web"],
+            number: 1,
+            name: "p-web-1".into(),
+            joined_container: None,
+            image_id: "sha256:abc".into(),
+        };
+        let request = create_request(&plan).expect("request");
+        assert_eq!(request.name.as_deref(), Some("p-web-1"));
+        assert_eq!(request.config.image, "busybox");
+        assert_eq!(
+            request.config.cmd,
+            Some(vec!["httpd".to_owned(), "-f".to_owned()])
+        );
+        assert_eq!(request.config.env, Some(vec!["A=1".to_owned()]));
+        assert_eq!(request.config.stop_timeout, Some(60));
+        let labels = request.config.labels.clone().unwrap_or_default();
+        assert_eq!(labels.get(labels::PROJECT).map(String::as_str), Some("p"));
+        assert_eq!(labels.get(labels::SERVICE).map(String::as_str), Some("web"));
+        assert_eq!(labels.get(labels::NUMBER).map(String::as_str), Some("1"));
+        let health = request.config.healthcheck.clone().expect("healthcheck");
+        assert_eq!(health.test, ["CMD-SHELL", "true"]);
+        assert_eq!(health.interval, 1_000_000_000);
+        let host = &request.host_config;
+        assert_eq!(host.restart_policy.name, "on-failure");
+        assert_eq!(host.restart_policy.maximum_retry_count, 3);
+        let bindings = host.port_bindings.clone().unwrap_or_default();
+        assert_eq!(bindings["80/tcp"][0].host_ip, "127.0.0.1");
+        assert_eq!(bindings["80/tcp"][0].host_port, "8080");
+        assert_eq!(bindings["53/udp"][0].host_port, "");
+        let mounts = host.mounts.clone().unwrap_or_default();
+        assert_eq!(mounts[0].source, "p_data");
+        assert_eq!(mounts[1].source, "/p/site");
+        assert!(mounts[1].read_only);
+        assert_eq!(host.network_mode, "p_front");
+        assert_eq!(host.extra_hosts, Some(vec!["h:1.2.3.4".to_owned()]));
+        let endpoint = &request.networking_config.endpoints_config["p_front"];
+        assert_eq!(
+            endpoint.aliases,
+            Some(vec![
+                "p-web-1".to_owned(),
+                "web".to_owned(),
+                "api".to_owned()
+            ])
+        );
+    }
+
+    #[test]
+    fn network_mode_service_joins_that_container() {
+        let project = project(
+            "services:\n  app:\n    image: x\n  side:\n    image: x\n    network_mode: service:app\n",
+        );
+        let services = project.services();
+        let plan = ContainerPlan {
+            project: &project,
+            service: "side",
+            config: &services["side"],
+            number: 1,
+            name: "p-side-1".into(),
+            joined_container: Some("0123abcd".into()),
+            image_id: String::new(),
+        };
+        let request = create_request(&plan).expect("request");
+        assert_eq!(request.host_config.network_mode, "container:0123abcd");
+        assert!(request.networking_config.endpoints_config.is_empty());
+    }
+}

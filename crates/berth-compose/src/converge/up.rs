@@ -416,3 +416,39 @@ pub fn stop_timeout(service: &Json) -> Option<i64> {
         .and_then(crate::normalize::values::parse_duration)
         .map(|nanos| nanos / 1_000_000_000)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn project(text: &str) -> Project {
+        crate::load::load_text(text, "p", Path::new("/p"), &BTreeMap::new()).expect("loads")
+    }
+
+    #[test]
+    fn asked_services_bring_their_dependencies() {
+        let project = project(
+            "services:\n  db:\n    image: x\n  app:\n    image: x\n    depends_on: [db]\n  other:\n    image: x\n",
+        );
+        let asked = ["app".to_owned()];
+        let selected = selected_services(&project, &asked, false).expect("known");
+        assert_eq!(selected.into_iter().collect::<Vec<_>>(), ["app", "db"]);
+        let alone = selected_services(&project, &asked, true).expect("known");
+        assert_eq!(alone.into_iter().collect::<Vec<_>>(), ["app"]);
+        let unknown = selected_services(&project, &["nope".to_owned()], false);
+        assert_eq!(
+            unknown.map_err(|e| e.to_string()).err().as_deref(),
+            Some("no such service: nope")
+        );
+    }
+
+    #[test]
+    fn replicas_come_from_the_flag_scale_or_deploy() {
+        let service = serde_json::json!({"deploy": {"replicas": 3}});
+        assert_eq!(replicas(&service, None), 3);
+        assert_eq!(replicas(&service, Some(1)), 1);
+        assert_eq!(replicas(&serde_json::json!({"scale": 2}), None), 2);
+        assert_eq!(replicas(&serde_json::json!({}), None), 1);
+    }
+}

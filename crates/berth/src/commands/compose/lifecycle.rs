@@ -88,3 +88,75 @@ pub fn remove(global: &GlobalOptions, compose: &ComposeArgs, args: &RmArgs) -> a
     }
     Ok(0)
 }
+
+#[derive(Debug, Args)]
+pub struct RestartArgs {
+    /// Specify a shutdown timeout in seconds
+    #[arg(short = 't', long = "timeout", value_name = "int")]
+    pub timeout: Option<i64>,
+    /// SERVICE
+    pub services: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct KillArgs {
+    /// SIGNAL to send to the container
+    #[arg(short, long, default_value = "SIGKILL")]
+    pub signal: String,
+    /// SERVICE
+    pub services: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServicesArgs {
+    /// SERVICE
+    pub services: Vec<String>,
+}
+
+pub fn restart(
+    global: &GlobalOptions,
+    compose: &ComposeArgs,
+    args: &RestartArgs,
+) -> anyhow::Result<i32> {
+    let project = super::load(compose)?;
+    let mut engine = crate::commands::open(global)?;
+    lifecycle::restart(
+        &mut engine,
+        &project,
+        &args.services,
+        args.timeout,
+        &StderrReporter,
+    )?;
+    Ok(0)
+}
+
+pub fn kill(global: &GlobalOptions, compose: &ComposeArgs, args: &KillArgs) -> anyhow::Result<i32> {
+    let project = super::load_or_name(compose)?;
+    let mut engine = crate::commands::open(global)?;
+    lifecycle::kill(
+        &mut engine,
+        &project,
+        &args.services,
+        &args.signal,
+        &StderrReporter,
+    )?;
+    Ok(0)
+}
+
+pub fn pause(
+    global: &GlobalOptions,
+    compose: &ComposeArgs,
+    args: &ServicesArgs,
+    pause: bool,
+) -> anyhow::Result<i32> {
+    let project = super::load_or_name(compose)?;
+    let mut engine = crate::commands::open(global)?;
+    lifecycle::pause(
+        &mut engine,
+        &project,
+        &args.services,
+        pause,
+        &StderrReporter,
+    )?;
+    Ok(0)
+}

@@ -4,8 +4,10 @@
 
 pub mod config;
 pub mod down;
+pub mod exec;
 pub mod lifecycle;
 pub mod logs;
+pub mod ls;
 pub mod ps;
 pub mod up;
 
@@ -55,12 +57,30 @@ pub enum ComposeCommand {
     Start(lifecycle::StartArgs),
     /// Removes stopped service containers
     Rm(lifecycle::RmArgs),
+    /// Restart service containers
+    Restart(lifecycle::RestartArgs),
+    /// Force stop service containers
+    Kill(lifecycle::KillArgs),
+    /// Pause services
+    Pause(lifecycle::ServicesArgs),
+    /// Unpause services
+    Unpause(lifecycle::ServicesArgs),
+    /// Execute a command in a running container
+    Exec(exec::ExecArgs),
+    /// List running compose projects
+    Ls(ls::LsArgs),
 }
 
 impl ComposeCommand {
     /// The verbs that start containers (their processes must come from a sealed binary).
     pub fn enters_containers(&self) -> bool {
-        matches!(self, ComposeCommand::Up(_) | ComposeCommand::Start(_))
+        matches!(
+            self,
+            ComposeCommand::Up(_)
+                | ComposeCommand::Start(_)
+                | ComposeCommand::Restart(_)
+                | ComposeCommand::Exec(_)
+        )
     }
 }
 
@@ -128,5 +148,11 @@ pub fn run(global: &GlobalOptions, args: &ComposeArgs) -> anyhow::Result<i32> {
         ComposeCommand::Stop(stop) => lifecycle::stop(global, args, stop),
         ComposeCommand::Start(start) => lifecycle::start(global, args, start),
         ComposeCommand::Rm(rm) => lifecycle::remove(global, args, rm),
+        ComposeCommand::Restart(restart) => lifecycle::restart(global, args, restart),
+        ComposeCommand::Kill(kill) => lifecycle::kill(global, args, kill),
+        ComposeCommand::Pause(services) => lifecycle::pause(global, args, services, true),
+        ComposeCommand::Unpause(services) => lifecycle::pause(global, args, services, false),
+        ComposeCommand::Exec(exec) => exec::run(global, args, exec),
+        ComposeCommand::Ls(ls) => ls::run(global, ls),
     }
 }
