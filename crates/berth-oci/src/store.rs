@@ -187,7 +187,7 @@ impl Store {
         Ok(records)
     }
 
-    /// The container's status now.
+    /// The container's status for a caller that does not hold its lock (`state`, `list`).
     pub fn status(&self, record: &Record) -> Status {
         if record.pid == 0 {
             // Recorded before its init exists: `create` is still at work (it holds the lock),
@@ -197,6 +197,15 @@ impl Store {
             } else {
                 Status::Stopped
             };
+        }
+        self.status_held(record)
+    }
+
+    /// The status for a caller holding the container's lock (from [`Store::lock`]): no
+    /// `create` is at work then, so a record without a pid is one a killed `create` left.
+    pub fn status_held(&self, record: &Record) -> Status {
+        if record.pid == 0 {
+            return Status::Stopped;
         }
         if !record.init_alive() {
             return Status::Stopped;

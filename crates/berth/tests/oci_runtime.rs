@@ -1047,6 +1047,30 @@ fn a_create_killed_midway_is_repaired_by_the_next_command() {
     assert_eq!(created.code, 0, "{created:?}");
     assert_eq!(runtime.run(&["delete", "--force", "debris"]).code, 0);
     runtime.assert_empty();
+    // A record without a pid (what a create killed before its clone leaves: the record is
+    // written first) is `stopped` and a plain delete removes it and its cgroup.
+    let created = runtime.create(&bundle, "debris", &dir.path().join("debris-io"));
+    assert_eq!(created.code, 0, "{created:?}");
+    let pid = runtime.state("debris").unwrap()["pid"].as_i64().unwrap();
+    let record_path = runtime.root.join("debris/state.json");
+    let mut record: Value = serde_json::from_slice(&fs_err::read(&record_path).unwrap()).unwrap();
+    record["pid"] = json!(0);
+    fs_err::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert_eq!(runtime.status("debris"), "stopped");
+    assert_eq!(
+        runtime.run(&["kill", "debris", "KILL"]).code,
+        1,
+        "nothing to signal"
+    );
+    let deleted = runtime.run(&["delete", "debris"]);
+    assert_eq!(deleted.code, 0, "{deleted:?}");
+    runtime.assert_empty();
+    assert!(cgroup_dirs("debris").is_empty());
 }
 
 #[test]
