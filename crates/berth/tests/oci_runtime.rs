@@ -1237,3 +1237,58 @@ fn terminals_in_the_foreground_give_runcs_bytes() {
         assert_eq!(berth, &other, "the bytes on the terminal: berth vs {name}");
     }
 }
+
+#[test]
+fn a_created_container_is_deleted_or_killed_like_runcs() {
+    if !is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rootfs = rootfs(dir.path());
+    let runtimes = runtimes(dir.path());
+    let ids: Vec<String> = runtimes
+        .iter()
+        .flat_map(|runtime| {
+            [
+                id_for("created-del", runtime),
+                id_for("created-kill", runtime),
+            ]
+        })
+        .collect();
+    let _cleanup = Cleanup {
+        runtimes: &runtimes,
+        ids,
+    };
+    let mut transcripts = Vec::new();
+    for runtime in &runtimes {
+        let mut steps = Vec::new();
+        // delete without --force of a created container: its waiting init is killed.
+        let id = id_for("created-del", runtime);
+        let bundle = bundle(dir.path(), &id, &base_config(&rootfs, &id, &["true"]));
+        steps.push(runtime.create(&bundle, &id, &dir.path().join(&id)).code);
+        let pid = runtime.state(&id).unwrap()["pid"].as_i64().unwrap();
+        steps.push(runtime.run(&["delete", &id]).code);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let stat = fs_err::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(
+            stat.is_empty() || stat.contains(") Z"),
+            "{}: the init survived delete",
+            runtime.name
+        );
+        assert!(cgroup_dirs(&id).is_empty());
+        // kill of a created container: it stops without ever running its program.
+        let id = id_for("created-kill", runtime);
+        let bundle = oci::bundle(dir.path(), &id, &base_config(&rootfs, &id, &["true"]));
+        steps.push(runtime.create(&bundle, &id, &dir.path().join(&id)).code);
+        steps.push(runtime.run(&["kill", &id, "KILL"]).code);
+        runtime.wait_status(&id, "stopped");
+        steps.push(runtime.run(&["start", &id]).code);
+        steps.push(runtime.run(&["delete", &id]).code);
+        runtime.assert_empty();
+        transcripts.push((runtime.name, steps));
+    }
+    assert_eq!(transcripts[0].1, vec![0, 0, 0, 0, 1, 0]);
+    for other in &transcripts[1..] {
+        assert_eq!(transcripts[0].1, other.1, "berth vs {}", other.0);
+    }
+}
