@@ -187,7 +187,7 @@ impl Store {
         Ok(records)
     }
 
-    /// The container's status now.
+    /// The container's status for a caller that does not hold its lock (`state`, `list`).
     pub fn status(&self, record: &Record) -> Status {
         if record.pid == 0 {
             // Recorded before its init exists: `create` is still at work (it holds the lock),
@@ -197,6 +197,15 @@ impl Store {
             } else {
                 Status::Stopped
             };
+        }
+        self.status_held(record)
+    }
+
+    /// The status for a caller holding the container's lock (from [`Store::lock`]): no
+    /// `create` is at work then, so a record without a pid is one a killed `create` left.
+    pub fn status_held(&self, record: &Record) -> Status {
+        if record.pid == 0 {
+            return Status::Stopped;
         }
         if !record.init_alive() {
             return Status::Stopped;
@@ -208,5 +217,96 @@ impl Store {
             return Status::Paused;
         }
         Status::Running
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Spec;
+
+    fn record(id: &str, pid: i32) -> Record {
+        Record {
+            id: id.to_owned(),
+            bundle: "/b".into(),
+            rootfs: "/b/rootfs".into(),
+            pid,
+            pid_start: if pid > 0 {
+                crate::state::process_start(pid).unwrap()
+            } else {
+                0
+            },
+            created: crate::state::now_rfc3339(),
+            owner: String::new(),
+            cgroup_path: "berth-runc-unit-test/none".into(),
+            config: Spec::default(),
+        }
+    }
+
+    #[test]
+    fn ids_follow_runcs_rule() {
+        for good in ["a", "abc-DEF_1.2+3", "x.y"] {
+            assert!(validate_id(good).is_ok(), "{good}");
+        }
+        for bad in ["", ".", "..", "a/b", "a b", "ä"] {
+            assert!(validate_id(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn create_dir_refuses_a_live_id_and_takes_over_debris() {
+        let root = tempfile::tempdir().unwrap();
+        let store = Store::open(&root.path().join("state")).unwrap();
+        let lock = store.create_dir("c").unwrap();
+        assert!(store.is_locked("c"));
+        // Being made (locked, no record yet): exists.
+        assert!(matches!(store.create_dir("c"), Err(OciError::Exists)));
+        drop(lock);
+        // Not locked, no record: what a killed create left; taken over.
+        let lock = store.create_dir("c").unwrap();
+        store.save(&record("c", 0)).unwrap();
+        drop(lock);
+        // A record: exists.
+        assert!(matches!(store.create_dir("c"), Err(OciError::Exists)));
+        assert_eq!(store.list().unwrap().len(), 1);
+        store.remove("c").unwrap();
+        assert!(matches!(store.lock("c"), Err(OciError::NotFound)));
+    }
+
+    #[test]
+    fn a_pidless_record_is_creating_only_while_its_create_holds_the_lock() {
+        let root = tempfile::tempdir().unwrap();
+        let store = Store::open(root.path()).unwrap();
+        let lock = store.create_dir("c").unwrap();
+        let pidless = record("c", 0);
+        store.save(&pidless).unwrap();
+        assert_eq!(store.status(&pidless), Status::Creating);
+        drop(lock);
+        assert_eq!(store.status(&pidless), Status::Stopped);
+        let (_held, loaded) = store.lock("c").unwrap();
+        // The lock holder itself: no create is at work.
+        assert_eq!(store.status_held(&loaded), Status::Stopped);
+    }
+
+    #[test]
+    fn a_live_init_is_created_until_the_fifo_goes_then_running() {
+        let root = tempfile::tempdir().unwrap();
+        let store = Store::open(root.path()).unwrap();
+        let lock = store.create_dir("c").unwrap();
+        // This test process stands in for the init.
+        let live = record("c", std::process::id() as i32);
+        store.save(&live).unwrap();
+        fs_err::write(store.exec_fifo("c"), "").unwrap();
+        assert_eq!(store.status_held(&live), Status::Created);
+        fs_err::remove_file(store.exec_fifo("c")).unwrap();
+        assert_eq!(store.status_held(&live), Status::Running);
+        let mut reused = live.clone();
+        reused.pid_start += 1;
+        assert_eq!(
+            store.status_held(&reused),
+            Status::Stopped,
+            "a reused pid is not the init"
+        );
+        drop(lock);
     }
 }

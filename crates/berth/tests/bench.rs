@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use support::Berth;
 
-const METRICS: [&str; 10] = [
+const METRICS: [&str; 11] = [
     "start",
     "memory",
     "cp",
@@ -28,6 +28,7 @@ const METRICS: [&str; 10] = [
     "pull",
     "binary",
     "dockerfile",
+    "oci",
 ];
 
 #[test]
@@ -129,6 +130,7 @@ fn quick_bench_writes_every_metric() {
         "seccomp",
         "binary",
         "dockerfile",
+        "oci",
     ] {
         assert!(measured(id), "no berth samples for {id}");
     }

@@ -273,6 +273,24 @@ fn ctr_runs_containers_through_berth_as_through_runc() {
             .replace(['\r', '\0'], "")
             .replace("^@", "");
         steps.push(("run -t", (out.status.code().unwrap_or(-1), tty_text)));
+        // A failing create: containerd reads the runtime's JSON log (`--log-format json`)
+        // back to say why.
+        let id = format!("fail-{name}");
+        let mut args = vec!["run".to_owned(), "--rm".to_owned()];
+        args.extend(common(&id));
+        args.extend([IMAGE.to_owned(), id.clone(), "no-such-program".into()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let failed = containerd.ctr(&args);
+        let stderr = String::from_utf8_lossy(&failed.stderr).into_owned();
+        assert!(
+            stderr.contains("executable file not found in $PATH"),
+            "{name}: ctr should pass on the runtime's reason: {stderr}"
+        );
+        steps.push((
+            "run of a missing program",
+            (failed.status.code().unwrap_or(-1), String::new()),
+        ));
+        let _ = containerd.ctr(&["container", "rm", &id]);
         // Nothing of the containers is left in the runtime's root (containerd keeps its
         // namespace directory there).
         let left: Vec<_> = fs_err::read_dir(root.join(NAMESPACE))
@@ -291,8 +309,9 @@ fn ctr_runs_containers_through_berth_as_through_runc() {
         "berth: ctr run --rm"
     );
     assert_eq!(berth[2].1, (5, "exec\n".to_owned()), "berth: ctr task exec");
+    let tty = berth.iter().find(|step| step.0 == "run -t").unwrap();
     assert_eq!(
-        berth.last().unwrap().1,
+        tty.1,
         (0, "/dev/pts/0\ndone\n".to_owned()),
         "berth: ctr run -t"
     );

@@ -107,24 +107,22 @@ pub fn plan(bundle: &Path, id: &str, config: &Spec, cgroups: &CgroupVersion) -> 
     let sysctls = namespaces::sysctls(&linux, &namespaces)?;
     let hooks = config.hooks.clone().unwrap_or_default();
     check_hooks(&hooks)?;
-    let (cgroup_v1_hierarchies, cgroup_v2) = if mounts.cgroup {
-        match cgroups {
-            CgroupVersion::V1(hierarchies) => (
-                hierarchies
-                    .mount_points()
-                    .iter()
-                    .filter_map(|path| {
-                        path.file_name()
-                            .map(|name| name.to_string_lossy().into_owned())
-                    })
-                    .filter(|name| name != "systemd" && name != "unified")
-                    .collect(),
-                false,
-            ),
+    let mut user_mounts = mounts.user;
+    let (cgroup_v1_hierarchies, cgroup_v2) = match (mounts.cgroup, namespaces.cgroup) {
+        (false, _) => (Vec::new(), false),
+        // In its own cgroup namespace the container mounts the hierarchies anew: their
+        // roots are its cgroup.
+        (true, true) => match cgroups {
+            CgroupVersion::V1(hierarchies) => (v1_names(hierarchies), false),
             CgroupVersion::V2(_) => (Vec::new(), true),
+        },
+        // In the host's, a fresh mount would show the host's whole tree: as runc does, the
+        // container's own cgroup directories are bound there instead.
+        (true, false) => {
+            let binds = cgroup_binds(cgroups, &cgroup_path, &rootfs, mounts.cgroup_readonly);
+            user_mounts.splice(0..0, binds);
+            (Vec::new(), false)
         }
-    } else {
-        (Vec::new(), false)
     };
     let hostname = match &config.hostname {
         Some(name) if !name.is_empty() => {
@@ -155,7 +153,7 @@ pub fn plan(bundle: &Path, id: &str, config: &Spec, cgroups: &CgroupVersion) -> 
         readonly_rootfs: root.readonly,
         hostname,
         process,
-        mounts: mounts.user,
+        mounts: user_mounts,
         etc_files: Vec::new(),
         network: namespaces.network.clone(),
         masked_paths: linux.masked_paths.clone(),
@@ -279,6 +277,86 @@ fn cgroup_path(linux: &crate::config::Linux, id: &str) -> Result<PathBuf> {
         ));
     }
     Ok(relative)
+}
+
+/// The v1 hierarchies by the name their mount takes: a controller list (`cpu,cpuacct`) or
+/// `name=` for a named one (`name=systemd`).
+fn v1_names(hierarchies: &berth_runtime::cgroups::V1Hierarchies) -> Vec<String> {
+    hierarchies
+        .mount_points()
+        .iter()
+        .filter_map(|path| {
+            path.file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+        })
+        .filter(|name| name != "unified")
+        .map(|name| {
+            if name == "systemd" {
+                "name=systemd".to_owned()
+            } else {
+                name
+            }
+        })
+        .collect()
+}
+
+/// `/sys/fs/cgroup` for a container without a cgroup namespace: on v1 a tmpfs with each
+/// hierarchy's directory of the container bound below it, on v2 the container's directory.
+fn cgroup_binds(
+    cgroups: &CgroupVersion,
+    cgroup_path: &Path,
+    rootfs: &Path,
+    readonly: bool,
+) -> Vec<berth_runtime::MountSpec> {
+    use berth_runtime::{MountKind, MountSpec};
+    let bind = |source: PathBuf, destination: PathBuf| MountSpec {
+        kind: MountKind::Bind {
+            source,
+            recursive: false,
+        },
+        destination,
+        readonly,
+        nosuid: true,
+        nodev: true,
+        noexec: true,
+    };
+    let root = Path::new("/sys/fs/cgroup");
+    match cgroups {
+        CgroupVersion::V1(hierarchies) => {
+            let mut mounts = vec![MountSpec {
+                kind: MountKind::Tmpfs {
+                    size: None,
+                    mode: Some(0o755),
+                },
+                destination: root.to_owned(),
+                readonly: false,
+                nosuid: true,
+                nodev: true,
+                noexec: true,
+            }];
+            for point in hierarchies.mount_points() {
+                let Some(name) = point.file_name() else {
+                    continue;
+                };
+                if name == "unified" {
+                    continue;
+                }
+                mounts.push(bind(point.join(cgroup_path), root.join(name)));
+            }
+            if readonly {
+                // The tmpfs read-only too, once the binds are on it: the tmpfs bound onto
+                // itself with what is below it, and that bind's top remounted read-only.
+                let mut top = bind(rootfs.join("sys/fs/cgroup"), root.to_owned());
+                top.kind = MountKind::Bind {
+                    source: rootfs.join("sys/fs/cgroup"),
+                    recursive: true,
+                };
+                mounts.push(top);
+            }
+            mounts
+        }
+        CgroupVersion::V2(unified) => vec![bind(unified.root.join(cgroup_path), root.to_owned())],
+    }
 }
 
 /// createContainer and startContainer hooks run inside the container's mount namespace, from

@@ -15,6 +15,8 @@ pub(super) struct Mounts {
     pub user: Vec<MountSpec>,
     /// A cgroup file system at /sys/fs/cgroup was asked for.
     pub cgroup: bool,
+    /// With `ro`.
+    pub cgroup_readonly: bool,
     pub sysfs_readonly: bool,
     /// The size of a tmpfs at /dev/shm, when there is one.
     pub shm_size: Option<u64>,
@@ -107,7 +109,10 @@ pub(super) fn convert(mounts: &[Mount], bundle: &Path) -> Result<Mounts> {
             }
             match destination.as_str() {
                 "/sys" => result.sysfs_readonly = entry.options.iter().any(|option| option == "ro"),
-                "/sys/fs/cgroup" => result.cgroup = true,
+                "/sys/fs/cgroup" => {
+                    result.cgroup = true;
+                    result.cgroup_readonly = entry.options.iter().any(|option| option == "ro");
+                }
                 _ => {}
             }
             seen_standard.push(destination);

@@ -18,7 +18,7 @@ pub fn delete(store: &Store, id: &str, force: bool) -> Result<()> {
         Err(OciError::NotFound) if force => return Ok(()),
         Err(error) => return Err(error),
     };
-    let status = store.status(&record);
+    let status = store.status_held(&record);
     match status {
         Status::Stopped => {}
         Status::Created => kill_init(&record),

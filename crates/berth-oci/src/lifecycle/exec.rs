@@ -23,7 +23,7 @@ pub struct ExecOptions {
 /// Starts the process; returns its pid (the caller is its parent and may wait for it).
 pub fn exec(store: &Store, id: &str, options: ExecOptions) -> Result<Pid> {
     let (lock, record) = store.lock(id)?;
-    match store.status(&record) {
+    match store.status_held(&record) {
         Status::Running | Status::Created => {}
         Status::Paused => {
             return Err(OciError::WrongState(

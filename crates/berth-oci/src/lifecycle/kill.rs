@@ -25,12 +25,16 @@ pub fn parse_signal(text: &str) -> Result<Signal> {
 
 pub fn kill(store: &Store, id: &str, signal: Signal, all: bool) -> Result<()> {
     let (_lock, record) = store.lock(id)?;
-    if store.status(&record) == Status::Stopped {
+    if store.status_held(&record) == Status::Stopped {
         return Err(OciError::WrongState("container not running".to_owned()));
     }
     if all {
         let manager = cgroup::manager(&record.cgroup_path)?;
         return manager.kill_all(signal).map_err(OciError::Cgroup);
+    }
+    if record.pid <= 0 {
+        // kill(2) of 0 or -1 would reach whole process groups.
+        return Err(OciError::WrongState("container not running".to_owned()));
     }
     nix::sys::signal::kill(Pid::from_raw(record.pid), signal).map_err(|source| OciError::Sys {
         action: "send the signal",

@@ -7,7 +7,7 @@ use crate::store::Store;
 
 pub fn pause(store: &Store, id: &str) -> Result<()> {
     let (_lock, record) = store.lock(id)?;
-    if store.status(&record) != Status::Running {
+    if store.status_held(&record) != Status::Running {
         return Err(OciError::WrongState("container not running".to_owned()));
     }
     cgroup::manager(&record.cgroup_path)?
@@ -17,7 +17,7 @@ pub fn pause(store: &Store, id: &str) -> Result<()> {
 
 pub fn resume(store: &Store, id: &str) -> Result<()> {
     let (_lock, record) = store.lock(id)?;
-    if store.status(&record) != Status::Paused {
+    if store.status_held(&record) != Status::Paused {
         return Err(OciError::WrongState("container not paused".to_owned()));
     }
     cgroup::manager(&record.cgroup_path)?

@@ -14,7 +14,7 @@ use crate::store::Store;
 
 pub fn start(store: &Store, id: &str) -> Result<()> {
     let (_lock, record) = store.lock(id)?;
-    match store.status(&record) {
+    match store.status_held(&record) {
         Status::Created => {}
         Status::Stopped => {
             return Err(OciError::WrongState(

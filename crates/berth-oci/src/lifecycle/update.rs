@@ -9,7 +9,7 @@ use crate::store::Store;
 
 pub fn update(store: &Store, id: &str, resources: &Resources) -> Result<()> {
     let (_lock, record) = store.lock(id)?;
-    if store.status(&record) == Status::Stopped {
+    if store.status_held(&record) == Status::Stopped {
         return Err(OciError::WrongState("container not running".to_owned()));
     }
     let (resources, _) = convert_resources(Some(resources), true)?;
