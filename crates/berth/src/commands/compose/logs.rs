@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use berth_compose::converge::containers::{project_containers, ProjectContainer};
 use berth_engine::containers::paths::ContainerPaths;
 use berth_engine::containers::{find_container, log_location};
-use berth_engine::logs::{follow_logs, parse_docker_time, read_logs, LogOptions, Stream};
+use berth_engine::logs::{follow_logs, read_logs, LogOptions, Stream};
 use berth_engine::Engine;
 use clap::Args;
 
@@ -45,32 +45,12 @@ pub struct LogsArgs {
 pub fn run(global: &GlobalOptions, compose: &ComposeArgs, args: &LogsArgs) -> anyhow::Result<i32> {
     let project = super::load_or_name(compose)?;
     let engine = crate::commands::open(global)?;
-    let now = chrono::Utc::now();
-    let tail = match args.tail.as_str() {
-        "all" | "-1" => None,
-        number => Some(
-            number
-                .parse::<usize>()
-                .map_err(|_| anyhow::anyhow!("invalid value for \"tail\": {number:?}"))?,
-        ),
-    };
-    let options = LogOptions {
-        tail,
-        since: args
-            .since
-            .as_deref()
-            .map(|text| parse_docker_time(text, &now))
-            .transpose()?,
-        until: args
-            .until
-            .as_deref()
-            .map(|text| parse_docker_time(text, &now))
-            .transpose()?,
-        timestamps: args.timestamps,
-        stdout: true,
-        stderr: true,
-        details: false,
-    };
+    let options = crate::commands::container::logs::log_options(
+        &args.tail,
+        (args.since.as_deref(), args.until.as_deref()),
+        args.timestamps,
+        false,
+    )?;
     let containers = chosen(&engine, &project, &args.services)?;
     let interrupted = AtomicBool::new(false);
     print_logs(

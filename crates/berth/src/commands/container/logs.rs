@@ -32,11 +32,16 @@ pub struct LogsArgs {
     pub container: String,
 }
 
-pub fn run(engine: &Engine, args: &LogsArgs) -> anyhow::Result<i32> {
-    let config = engine.config().clone();
-    let container = find_container(engine.store(), &config, &args.container)?;
+/// `--tail`, `--since`/`--until`, `-t` and `--details` as the engine's
+/// options (`docker logs` and `docker compose logs` read them alike).
+pub fn log_options(
+    tail: &str,
+    (since, until): (Option<&str>, Option<&str>),
+    timestamps: bool,
+    details: bool,
+) -> anyhow::Result<LogOptions> {
     let now = chrono::Utc::now();
-    let tail = match args.tail.as_str() {
+    let tail = match tail {
         "all" | "-1" => None,
         number => Some(
             number
@@ -44,23 +49,27 @@ pub fn run(engine: &Engine, args: &LogsArgs) -> anyhow::Result<i32> {
                 .map_err(|_| anyhow::anyhow!("invalid value for \"tail\": {number:?}"))?,
         ),
     };
-    let options = LogOptions {
+    let time = |text: Option<&str>| text.map(|text| parse_docker_time(text, &now)).transpose();
+    Ok(LogOptions {
         tail,
-        since: args
-            .since
-            .as_deref()
-            .map(|text| parse_docker_time(text, &now))
-            .transpose()?,
-        until: args
-            .until
-            .as_deref()
-            .map(|text| parse_docker_time(text, &now))
-            .transpose()?,
-        timestamps: args.timestamps,
+        since: time(since)?,
+        until: time(until)?,
+        timestamps,
         stdout: true,
         stderr: true,
-        details: args.details,
-    };
+        details,
+    })
+}
+
+pub fn run(engine: &Engine, args: &LogsArgs) -> anyhow::Result<i32> {
+    let config = engine.config().clone();
+    let container = find_container(engine.store(), &config, &args.container)?;
+    let options = log_options(
+        &args.tail,
+        (args.since.as_deref(), args.until.as_deref()),
+        args.timestamps,
+        args.details,
+    )?;
     let paths = ContainerPaths::new(&config.root, &config.run_root, &container.record.id);
     // `none` keeps nothing: dockerd's refusal, exit status 1.
     let location =
