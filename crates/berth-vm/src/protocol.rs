@@ -11,12 +11,15 @@
 //!
 //! ```text
 //! guest: Ready { protocol, kernel_release, init_started_ns, ready_ns }
+//! host:  SpareCards { macs }             (a VM with spare network cards)
+//! guest: NetworkChanged { error }
 //! host:  Run { args, env, cwd, root, mounts, container, stdin, networks, embedded_dns }
 //! guest: SetupFailed { error }           (the root or a mount could not be made)
 //!      | Started { process: 0, pid } ... Exited { process: 0, code, error }
 //!        while it runs, host: Stdin / Signal / Resize for any process,
 //!                             Exec { process: N, .. } → Started/Exited { process: N },
-//!                             ListProcesses → Processes
+//!                             ListProcesses → Processes,
+//!                             ConnectNetwork / DisconnectNetwork → NetworkChanged
 //!        guest: Stdout / Stderr of any process
 //!        host:  OutputCredit { process, stdout, stderr } as it writes them out
 //!        guest: InputCredit { process, bytes } as it writes stdin to the process
@@ -42,7 +45,7 @@ use serde::{Deserialize, Serialize};
 pub const PORT_NAME: &str = "org.berth.agent";
 
 /// Bumped whenever a message changes shape; the host refuses another.
-pub const PROTOCOL_VERSION: u32 = 8;
+pub const PROTOCOL_VERSION: u32 = 9;
 
 /// The largest frame either side accepts: a bound on what a confused or
 /// hostile peer can make the other allocate.
@@ -196,6 +199,29 @@ pub enum HostMessage {
         #[serde(default)]
         networks: Vec<GuestNetwork>,
     },
+    /// These network cards (by MAC) have no network yet: the agent moves
+    /// them, down and without an address, into a network namespace of its
+    /// own, out of the container's sight, until a `ConnectNetwork` names
+    /// one. Sent before the first `Run` or `StageRoot`; `NetworkChanged`
+    /// follows.
+    SpareCards {
+        macs: Vec<String>,
+    },
+    /// `network connect` of the running container: the spare card with
+    /// `network.mac` joins the container's namespace as `name` (the name of
+    /// its veth on the host, `ethN`) with the network's addresses, and comes
+    /// up; no default route (the first network keeps it, as for a
+    /// namespace container). `NetworkChanged` follows.
+    ConnectNetwork {
+        name: String,
+        network: GuestNetwork,
+    },
+    /// `network disconnect`: the card with this MAC goes down and back
+    /// among the spares (its addresses and routes go with the move).
+    /// `NetworkChanged` follows.
+    DisconnectNetwork {
+        mac: String,
+    },
     /// Start a process in the running container (only while the `Run`'s
     /// process runs; a number no running process has).
     Exec {
@@ -275,6 +301,13 @@ pub enum GuestMessage {
     CachesDropped,
     /// The answer to `StageRoot`.
     RootStaged,
+    /// The answer to `SpareCards`, `ConnectNetwork` and `DisconnectNetwork`:
+    /// done, or why not (nothing of the card changed then, or it is a
+    /// spare again).
+    NetworkChanged {
+        #[serde(default)]
+        error: Option<String>,
+    },
     /// The process has taken this many more bytes of its stdin: the host
     /// may send as many more.
     InputCredit {
@@ -618,6 +651,39 @@ mod tests {
             HostMessage::Run(RunRequest { root: None, networks, embedded_dns: false, .. })
                 if networks.is_empty()
         ));
+    }
+
+    #[test]
+    fn network_changes_have_their_own_messages() {
+        let connect = HostMessage::ConnectNetwork {
+            name: "eth1".into(),
+            network: GuestNetwork {
+                mac: "0a:12:34:56:78:01".into(),
+                address: std::net::Ipv4Addr::new(10, 89, 0, 3),
+                prefix_len: 24,
+                gateway: None,
+                more_addresses: vec![],
+                ipv6_gateway: None,
+            },
+        };
+        assert_eq!(
+            json(&connect),
+            r#"{"type":"connect_network","name":"eth1","network":{"mac":"0a:12:34:56:78:01","address":"10.89.0.3","prefix_len":24,"gateway":null,"more_addresses":[],"ipv6_gateway":null}}"#
+        );
+        assert_eq!(
+            json(&HostMessage::SpareCards {
+                macs: vec!["0a:12:34:56:78:01".into()]
+            }),
+            r#"{"type":"spare_cards","macs":["0a:12:34:56:78:01"]}"#
+        );
+        assert_eq!(
+            json(&HostMessage::DisconnectNetwork {
+                mac: "0a:12:34:56:78:01".into()
+            }),
+            r#"{"type":"disconnect_network","mac":"0a:12:34:56:78:01"}"#
+        );
+        let done: GuestMessage = serde_json::from_str(r#"{"type":"network_changed"}"#).unwrap();
+        assert_eq!(done, GuestMessage::NetworkChanged { error: None });
     }
 
     #[test]

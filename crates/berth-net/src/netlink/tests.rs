@@ -317,6 +317,47 @@ fn a_link_that_is_down_can_be_renamed() {
     assert!(netlink.set_name(index, "no/slash").is_err());
 }
 
+/// What a VM's guest agent does with a spare card: down, into a namespace
+/// of its own (where nothing reaches it) and back, named anew each time;
+/// the move leaves the link's address behind.
+#[test]
+fn a_link_moves_between_namespaces_without_its_address() {
+    let (Some(first), Some(second)) = (new_namespace(), new_namespace()) else {
+        return;
+    };
+    let mut here = Netlink::open_in(first.as_fd()).unwrap();
+    let mut there = Netlink::open_in(second.as_fd()).unwrap();
+    // A veth stands in for the card (a bridge cannot change namespaces).
+    let index = here
+        .create_veth(HOST_VETH, "peer0", first.as_fd(), None)
+        .unwrap();
+    here.add_address(index, CONTAINER_ADDRESS.into(), 24)
+        .unwrap();
+    here.set_up(index).unwrap();
+    assert!(find(&here.links().unwrap(), HOST_VETH).unwrap().up);
+    here.set_down(index).unwrap();
+    assert!(!find(&here.links().unwrap(), HOST_VETH).unwrap().up);
+    here.set_namespace(index, second.as_fd()).unwrap();
+    assert_eq!(here.link_index(HOST_VETH).unwrap(), None);
+    let moved = there.link_index(HOST_VETH).unwrap().unwrap();
+    let addresses = in_namespace(second.as_fd(), || {
+        fs_err::read_to_string("/proc/net/fib_trie").unwrap()
+    });
+    assert!(
+        !addresses.contains(&CONTAINER_ADDRESS.to_string()),
+        "{addresses}"
+    );
+    // Back, under another name; a name taken there refuses the move.
+    there.set_name(moved, "parked0").unwrap();
+    here.create_bridge("parked0").unwrap();
+    let error = there.set_namespace(moved, first.as_fd()).unwrap_err();
+    assert_eq!(error.errno(), Some(libc::EEXIST));
+    there.set_name(moved, "eth5").unwrap();
+    there.set_namespace(moved, first.as_fd()).unwrap();
+    assert!(here.link_index("eth5").unwrap().is_some());
+    assert_eq!(there.link_index("eth5").unwrap(), None);
+}
+
 #[test]
 fn links_dump_spans_several_datagrams() {
     let Some(host) = new_namespace() else { return };

@@ -204,6 +204,7 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                         &mut port,
                         &mut decoder,
                         links.dns.as_mut(),
+                        &mut links.spares,
                     )
                     .map_err(channel_error)?;
                     let finished = match outcome {
@@ -244,6 +245,13 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                 HostMessage::DropCaches => {
                     boot::drop_caches();
                     port.write_all(&encode_message(&GuestMessage::CachesDropped))
+                        .map_err(channel_error)?;
+                }
+                message @ (HostMessage::SpareCards { .. }
+                | HostMessage::ConnectNetwork { .. }
+                | HostMessage::DisconnectNetwork { .. }) => {
+                    let answer = network::change(&mut links.spares, &message);
+                    port.write_all(&encode_message(&answer))
                         .map_err(channel_error)?;
                 }
                 HostMessage::ReadStats => {

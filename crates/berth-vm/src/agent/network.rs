@@ -9,6 +9,15 @@
 //! namespace container's veth would be (`eth0` for the first network,
 //! `eth1`, …). Only the network that has the gateway gets the default
 //! route (the first, as for a namespace container).
+//!
+//! Spare cards (`SpareCards`: a running container's `network connect`
+//! takes one, microvm having no hotplug) are moved, down and without an
+//! address, into a network namespace the agent makes and holds, so the
+//! container never sees them; `ConnectNetwork` moves one back under its
+//! network's name with its addresses, `DisconnectNetwork` parks it again
+//! (the move takes its addresses and routes away). On the host their taps
+//! are down and bridged to nothing until then: what the guest sends on a
+//! spare is dropped there (docs/VM.md, *Spare cards*).
 
 use berth_net::netlink::{Link, Netlink, NetlinkError};
 
@@ -26,6 +35,10 @@ pub enum NetworkError {
     OtherNetworks,
     #[error("failed to listen on the embedded DNS address 127.0.0.11:53")]
     Dns(#[source] std::io::Error),
+    #[error("failed to make the network namespace of the spare cards")]
+    Parking(#[source] std::io::Error),
+    #[error("the guest has no spare network card with MAC {mac}")]
+    NoSpare { mac: String },
 }
 
 /// What is configured so far.
@@ -37,6 +50,169 @@ pub(super) struct GuestLinks {
     configured: Option<Vec<GuestNetwork>>,
     /// 127.0.0.11:53, when a network of the container has the embedded DNS.
     pub(super) dns: Option<crate::dns_relay::GuestDns>,
+    /// Where the spare cards wait, and the container's own namespace (to
+    /// move them back): see the module doc.
+    pub(super) spares: SpareCards,
+}
+
+/// The network namespaces spare cards move between.
+#[derive(Debug, Default)]
+pub(super) struct SpareCards {
+    namespaces: Option<Namespaces>,
+}
+
+#[derive(Debug)]
+struct Namespaces {
+    /// The agent's own (the container's): opened before the other is made.
+    container: std::os::fd::OwnedFd,
+    /// Nobody's: a namespace with only the parked cards (and its `lo`, down).
+    parking: std::os::fd::OwnedFd,
+}
+
+impl SpareCards {
+    /// Parks the cards with `macs` (see the module doc).
+    pub(super) fn park(&mut self, macs: &[String]) -> Result<(), NetworkError> {
+        if macs.is_empty() {
+            return Ok(());
+        }
+        let parking = self
+            .namespaces()?
+            .parking
+            .try_clone()
+            .map_err(NetworkError::Parking)?;
+        let mut netlink = Netlink::open()?;
+        let links = netlink.links()?;
+        for mac in macs {
+            let card = find_card(&links, mac)?;
+            netlink.set_down(card.index)?;
+            // A name of its own in the parking namespace (the kernel's
+            // `ethN` may be one a network's card is to take here).
+            netlink.set_name(card.index, &parked_name(mac)?)?;
+            netlink.set_namespace(card.index, std::os::fd::AsFd::as_fd(&parking))?;
+        }
+        Ok(())
+    }
+
+    /// `ConnectNetwork`: the parked card with `network.mac` into the
+    /// container's namespace as `name`, with its addresses, up.
+    pub(super) fn connect(
+        &mut self,
+        name: &str,
+        network: &GuestNetwork,
+    ) -> Result<(), NetworkError> {
+        let no_spare = || NetworkError::NoSpare {
+            mac: network.mac.clone(),
+        };
+        let Some(namespaces) = &self.namespaces else {
+            return Err(no_spare());
+        };
+        let mut parked = Netlink::open_in(std::os::fd::AsFd::as_fd(&namespaces.parking))?;
+        let mac = parse_mac(&network.mac)?;
+        let card = parked
+            .links()?
+            .into_iter()
+            .find(|link| link.mac == Some(mac))
+            .ok_or_else(no_spare)?;
+        parked.set_name(card.index, name)?;
+        if let Err(error) =
+            parked.set_namespace(card.index, std::os::fd::AsFd::as_fd(&namespaces.container))
+        {
+            let _ = parked.set_name(card.index, &parked_name(&network.mac)?);
+            return Err(error.into());
+        }
+        let mut netlink = Netlink::open()?;
+        let index = netlink.link_index(name)?.ok_or_else(no_spare)?;
+        let configured = (|| {
+            netlink.add_address(index, network.address.into(), network.prefix_len)?;
+            for (address, prefix_len) in &network.more_addresses {
+                netlink.add_address(index, *address, *prefix_len)?;
+            }
+            netlink.set_up(index)
+        })();
+        if let Err(error) = configured {
+            let _ = self.disconnect(&network.mac);
+            return Err(error.into());
+        }
+        Ok(())
+    }
+
+    /// `DisconnectNetwork`: the card with `mac` down and parked again.
+    pub(super) fn disconnect(&mut self, mac: &str) -> Result<(), NetworkError> {
+        let mut netlink = Netlink::open()?;
+        let card = find_card(&netlink.links()?, mac)?;
+        let parking = self
+            .namespaces()?
+            .parking
+            .try_clone()
+            .map_err(NetworkError::Parking)?;
+        netlink.set_down(card.index)?;
+        netlink.set_name(card.index, &parked_name(mac)?)?;
+        netlink.set_namespace(card.index, std::os::fd::AsFd::as_fd(&parking))?;
+        Ok(())
+    }
+
+    /// The two namespaces, the parking one made on first use (on a thread
+    /// of its own: `unshare` moves only that thread, which then ends; its
+    /// descriptor keeps the namespace).
+    fn namespaces(&mut self) -> Result<&Namespaces, NetworkError> {
+        if self.namespaces.is_none() {
+            let container: std::os::fd::OwnedFd = fs_err::File::open("/proc/self/ns/net")
+                .map_err(NetworkError::Parking)?
+                .into();
+            let parking = std::thread::spawn(|| -> std::io::Result<std::os::fd::OwnedFd> {
+                nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)?;
+                Ok(fs_err::File::open("/proc/thread-self/ns/net")?.into())
+            })
+            .join()
+            .map_err(|_| NetworkError::Parking(std::io::Error::other("the thread panicked")))?
+            .map_err(NetworkError::Parking)?;
+            self.namespaces = Some(Namespaces { container, parking });
+        }
+        Ok(self.namespaces.as_ref().expect("made above"))
+    }
+}
+
+/// Acts on a network message of the host's (`SpareCards`,
+/// `ConnectNetwork`, `DisconnectNetwork`); the answer to send.
+pub(super) fn change(
+    spares: &mut SpareCards,
+    message: &crate::protocol::HostMessage,
+) -> crate::protocol::GuestMessage {
+    use crate::protocol::HostMessage;
+    let done = match message {
+        HostMessage::SpareCards { macs } => spares.park(macs),
+        HostMessage::ConnectNetwork { name, network } => spares.connect(name, network),
+        HostMessage::DisconnectNetwork { mac } => spares.disconnect(mac),
+        _ => Ok(()),
+    };
+    crate::protocol::GuestMessage::NetworkChanged {
+        error: done.err().map(|error| super::error_chain(&error)),
+    }
+}
+
+/// A parked card's name: its MAC's digits (unique among the cards, and
+/// within the 15 bytes of a link name).
+fn parked_name(mac: &str) -> Result<String, NetworkError> {
+    let bytes = parse_mac(mac)?;
+    Ok(format!(
+        "p{}",
+        bytes
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect::<String>()
+    ))
+}
+
+/// The link with `mac` among `links`.
+fn find_card(links: &[Link], mac: &str) -> Result<Link, NetworkError> {
+    let bytes = parse_mac(mac)?;
+    links
+        .iter()
+        .find(|link| link.mac == Some(bytes))
+        .cloned()
+        .ok_or_else(|| NetworkError::NoCard {
+            mac: mac.to_owned(),
+        })
 }
 
 impl GuestLinks {
@@ -96,16 +272,7 @@ impl GuestLinks {
 fn find_cards(links: &[Link], networks: &[GuestNetwork]) -> Result<Vec<Link>, NetworkError> {
     networks
         .iter()
-        .map(|network| {
-            let mac = parse_mac(&network.mac)?;
-            links
-                .iter()
-                .find(|link| link.mac == Some(mac))
-                .cloned()
-                .ok_or_else(|| NetworkError::NoCard {
-                    mac: network.mac.clone(),
-                })
-        })
+        .map(|network| find_card(links, &network.mac))
         .collect()
 }
 
