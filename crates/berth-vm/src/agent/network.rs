@@ -156,7 +156,7 @@ impl SpareCards {
     /// descriptor keeps the namespace).
     fn namespaces(&mut self) -> Result<&Namespaces, NetworkError> {
         if self.namespaces.is_none() {
-            let container: std::os::fd::OwnedFd = fs_err::File::open("/proc/self/ns/net")
+            let container: std::os::fd::OwnedFd = fs_err::File::open("/proc/thread-self/ns/net")
                 .map_err(NetworkError::Parking)?
                 .into();
             let parking = std::thread::spawn(|| -> std::io::Result<std::os::fd::OwnedFd> {
@@ -374,6 +374,70 @@ mod tests {
                 matches!(parse_mac(bad), Err(NetworkError::MalformedMac { .. })),
                 "{bad}"
             );
+        }
+    }
+
+    /// A spare card's life, in a network namespace of the test's own with
+    /// a veth standing in for the card: parked out of sight, connected
+    /// under its network's name with the address, parked again without it,
+    /// connected to another network with only that one's address.
+    #[test]
+    fn a_spare_card_is_parked_connected_and_parked_again() {
+        let checked = std::thread::spawn(|| {
+            if let Err(errno) = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET) {
+                eprintln!("skipped: cannot create a network namespace ({errno}); needs root");
+                return false;
+            }
+            let here = fs_err::File::open("/proc/thread-self/ns/net").unwrap();
+            let mut netlink = Netlink::open().unwrap();
+            // The kernel's name for the spare is one a network's card takes.
+            netlink
+                .create_veth("eth1", "other", std::os::fd::AsFd::as_fd(&here), None)
+                .unwrap();
+            let links = netlink.links().unwrap();
+            let mac = links.iter().find(|link| link.name == "eth1").unwrap().mac;
+            let mac: Vec<String> = mac.unwrap().iter().map(|b| format!("{b:02x}")).collect();
+            let mac = mac.join(":");
+            let addresses = || fs_err::read_to_string("/proc/thread-self/net/fib_trie").unwrap();
+            let mut spares = SpareCards::default();
+            spares.park(std::slice::from_ref(&mac)).unwrap();
+            assert_eq!(netlink.link_index("eth1").unwrap(), None);
+            // Connected as `eth2`, with its address, up.
+            let mut first = network(&mac);
+            first.address = std::net::Ipv4Addr::new(10, 97, 0, 5);
+            spares.connect("eth2", &first).unwrap();
+            let card = netlink
+                .links()
+                .unwrap()
+                .into_iter()
+                .find(|l| l.name == "eth2")
+                .unwrap();
+            assert!(card.up);
+            assert!(addresses().contains("10.97.0.5"), "{}", addresses());
+            // A second connect of the same card finds no spare.
+            let error = spares.connect("eth3", &first).unwrap_err();
+            assert!(matches!(error, NetworkError::NoSpare { .. }), "{error}");
+            // Parked again: gone, and its address with it.
+            spares.disconnect(&mac).unwrap();
+            assert_eq!(netlink.link_index("eth2").unwrap(), None);
+            assert!(!addresses().contains("10.97.0.5"), "{}", addresses());
+            let error = spares.disconnect(&mac).unwrap_err();
+            assert!(matches!(error, NetworkError::NoCard { .. }), "{error}");
+            // Another network: only its address.
+            let mut second = network(&mac);
+            second.address = std::net::Ipv4Addr::new(10, 98, 0, 6);
+            spares.connect("eth1", &second).unwrap();
+            let text = addresses();
+            assert!(
+                text.contains("10.98.0.6") && !text.contains("10.97.0.5"),
+                "{text}"
+            );
+            true
+        })
+        .join()
+        .unwrap();
+        if !checked {
+            eprintln!("(not checked)");
         }
     }
 

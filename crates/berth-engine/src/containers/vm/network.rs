@@ -53,10 +53,14 @@ pub const MAX_CARDS: usize = 21;
 /// has room for; none without a network (`--network none` cannot be
 /// connected, as with Docker).
 pub(crate) fn spare_cards(networks: usize) -> Result<usize, String> {
-    let asked = match std::env::var(SPARE_CARDS_ENV) {
-        Err(_) => DEFAULT_SPARE_CARDS,
-        Ok(text) if text.is_empty() => DEFAULT_SPARE_CARDS,
-        Ok(text) => match text.parse::<usize>() {
+    spare_cards_for(std::env::var(SPARE_CARDS_ENV).ok().as_deref(), networks)
+}
+
+/// [`spare_cards`] with `BERTH_VM_SPARE_CARDS`'s value.
+fn spare_cards_for(value: Option<&str>, networks: usize) -> Result<usize, String> {
+    let asked = match value {
+        None | Some("") => DEFAULT_SPARE_CARDS,
+        Some(text) => match text.parse::<usize>() {
             Ok(count) if count <= MAX_SPARE_CARDS => count,
             _ => {
                 return Err(format!(
@@ -381,6 +385,36 @@ fn open_tap(name: &str) -> std::io::Result<OwnedFd> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spare_cards_are_counted_within_microvm_room() {
+        assert_eq!(spare_cards_for(None, 1), Ok(DEFAULT_SPARE_CARDS));
+        assert_eq!(spare_cards_for(Some(""), 3), Ok(DEFAULT_SPARE_CARDS));
+        assert_eq!(spare_cards_for(Some("0"), 1), Ok(0));
+        assert_eq!(spare_cards_for(Some("8"), 1), Ok(8));
+        // No network: nothing to connect to (`--network none`).
+        assert_eq!(spare_cards_for(Some("4"), 0), Ok(0));
+        // Within the transports QEMU has.
+        assert_eq!(spare_cards_for(Some("8"), 19), Ok(2));
+        assert_eq!(spare_cards_for(Some("8"), 21), Ok(0));
+        for bad in ["9", "-1", "two", " 2"] {
+            let error = spare_cards_for(Some(bad), 1).unwrap_err();
+            assert!(error.starts_with("BERTH_VM_SPARE_CARDS="), "{error}");
+            assert!(error.contains("from 0 to 8"), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_spare_mac_is_local_unicast_and_its_own() {
+        let id = "3fa9c1d2e4b5a6978877665544332211";
+        assert_eq!(spare_mac(id, 2), "0a:3f:a9:c1:d2:02");
+        assert_ne!(spare_mac(id, 2), spare_mac(id, 3));
+        let first = u8::from_str_radix(&spare_mac(id, 0)[..2], 16).unwrap();
+        assert_eq!(first & 0x03, 0x02, "locally administered, unicast");
+        // Not one an endpoint (02:42:…) or a network's guest card (06:…) has.
+        assert_ne!(first, 0x02);
+        assert_ne!(first, 0x06);
+    }
 
     #[test]
     fn the_guest_mac_differs_from_every_endpoint_mac() {
