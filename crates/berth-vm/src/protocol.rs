@@ -11,8 +11,6 @@
 //!
 //! ```text
 //! guest: Ready { protocol, kernel_release, init_started_ns, ready_ns }
-//! host:  SpareCards { macs }             (a VM with spare network cards)
-//! guest: NetworkChanged { error }
 //! host:  Run { args, env, cwd, root, mounts, container, stdin, networks, embedded_dns }
 //! guest: SetupFailed { error }           (the root or a mount could not be made)
 //!      | Started { process: 0, pid } ... Exited { process: 0, code, error }
@@ -199,28 +197,21 @@ pub enum HostMessage {
         #[serde(default)]
         networks: Vec<GuestNetwork>,
     },
-    /// These network cards (by MAC) have no network yet: the agent moves
-    /// them, down and without an address, into a network namespace of its
-    /// own, out of the container's sight, until a `ConnectNetwork` names
-    /// one. Sent before the first `Run` or `StageRoot`; `NetworkChanged`
-    /// follows.
-    SpareCards {
-        macs: Vec<String>,
-    },
     /// `network connect` of the running container: the spare card with
-    /// `network.mac` joins the container's namespace as `name` (the name of
-    /// its veth on the host, `ethN`) with the network's addresses, and comes
+    /// `network.mac` (down, without an address, since the boot) is named
+    /// `name` (the name of its veth on the host, `ethN`; a spare that had
+    /// that name takes another), gets the network's addresses, and comes
     /// up; no default route (the first network keeps it, as for a
     /// namespace container). `NetworkChanged` follows.
     ConnectNetwork {
         name: String,
         network: GuestNetwork,
     },
-    /// `network disconnect`: the card with this MAC goes down and back
-    /// among the spares (its addresses and routes go with the move).
+    /// `network disconnect`: the card `network.mac` goes down and loses
+    /// `network`'s addresses (and the routes through it): a spare again.
     /// `NetworkChanged` follows.
     DisconnectNetwork {
-        mac: String,
+        network: GuestNetwork,
     },
     /// Start a process in the running container (only while the `Run`'s
     /// process runs; a number no running process has).
@@ -301,9 +292,8 @@ pub enum GuestMessage {
     CachesDropped,
     /// The answer to `StageRoot`.
     RootStaged,
-    /// The answer to `SpareCards`, `ConnectNetwork` and `DisconnectNetwork`:
-    /// done, or why not (nothing of the card changed then, or it is a
-    /// spare again).
+    /// The answer to `ConnectNetwork` and `DisconnectNetwork`: done, or
+    /// why not (nothing of the card changed then, or it is a spare again).
     NetworkChanged {
         #[serde(default)]
         error: Option<String>,
@@ -670,18 +660,11 @@ mod tests {
             json(&connect),
             r#"{"type":"connect_network","name":"eth1","network":{"mac":"0a:12:34:56:78:01","address":"10.89.0.3","prefix_len":24,"gateway":null,"more_addresses":[],"ipv6_gateway":null}}"#
         );
-        assert_eq!(
-            json(&HostMessage::SpareCards {
-                macs: vec!["0a:12:34:56:78:01".into()]
-            }),
-            r#"{"type":"spare_cards","macs":["0a:12:34:56:78:01"]}"#
-        );
-        assert_eq!(
-            json(&HostMessage::DisconnectNetwork {
-                mac: "0a:12:34:56:78:01".into()
-            }),
-            r#"{"type":"disconnect_network","mac":"0a:12:34:56:78:01"}"#
-        );
+        let HostMessage::ConnectNetwork { network, .. } = connect else {
+            unreachable!("made above")
+        };
+        assert!(json(&HostMessage::DisconnectNetwork { network })
+            .starts_with(r#"{"type":"disconnect_network","network":{"mac":"0a:12:34:56:78:01","#));
         let done: GuestMessage = serde_json::from_str(r#"{"type":"network_changed"}"#).unwrap();
         assert_eq!(done, GuestMessage::NetworkChanged { error: None });
     }

@@ -696,27 +696,6 @@ impl Vm {
         self.deliver(&encode_message(&HostMessage::DropCaches))
     }
 
-    /// Parks the network cards with `macs` in the guest (out of the
-    /// container's sight until [`Vm::connect_network`] names one), before
-    /// the first run or stage; waits for the guest's answer.
-    pub fn spare_cards(&mut self, macs: &[String]) -> Result<(), VmError> {
-        if macs.is_empty() {
-            return Ok(());
-        }
-        self.deliver(&encode_message(&HostMessage::SpareCards {
-            macs: macs.to_vec(),
-        }))?;
-        match self.next_event(&[], None)? {
-            Event::NetworkChanged { error: None } => Ok(()),
-            Event::NetworkChanged {
-                error: Some(message),
-            } => Err(VmError::GuestSetup { message }),
-            other => Err(VmError::Unexpected {
-                message: format!("{other:?}"),
-            }),
-        }
-    }
-
     /// Gives the spare card `network.mac` the network, named `name` in the
     /// guest: [`Event::NetworkChanged`] follows.
     pub fn connect_network(&mut self, name: &str, network: &GuestNetwork) -> Result<(), VmError> {
@@ -726,11 +705,11 @@ impl Vm {
         }))
     }
 
-    /// Takes the card `mac` off its network, a spare again:
-    /// [`Event::NetworkChanged`] follows.
-    pub fn disconnect_network(&mut self, mac: &str) -> Result<(), VmError> {
+    /// Takes the card `network.mac` off `network` (down, its addresses
+    /// gone), a spare again: [`Event::NetworkChanged`] follows.
+    pub fn disconnect_network(&mut self, network: &GuestNetwork) -> Result<(), VmError> {
         self.deliver(&encode_message(&HostMessage::DisconnectNetwork {
-            mac: mac.to_owned(),
+            network: network.clone(),
         }))
     }
 

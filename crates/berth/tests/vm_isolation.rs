@@ -1006,7 +1006,15 @@ fn a_vm_container_is_on_the_bridge_network_with_its_published_ports() {
     assert!(card.contains(&format!("inet {second}/")), "{card}");
     berth.run(&["network", "disconnect", "second", &id]).ok();
     let links = berth.run(&["exec", &id, "ip", "-o", "link"]).ok();
-    assert!(!links.contains("eth1:"), "{links}");
+    assert!(
+        !support::vm::links_up(&links).contains(&"eth1".to_owned()),
+        "{links}"
+    );
+    let addresses = berth.run(&["exec", &id, "ip", "-o", "-4", "addr"]).ok();
+    assert!(
+        !addresses.contains(&format!("inet {second}/")),
+        "{addresses}"
+    );
     berth.run(&["network", "rm", "second"]).ok();
     // stats' NET I/O counts what crossed the VM's card.
     let net = berth
@@ -1020,7 +1028,15 @@ fn a_vm_container_is_on_the_bridge_network_with_its_published_ports() {
     // published port leaves the guest, and the port no longer answers.
     berth.run(&["network", "disconnect", "bridge", &id]).ok();
     let links = berth.run(&["exec", &id, "ip", "-o", "link"]).ok();
-    assert!(!links.contains("eth0:"), "{links}");
+    assert!(
+        !support::vm::links_up(&links).contains(&"eth0".to_owned()),
+        "{links}"
+    );
+    let addresses = berth.run(&["exec", &id, "ip", "-o", "-4", "addr"]).ok();
+    assert!(
+        !addresses.contains(&format!("inet {address}/")),
+        "{addresses}"
+    );
     assert_eq!(http_get(port, "/hostname"), None);
     let processes = vm_processes(berth.inspect(&id, "{{.State.Pid}}").parse().unwrap());
     berth.run(&["rm", "-f", &id]).ok();

@@ -16,7 +16,7 @@ mod support;
 use std::process::Command;
 
 use support::containers::{pid_alive, wait_until};
-use support::vm::{vm_processes, VmBerth};
+use support::vm::{links_up, vm_processes, VmBerth};
 
 impl VmBerth {
     /// The container's address on `network`.
@@ -360,8 +360,8 @@ fn a_vm_container_on_an_ipv6_network_has_its_addresses() {
 
 /// `network connect` and `disconnect` of a running VM container: each
 /// connect gives a spare card of its VM the network (the host's tap bridged
-/// to the new veth, the guest's card moved out of the agent's parking
-/// namespace with the address), so a namespace container on that network
+/// to the new veth, the guest's card named after it, with the address,
+/// up), so a namespace container on that network
 /// and the VM reach each other by name; a disconnect takes the card back;
 /// when no spare is left the connect is refused naming the limit and
 /// leaves nothing; a card taken back serves the next connect.
@@ -386,14 +386,17 @@ fn a_running_vm_container_is_connected_and_disconnected_through_spare_cards() {
         berth.inspect("vm", "{{.Config.Hostname}}"),
     );
 
-    // The spares are out of the guest's sight (parked by the agent) and,
-    // on the host, taps down and bridged to nothing.
+    // The spares are down and without an address in the guest and, on
+    // the host, taps down and bridged to nothing.
     let links = berth.run(&["exec", "vm", "ip", "-o", "link"]).ok();
-    let names: Vec<&str> = links
-        .lines()
-        .filter_map(|line| line.split(": ").nth(1))
-        .collect();
-    assert_eq!(names, ["lo", "eth0"], "{links}");
+    assert_eq!(links_up(&links), ["lo", "eth0"], "{links}");
+    assert_eq!(links.lines().count(), 4, "lo, eth0 and two spares: {links}");
+    let addresses = berth.run(&["exec", "vm", "ip", "-o", "-4", "addr"]).ok();
+    assert_eq!(
+        addresses.lines().count(),
+        2,
+        "lo's and eth0's only: {addresses}"
+    );
     let host = shim_links(&berth, "vm");
     assert!(tap_line(&host, "tap0").contains("master br0"), "{host:?}");
     assert_spare(&host, "tap1");
@@ -454,7 +457,7 @@ fn a_running_vm_container_is_connected_and_disconnected_through_spare_cards() {
     };
     assert_eq!(containers("extra2"), "0");
     let links = berth.run(&["exec", "vm", "ip", "-o", "link"]).ok();
-    assert!(!links.contains("eth3"), "{links}");
+    assert_eq!(links_up(&links).len(), 4, "lo and three cards: {links}");
     assert_eq!(
         shim_links(&berth, "vm").len(),
         host.len() + 2,
@@ -465,7 +468,12 @@ fn a_running_vm_container_is_connected_and_disconnected_through_spare_cards() {
     // spare again, the peer no longer finds the VM.
     berth.run(&["network", "disconnect", "back", "vm"]).ok();
     let links = berth.run(&["exec", "vm", "ip", "-o", "link"]).ok();
-    assert!(!links.contains("eth1:"), "{links}");
+    assert!(!links_up(&links).contains(&"eth1".to_owned()), "{links}");
+    let addresses = berth.run(&["exec", "vm", "ip", "-o", "-4", "addr"]).ok();
+    assert!(
+        !addresses.contains(&format!("inet {vm_back}/")),
+        "{addresses}"
+    );
     assert_spare(&shim_links(&berth, "vm"), "tap1");
     assert!(!berth.inspect("vm", format).contains("back="));
     assert_eq!(containers("back"), "1");

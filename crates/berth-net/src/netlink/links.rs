@@ -144,19 +144,6 @@ impl Netlink {
         self.request("set link down", message).map(drop)
     }
 
-    /// Moves link `index` into the network namespace `netns` (its
-    /// addresses and routes stay behind: the kernel drops them as the link
-    /// leaves). Its name must be free there (`EEXIST` otherwise); look it up
-    /// there by name afterwards, as its index may change.
-    pub fn set_namespace(&mut self, index: u32, netns: BorrowedFd<'_>) -> Result<(), NetlinkError> {
-        const OPERATION: &str = "move link to another namespace";
-        let netns = u32::try_from(netns.as_raw_fd())
-            .map_err(|_| NetlinkError::kernel(OPERATION, libc::EBADF))?;
-        let mut message = MessageBuilder::new(RTM_SETLINK, 0, &link_header(index, 0, 0));
-        message.attribute_u32(IFLA_NET_NS_FD, netns);
-        self.request(OPERATION, message).map(drop)
-    }
-
     /// Renames link `index` to `name` (`EEXIST` when another link has it;
     /// rename a link before it is up: most drivers refuse a running one).
     pub fn set_name(&mut self, index: u32, name: &str) -> Result<(), NetlinkError> {

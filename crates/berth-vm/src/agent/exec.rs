@@ -102,7 +102,6 @@ pub(super) fn run(
     port: &mut fs_err::File,
     decoder: &mut FrameDecoder,
     mut dns: Option<&mut crate::dns_relay::GuestDns>,
-    spares: &mut super::network::SpareCards,
 ) -> io::Result<Outcome> {
     let spawned = match (&request.container, root) {
         (Some(spec), Some(root)) => spawn_container(spec, root, request.stdin),
@@ -211,10 +210,9 @@ pub(super) fn run(
                     }
                     FrameKind::Message => {
                         let message = frame.message::<HostMessage>().map_err(io::Error::other)?;
-                        let mut session = Session {
+                        let session = Session {
                             main: main_pid,
                             root,
-                            spares: &mut *spares,
                         };
                         if session.handle(message, &mut processes, port)? {
                             shutdown = true;
@@ -305,14 +303,12 @@ struct Session<'a> {
     /// The run's process (the container's pid 1).
     main: Pid,
     root: Option<&'a Path>,
-    /// The network cards `network connect` can take.
-    spares: &'a mut super::network::SpareCards,
 }
 
 impl Session<'_> {
     /// Acts on one message from the host; true for `Shutdown`.
     fn handle(
-        &mut self,
+        &self,
         message: HostMessage,
         processes: &mut BTreeMap<ProcessId, Process>,
         port: &mut fs_err::File,
@@ -382,10 +378,9 @@ impl Session<'_> {
                 super::boot::drop_caches();
                 send_message(port, &GuestMessage::CachesDropped)?;
             }
-            message @ (HostMessage::SpareCards { .. }
-            | HostMessage::ConnectNetwork { .. }
+            message @ (HostMessage::ConnectNetwork { .. }
             | HostMessage::DisconnectNetwork { .. }) => {
-                let answer = super::network::change(self.spares, &message);
+                let answer = super::network::change(&message);
                 send_message(port, &answer)?;
             }
             HostMessage::Shutdown => {

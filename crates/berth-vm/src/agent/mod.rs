@@ -204,7 +204,6 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                         &mut port,
                         &mut decoder,
                         links.dns.as_mut(),
-                        &mut links.spares,
                     )
                     .map_err(channel_error)?;
                     let finished = match outcome {
@@ -247,10 +246,9 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                     port.write_all(&encode_message(&GuestMessage::CachesDropped))
                         .map_err(channel_error)?;
                 }
-                message @ (HostMessage::SpareCards { .. }
-                | HostMessage::ConnectNetwork { .. }
+                message @ (HostMessage::ConnectNetwork { .. }
                 | HostMessage::DisconnectNetwork { .. }) => {
-                    let answer = network::change(&mut links.spares, &message);
+                    let answer = network::change(&message);
                     port.write_all(&encode_message(&answer))
                         .map_err(channel_error)?;
                 }

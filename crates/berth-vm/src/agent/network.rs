@@ -10,14 +10,15 @@
 //! `eth1`, …). Only the network that has the gateway gets the default
 //! route (the first, as for a namespace container).
 //!
-//! Spare cards (`SpareCards`: a running container's `network connect`
-//! takes one, microvm having no hotplug) are moved, down and without an
-//! address, into a network namespace the agent makes and holds, so the
-//! container never sees them; `ConnectNetwork` moves one back under its
-//! network's name with its addresses, `DisconnectNetwork` parks it again
-//! (the move takes its addresses and routes away). On the host their taps
-//! are down and bridged to nothing until then: what the guest sends on a
-//! spare is dropped there (docs/VM.md, *Spare cards*).
+//! Spare cards (microvm has no hotplug: a VM boots with a few more cards
+//! than networks, for `network connect` while it runs) stay as the kernel
+//! made them: down and without an address; one that has a name a
+//! network's card is to take gets another (`p` and its MAC's digits).
+//! `ConnectNetwork` names one after its network's veth, gives it the
+//! addresses and brings it up; `DisconnectNetwork` takes it down and its
+//! addresses away. On the host its tap is down and bridged to nothing
+//! until it is given a network: what the guest sends on a spare is dropped
+//! there (docs/VM.md, *Spare cards*).
 
 use berth_net::netlink::{Link, Netlink, NetlinkError};
 
@@ -35,10 +36,10 @@ pub enum NetworkError {
     OtherNetworks,
     #[error("failed to listen on the embedded DNS address 127.0.0.11:53")]
     Dns(#[source] std::io::Error),
-    #[error("failed to make the network namespace of the spare cards")]
-    Parking(#[source] std::io::Error),
-    #[error("the guest has no spare network card with MAC {mac}")]
-    NoSpare { mac: String },
+    #[error("the guest's network card with MAC {mac} is in use (up)")]
+    NotSpare { mac: String },
+    #[error("the guest's link {name} is in use (up)")]
+    NameInUse { name: String },
 }
 
 /// What is configured so far.
@@ -50,157 +51,104 @@ pub(super) struct GuestLinks {
     configured: Option<Vec<GuestNetwork>>,
     /// 127.0.0.11:53, when a network of the container has the embedded DNS.
     pub(super) dns: Option<crate::dns_relay::GuestDns>,
-    /// Where the spare cards wait, and the container's own namespace (to
-    /// move them back): see the module doc.
-    pub(super) spares: SpareCards,
 }
 
-/// The network namespaces spare cards move between.
-#[derive(Debug, Default)]
-pub(super) struct SpareCards {
-    namespaces: Option<Namespaces>,
-}
-
-#[derive(Debug)]
-struct Namespaces {
-    /// The agent's own (the container's): opened before the other is made.
-    container: std::os::fd::OwnedFd,
-    /// Nobody's: a namespace with only the parked cards (and its `lo`, down).
-    parking: std::os::fd::OwnedFd,
-}
-
-impl SpareCards {
-    /// Parks the cards with `macs` (see the module doc).
-    pub(super) fn park(&mut self, macs: &[String]) -> Result<(), NetworkError> {
-        if macs.is_empty() {
-            return Ok(());
-        }
-        let parking = self
-            .namespaces()?
-            .parking
-            .try_clone()
-            .map_err(NetworkError::Parking)?;
-        let mut netlink = Netlink::open()?;
-        let links = netlink.links()?;
-        for mac in macs {
-            let card = find_card(&links, mac)?;
-            netlink.set_down(card.index)?;
-            // A name of its own in the parking namespace (the kernel's
-            // `ethN` may be one a network's card is to take here).
-            netlink.set_name(card.index, &parked_name(mac)?)?;
-            netlink.set_namespace(card.index, std::os::fd::AsFd::as_fd(&parking))?;
-        }
-        Ok(())
-    }
-
-    /// `ConnectNetwork`: the parked card with `network.mac` into the
-    /// container's namespace as `name`, with its addresses, up.
-    pub(super) fn connect(
-        &mut self,
-        name: &str,
-        network: &GuestNetwork,
-    ) -> Result<(), NetworkError> {
-        let no_spare = || NetworkError::NoSpare {
+/// `ConnectNetwork`: the spare card with `network.mac` named `name`, with
+/// the network's addresses, up.
+fn connect(name: &str, network: &GuestNetwork) -> Result<(), NetworkError> {
+    let mut netlink = Netlink::open()?;
+    let links = netlink.links()?;
+    let card = find_card(&links, &network.mac)?;
+    if card.up {
+        return Err(NetworkError::NotSpare {
             mac: network.mac.clone(),
-        };
-        let Some(namespaces) = &self.namespaces else {
-            return Err(no_spare());
-        };
-        let mut parked = Netlink::open_in(std::os::fd::AsFd::as_fd(&namespaces.parking))?;
-        let mac = parse_mac(&network.mac)?;
-        let card = parked
-            .links()?
-            .into_iter()
-            .find(|link| link.mac == Some(mac))
-            .ok_or_else(no_spare)?;
-        parked.set_name(card.index, name)?;
-        if let Err(error) =
-            parked.set_namespace(card.index, std::os::fd::AsFd::as_fd(&namespaces.container))
-        {
-            let _ = parked.set_name(card.index, &parked_name(&network.mac)?);
-            return Err(error.into());
-        }
-        let mut netlink = Netlink::open()?;
-        let index = netlink.link_index(name)?.ok_or_else(no_spare)?;
-        let configured = (|| {
-            netlink.add_address(index, network.address.into(), network.prefix_len)?;
-            for (address, prefix_len) in &network.more_addresses {
-                netlink.add_address(index, *address, *prefix_len)?;
+        });
+    }
+    if card.name != name {
+        // The host names a new card after a veth name free in its own
+        // namespace, which the guest's configured cards mirror: only a
+        // spare (down) can have it here.
+        if let Some(other) = links.iter().find(|link| link.name == name) {
+            if other.up {
+                return Err(NetworkError::NameInUse {
+                    name: name.to_owned(),
+                });
             }
-            netlink.set_up(index)
-        })();
-        if let Err(error) = configured {
-            let _ = self.disconnect(&network.mac);
-            return Err(error.into());
+            netlink.set_name(other.index, &spare_name(other))?;
         }
-        Ok(())
+        netlink.set_name(card.index, name)?;
     }
-
-    /// `DisconnectNetwork`: the card with `mac` down and parked again.
-    pub(super) fn disconnect(&mut self, mac: &str) -> Result<(), NetworkError> {
-        let mut netlink = Netlink::open()?;
-        let card = find_card(&netlink.links()?, mac)?;
-        let parking = self
-            .namespaces()?
-            .parking
-            .try_clone()
-            .map_err(NetworkError::Parking)?;
-        netlink.set_down(card.index)?;
-        netlink.set_name(card.index, &parked_name(mac)?)?;
-        netlink.set_namespace(card.index, std::os::fd::AsFd::as_fd(&parking))?;
-        Ok(())
-    }
-
-    /// The two namespaces, the parking one made on first use (on a thread
-    /// of its own: `unshare` moves only that thread, which then ends; its
-    /// descriptor keeps the namespace).
-    fn namespaces(&mut self) -> Result<&Namespaces, NetworkError> {
-        if self.namespaces.is_none() {
-            let container: std::os::fd::OwnedFd = fs_err::File::open("/proc/thread-self/ns/net")
-                .map_err(NetworkError::Parking)?
-                .into();
-            let parking = std::thread::spawn(|| -> std::io::Result<std::os::fd::OwnedFd> {
-                nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)?;
-                Ok(fs_err::File::open("/proc/thread-self/ns/net")?.into())
-            })
-            .join()
-            .map_err(|_| NetworkError::Parking(std::io::Error::other("the thread panicked")))?
-            .map_err(NetworkError::Parking)?;
-            self.namespaces = Some(Namespaces { container, parking });
+    let configured = (|| {
+        netlink.add_address(card.index, network.address.into(), network.prefix_len)?;
+        for (address, prefix_len) in &network.more_addresses {
+            netlink.add_address(card.index, *address, *prefix_len)?;
         }
-        Ok(self.namespaces.as_ref().expect("made above"))
+        netlink.set_up(card.index)
+    })();
+    if let Err(error) = configured {
+        let _ = disconnect(network);
+        return Err(error.into());
     }
+    Ok(())
 }
 
-/// Acts on a network message of the host's (`SpareCards`,
-/// `ConnectNetwork`, `DisconnectNetwork`); the answer to send.
-pub(super) fn change(
-    spares: &mut SpareCards,
-    message: &crate::protocol::HostMessage,
-) -> crate::protocol::GuestMessage {
+/// `DisconnectNetwork`: the card with `network.mac` down, without the
+/// network's addresses (the routes through it go with them and the link).
+fn disconnect(network: &GuestNetwork) -> Result<(), NetworkError> {
+    let mut netlink = Netlink::open()?;
+    let card = find_card(&netlink.links()?, &network.mac)?;
+    netlink.set_down(card.index)?;
+    netlink.delete_address(card.index, network.address.into(), network.prefix_len)?;
+    for (address, prefix_len) in &network.more_addresses {
+        netlink.delete_address(card.index, *address, *prefix_len)?;
+    }
+    Ok(())
+}
+
+/// A spare's name when the kernel's is one a network's card takes: `p`
+/// and its MAC's digits (unique, and within a link name's 15 bytes).
+fn spare_name(link: &Link) -> String {
+    let digits: String = link
+        .mac
+        .unwrap_or_default()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("p{digits}")
+}
+
+/// Renames, out of the way, each link that is not one of `cards` but has
+/// the name one of them is to take (a spare the kernel probed before a
+/// network's card).
+fn move_spares_aside(
+    netlink: &mut Netlink,
+    links: &[Link],
+    cards: &[Link],
+) -> Result<(), NetworkError> {
+    for position in 0..cards.len() {
+        let name = card_name(position);
+        if let Some(other) = links
+            .iter()
+            .find(|link| link.name == name && cards.iter().all(|card| card.index != link.index))
+        {
+            netlink.set_name(other.index, &spare_name(other))?;
+        }
+    }
+    Ok(())
+}
+
+/// Acts on a network message of the host's (`ConnectNetwork`,
+/// `DisconnectNetwork`); the answer to send.
+pub(super) fn change(message: &crate::protocol::HostMessage) -> crate::protocol::GuestMessage {
     use crate::protocol::HostMessage;
     let done = match message {
-        HostMessage::SpareCards { macs } => spares.park(macs),
-        HostMessage::ConnectNetwork { name, network } => spares.connect(name, network),
-        HostMessage::DisconnectNetwork { mac } => spares.disconnect(mac),
+        HostMessage::ConnectNetwork { name, network } => connect(name, network),
+        HostMessage::DisconnectNetwork { network } => disconnect(network),
         _ => Ok(()),
     };
     crate::protocol::GuestMessage::NetworkChanged {
         error: done.err().map(|error| super::error_chain(&error)),
     }
-}
-
-/// A parked card's name: its MAC's digits (unique among the cards, and
-/// within the 15 bytes of a link name).
-fn parked_name(mac: &str) -> Result<String, NetworkError> {
-    let bytes = parse_mac(mac)?;
-    Ok(format!(
-        "p{}",
-        bytes
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect::<String>()
-    ))
 }
 
 /// The link with `mac` among `links`.
@@ -240,7 +188,9 @@ impl GuestLinks {
                 self.loopback_up = true;
             }
             if configure {
-                let cards = find_cards(&netlink.links()?, networks)?;
+                let links = netlink.links()?;
+                let cards = find_cards(&links, networks)?;
+                move_spares_aside(&mut netlink, &links, &cards)?;
                 name_cards(&mut netlink, &cards)?;
                 for (card, network) in cards.iter().zip(networks) {
                     netlink.add_address(card.index, network.address.into(), network.prefix_len)?;
@@ -378,55 +328,71 @@ mod tests {
     }
 
     /// A spare card's life, in a network namespace of the test's own with
-    /// a veth standing in for the card: parked out of sight, connected
-    /// under its network's name with the address, parked again without it,
-    /// connected to another network with only that one's address.
+    /// bridges standing in for the cards: moved aside when it has the name
+    /// a network's card takes, connected under its network's name (another
+    /// spare with that name moved aside) with the address, down without it
+    /// once disconnected, connected to another network with only that
+    /// one's address.
     #[test]
-    fn a_spare_card_is_parked_connected_and_parked_again() {
+    fn a_spare_card_is_connected_disconnected_and_connected_again() {
         let checked = std::thread::spawn(|| {
             if let Err(errno) = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET) {
                 eprintln!("skipped: cannot create a network namespace ({errno}); needs root");
                 return false;
             }
-            let here = fs_err::File::open("/proc/thread-self/ns/net").unwrap();
             let mut netlink = Netlink::open().unwrap();
-            // The kernel's name for the spare is one a network's card takes.
-            netlink
-                .create_veth("eth1", "other", std::os::fd::AsFd::as_fd(&here), None)
-                .unwrap();
+            // The kernel probed two spares first: they have eth0 and eth1.
+            for name in ["eth0", "eth1", "eth2"] {
+                netlink.create_bridge(name).unwrap();
+            }
             let links = netlink.links().unwrap();
-            let mac = links.iter().find(|link| link.name == "eth1").unwrap().mac;
-            let mac: Vec<String> = mac.unwrap().iter().map(|b| format!("{b:02x}")).collect();
-            let mac = mac.join(":");
+            let mac_of = |name: &str| {
+                let link = links.iter().find(|link| link.name == name).unwrap();
+                let text: Vec<String> = link
+                    .mac
+                    .unwrap()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                (link.clone(), text.join(":"))
+            };
+            let (first_spare, spare_mac) = mac_of("eth0");
+            let (_, other_spare_mac) = mac_of("eth1");
+            let (card, card_mac) = mac_of("eth2");
+            let cards = find_cards(&links, &[network(&card_mac)]).unwrap();
+            move_spares_aside(&mut netlink, &links, &cards).unwrap();
+            name_cards(&mut netlink, &cards).unwrap();
+            assert_eq!(netlink.link_index("eth0").unwrap(), Some(card.index));
+            let aside = spare_name(&first_spare);
+            assert_eq!(netlink.link_index(&aside).unwrap(), Some(first_spare.index));
+            // eth1 is the other spare's, which steps aside for this one.
             let addresses = || fs_err::read_to_string("/proc/thread-self/net/fib_trie").unwrap();
-            let mut spares = SpareCards::default();
-            spares.park(std::slice::from_ref(&mac)).unwrap();
-            assert_eq!(netlink.link_index("eth1").unwrap(), None);
-            // Connected as `eth2`, with its address, up.
-            let mut first = network(&mac);
+            let mut first = network(&spare_mac);
             first.address = std::net::Ipv4Addr::new(10, 97, 0, 5);
-            spares.connect("eth2", &first).unwrap();
-            let card = netlink
-                .links()
-                .unwrap()
-                .into_iter()
-                .find(|l| l.name == "eth2")
-                .unwrap();
-            assert!(card.up);
+            connect("eth1", &first).unwrap();
+            let links = netlink.links().unwrap();
+            let connected = links.iter().find(|link| link.name == "eth1").unwrap();
+            assert_eq!(connected.index, first_spare.index);
+            assert!(connected.up);
+            assert!(links
+                .iter()
+                .any(|link| link.name.starts_with('p') && !link.up));
             assert!(addresses().contains("10.97.0.5"), "{}", addresses());
-            // A second connect of the same card finds no spare.
-            let error = spares.connect("eth3", &first).unwrap_err();
-            assert!(matches!(error, NetworkError::NoSpare { .. }), "{error}");
-            // Parked again: gone, and its address with it.
-            spares.disconnect(&mac).unwrap();
-            assert_eq!(netlink.link_index("eth2").unwrap(), None);
+            // A card in use is no spare.
+            let error = connect("eth3", &first).unwrap_err();
+            assert!(matches!(error, NetworkError::NotSpare { .. }), "{error}");
+            // Nor is a name in use one a spare can take.
+            let error = connect("eth1", &network(&other_spare_mac)).unwrap_err();
+            assert!(matches!(error, NetworkError::NameInUse { .. }), "{error}");
+            // Disconnected: down, and its address gone.
+            disconnect(&first).unwrap();
+            let links = netlink.links().unwrap();
+            assert!(!links.iter().find(|link| link.name == "eth1").unwrap().up);
             assert!(!addresses().contains("10.97.0.5"), "{}", addresses());
-            let error = spares.disconnect(&mac).unwrap_err();
-            assert!(matches!(error, NetworkError::NoCard { .. }), "{error}");
             // Another network: only its address.
-            let mut second = network(&mac);
+            let mut second = network(&spare_mac);
             second.address = std::net::Ipv4Addr::new(10, 98, 0, 6);
-            spares.connect("eth1", &second).unwrap();
+            connect("eth1", &second).unwrap();
             let text = addresses();
             assert!(
                 text.contains("10.98.0.6") && !text.contains("10.97.0.5"),

@@ -19,7 +19,7 @@
 //! container gives the next spare the new network (its bridge joins the tap
 //! and the new veth, the agent gives the guest's card the address), and
 //! `network disconnect` takes it back (bridge deleted, tap down, the guest's
-//! card parked). A down tap drops every frame the guest writes to it
+//! card down without its addresses). A down tap drops every frame the guest writes to it
 //! (`tun_get_user`: `-EIO` unless `IFF_UP`), and nothing else is on it:
 //! a spare reaches nothing until it is given a network.
 
@@ -83,9 +83,9 @@ pub(crate) struct Card {
     tap: Tap,
     /// The guest card's MAC (QEMU's `mac=`), fixed for the VM's life.
     mac: String,
-    /// The network it is on (its id) and the veth it is bridged to; `None`:
-    /// a spare.
-    network: Option<(String, String)>,
+    /// The network it is on: its id, and the guest card's settings there;
+    /// `None`: a spare.
+    network: Option<(String, berth_vm::protocol::GuestNetwork)>,
 }
 
 /// Every network card of a VM, in QEMU's order.
@@ -105,7 +105,7 @@ impl Cards {
             cards.push(Card {
                 tap: bridge_to_tap(position, &network.veth)?,
                 mac: network.guest.mac.clone(),
-                network: Some((network.network_id.clone(), network.veth.clone())),
+                network: Some((network.network_id.clone(), network.guest.clone())),
             });
         }
         let id = crate::containers::names::new_id();
@@ -135,24 +135,16 @@ impl Cards {
             .collect()
     }
 
-    /// The MACs of the cards without a network.
-    pub(crate) fn spare_macs(&self) -> Vec<String> {
-        self.cards
-            .iter()
-            .filter(|card| card.network.is_none())
-            .map(|card| card.mac.clone())
-            .collect()
-    }
-
     /// Gives the next spare card `network_id`, bridging its tap to `veth`
     /// (in the shim's namespace, where the engine just connected it);
-    /// returns the guest card's MAC. All in use: an error naming the limit
-    /// (and `true`).
+    /// returns `guest` with the card's MAC, what the agent is to set up.
+    /// All in use: an error naming the limit (and `true`).
     pub(crate) fn take_spare(
         &mut self,
         network_id: &str,
         veth: &str,
-    ) -> Result<String, (String, bool)> {
+        mut guest: berth_vm::protocol::GuestNetwork,
+    ) -> Result<berth_vm::protocol::GuestNetwork, (String, bool)> {
         if self
             .cards
             .iter()
@@ -181,23 +173,25 @@ impl Cards {
             ));
         };
         bridge_existing_tap(position, veth).map_err(|error| (error, false))?;
-        card.network = Some((network_id.to_owned(), veth.to_owned()));
-        Ok(card.mac.clone())
+        guest.mac = card.mac.clone();
+        card.network = Some((network_id.to_owned(), guest.clone()));
+        Ok(guest)
     }
 
     /// Takes `network_id`'s card off it: its bridge deleted, its tap down;
-    /// returns the guest card's MAC. None when no card has that network.
-    pub(crate) fn release(&mut self, network_id: &str) -> Option<String> {
+    /// returns what the guest's card had there (to take it away). None
+    /// when no card has that network.
+    pub(crate) fn release(&mut self, network_id: &str) -> Option<berth_vm::protocol::GuestNetwork> {
         let (position, card) = self
             .cards
             .iter_mut()
             .enumerate()
             .find(|(_, card)| matches!(&card.network, Some((id, _)) if id == network_id))?;
-        card.network = None;
+        let (_, guest) = card.network.take()?;
         if let Err(error) = unbridge_tap(position) {
             tracing::warn!(%error, position, "failed to unbridge a VM network card");
         }
-        Some(card.mac.clone())
+        Some(guest)
     }
 }
 

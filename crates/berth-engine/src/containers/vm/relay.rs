@@ -362,10 +362,9 @@ pub(super) fn run_container(
                         ToShim::ConnectNetwork {
                             network_id,
                             veth,
-                            mut guest,
-                        } => match cards.take_spare(&network_id, &veth) {
-                            Ok(mac) => {
-                                guest.mac = mac;
+                            guest,
+                        } => match cards.take_spare(&network_id, &veth, guest) {
+                            Ok(guest) => {
                                 vm.connect_network(&veth, &guest)?;
                                 waiting.push_back(Waiting {
                                     connection,
@@ -384,8 +383,8 @@ pub(super) fn run_container(
                             // The host's side first: from here on the card
                             // reaches nothing, whatever the guest answers.
                             match cards.release(&network_id) {
-                                Some(mac) => {
-                                    vm.disconnect_network(&mac)?;
+                                Some(guest) => {
+                                    vm.disconnect_network(&guest)?;
                                     waiting.push_back(Waiting::answer(connection));
                                 }
                                 None => {

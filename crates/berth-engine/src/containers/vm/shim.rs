@@ -236,14 +236,13 @@ fn serve(
     let terminal = open_terminal(console, &request.spec)?;
     enter_mount_namespace()?;
     arrange_root(&request.spec)?;
-    let mut booted = boot(&BootSettings {
+    let booted = boot(&BootSettings {
         cache: &request.cache,
         run_dir: &request.run_dir,
         memory_mib: request.memory_mib,
         root: &request.spec.rootfs,
         networks: &request.networks,
     })?;
-    park_spares(&mut booted)?;
     let root = GuestRoot {
         tag: ROOT_TAG.to_owned(),
         read_only: request.spec.readonly_rootfs,
@@ -283,7 +282,6 @@ fn serve_member(
         .iter()
         .map(|network| network.guest.clone())
         .collect();
-    park_spares(&mut booted)?;
     booted
         .vm
         .stage_root(&member_root(false), &networks)
@@ -459,18 +457,6 @@ struct BootSettings<'a> {
 struct Booted {
     vm: Vm,
     cards: super::network::Cards,
-}
-
-/// The VM's spare cards out of the container's sight in the guest (see
-/// `network.rs`), before anything of the container runs there.
-fn park_spares(booted: &mut Booted) -> Result<(), String> {
-    let spares = booted.cards.spare_macs();
-    booted.vm.spare_cards(&spares).map_err(|error| {
-        format!(
-            "failed to set the VM's spare network cards aside: {}",
-            crate::ErrorChain(&error)
-        )
-    })
 }
 
 /// The VM up to its agent's `Ready`: guest kernel and initramfs, the
