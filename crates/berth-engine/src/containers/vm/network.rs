@@ -373,6 +373,23 @@ fn open_tap(name: &str) -> std::io::Result<OwnedFd> {
     if result < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // Persistent: closing the last descriptor (QEMU's or the shim's, at the
+    // VM's end) no longer unregisters the tap then and there, which waits
+    // for an RCU grace period per tap in the exiting process; the tap goes
+    // with the shim's network namespace instead, whose cleanup the kernel
+    // does in the background (as the veths', `release_container_endpoints`).
+    const TUNSETPERSIST: libc::c_ulong = 0x4004_54cb;
+    // SAFETY: TUNSETPERSIST takes an int by value on the tap `file` owns.
+    let result = unsafe {
+        libc::ioctl(
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            TUNSETPERSIST,
+            1 as libc::c_ulong,
+        )
+    };
+    if result < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
     Ok(OwnedFd::from(file))
 }
 
