@@ -2,6 +2,9 @@
 # scripts/vm-bench-warm.sh [RUNS] — cold against warm `berth run --rm --isolation=vm --network
 # none busybox echo hi`, RUNS times each (default 5), interleaved, in a private root; prints
 # each run and the medians in milliseconds, with the host's load before and after.
+# NETWORK=bridge (or a network this script creates by that name) runs both on a network
+# instead of none: a VM with a network also boots with its spare cards
+# (BERTH_VM_SPARE_CARDS, default 2; 0 for none).
 #   cold   BERTH_WARM=off: the shim builds the root, boots the VM, runs echo, powers it off
 #   warm   a member of `berth warm --isolation vm --network none busybox --depth 1` claimed
 # Each timed run starts once the pool is full again (its refill boots a VM in the background,
@@ -21,11 +24,19 @@ BERTH_RUN_ROOT=$(mktemp -d /tmp/berth-bench-run.XXXXXX)
 export BERTH_ROOT BERTH_RUN_ROOT
 cleanup() {
     "$berth" warm rm >/dev/null 2>&1 || true
+    if [[ ${network:-none} != none && ${network:-none} != bridge ]]; then
+        "$berth" network rm "$network" >/dev/null 2>&1 || true
+    fi
+    "$berth" network prune -f >/dev/null 2>&1 || true
     rm -rf "$BERTH_ROOT" "$BERTH_RUN_ROOT"
 }
 trap cleanup EXIT
 "$berth" load -i "${BERTH_FIXTURES:-target/fixtures}/busybox-docker.tar" >/dev/null
-"$berth" warm --isolation vm --network none busybox --depth 1 >/dev/null
+network=${NETWORK:-none}
+if [[ $network != none && $network != bridge ]]; then
+    "$berth" network create "$network" >/dev/null
+fi
+"$berth" warm --isolation vm --network "$network" busybox --depth 1 >/dev/null
 
 wait_full() {
     for _ in $(seq 600); do
@@ -40,7 +51,7 @@ wait_full() {
 timed() {
     local start end output
     start=$(date +%s%N)
-    output=$("$@" run --rm --isolation=vm --network none busybox echo hi)
+    output=$("$@" run --rm --isolation=vm --network "$network" busybox echo hi)
     end=$(date +%s%N)
     [[ $output == hi ]] || { echo "unexpected output: $output" >&2; exit 1; }
     echo $(((end - start) / 1000000))

@@ -16,7 +16,8 @@
 //!      | Started { process: 0, pid } ... Exited { process: 0, code, error }
 //!        while it runs, host: Stdin / Signal / Resize for any process,
 //!                             Exec { process: N, .. } → Started/Exited { process: N },
-//!                             ListProcesses → Processes
+//!                             ListProcesses → Processes,
+//!                             ConnectNetwork / DisconnectNetwork → NetworkChanged
 //!        guest: Stdout / Stderr of any process
 //!        host:  OutputCredit { process, stdout, stderr } as it writes them out
 //!        guest: InputCredit { process, bytes } as it writes stdin to the process
@@ -42,7 +43,7 @@ use serde::{Deserialize, Serialize};
 pub const PORT_NAME: &str = "org.berth.agent";
 
 /// Bumped whenever a message changes shape; the host refuses another.
-pub const PROTOCOL_VERSION: u32 = 8;
+pub const PROTOCOL_VERSION: u32 = 9;
 
 /// The largest frame either side accepts: a bound on what a confused or
 /// hostile peer can make the other allocate.
@@ -196,6 +197,22 @@ pub enum HostMessage {
         #[serde(default)]
         networks: Vec<GuestNetwork>,
     },
+    /// `network connect` of the running container: the spare card with
+    /// `network.mac` (down, without an address, since the boot) is named
+    /// `name` (the name of its veth on the host, `ethN`; a spare that had
+    /// that name takes another), gets the network's addresses, and comes
+    /// up; no default route (the first network keeps it, as for a
+    /// namespace container). `NetworkChanged` follows.
+    ConnectNetwork {
+        name: String,
+        network: GuestNetwork,
+    },
+    /// `network disconnect`: the card `network.mac` goes down and loses
+    /// `network`'s addresses (and the routes through it): a spare again.
+    /// `NetworkChanged` follows.
+    DisconnectNetwork {
+        network: GuestNetwork,
+    },
     /// Start a process in the running container (only while the `Run`'s
     /// process runs; a number no running process has).
     Exec {
@@ -275,6 +292,12 @@ pub enum GuestMessage {
     CachesDropped,
     /// The answer to `StageRoot`.
     RootStaged,
+    /// The answer to `ConnectNetwork` and `DisconnectNetwork`: done, or
+    /// why not (nothing of the card changed then, or it is a spare again).
+    NetworkChanged {
+        #[serde(default)]
+        error: Option<String>,
+    },
     /// The process has taken this many more bytes of its stdin: the host
     /// may send as many more.
     InputCredit {
@@ -618,6 +641,32 @@ mod tests {
             HostMessage::Run(RunRequest { root: None, networks, embedded_dns: false, .. })
                 if networks.is_empty()
         ));
+    }
+
+    #[test]
+    fn network_changes_have_their_own_messages() {
+        let connect = HostMessage::ConnectNetwork {
+            name: "eth1".into(),
+            network: GuestNetwork {
+                mac: "0a:12:34:56:78:01".into(),
+                address: std::net::Ipv4Addr::new(10, 89, 0, 3),
+                prefix_len: 24,
+                gateway: None,
+                more_addresses: vec![],
+                ipv6_gateway: None,
+            },
+        };
+        assert_eq!(
+            json(&connect),
+            r#"{"type":"connect_network","name":"eth1","network":{"mac":"0a:12:34:56:78:01","address":"10.89.0.3","prefix_len":24,"gateway":null,"more_addresses":[],"ipv6_gateway":null}}"#
+        );
+        let HostMessage::ConnectNetwork { network, .. } = connect else {
+            unreachable!("made above")
+        };
+        assert!(json(&HostMessage::DisconnectNetwork { network })
+            .starts_with(r#"{"type":"disconnect_network","network":{"mac":"0a:12:34:56:78:01","#));
+        let done: GuestMessage = serde_json::from_str(r#"{"type":"network_changed"}"#).unwrap();
+        assert_eq!(done, GuestMessage::NetworkChanged { error: None });
     }
 
     #[test]

@@ -297,6 +297,9 @@ pub enum Event {
     CachesDropped,
     /// The answer to [`Vm::stage_root`]'s request.
     RootStaged,
+    /// The answer to [`Vm::connect_network`] or [`Vm::disconnect_network`]:
+    /// done, or why not.
+    NetworkChanged { error: Option<String> },
     /// The process took some of its stdin: [`Vm::input_window`] is larger.
     InputCredit { process: ProcessId },
     /// One of the caller's descriptors is ready: its index among them.
@@ -693,6 +696,23 @@ impl Vm {
         self.deliver(&encode_message(&HostMessage::DropCaches))
     }
 
+    /// Gives the spare card `network.mac` the network, named `name` in the
+    /// guest: [`Event::NetworkChanged`] follows.
+    pub fn connect_network(&mut self, name: &str, network: &GuestNetwork) -> Result<(), VmError> {
+        self.deliver(&encode_message(&HostMessage::ConnectNetwork {
+            name: name.to_owned(),
+            network: network.clone(),
+        }))
+    }
+
+    /// Takes the card `network.mac` off `network` (down, its addresses
+    /// gone), a spare again: [`Event::NetworkChanged`] follows.
+    pub fn disconnect_network(&mut self, network: &GuestNetwork) -> Result<(), VmError> {
+        self.deliver(&encode_message(&HostMessage::DisconnectNetwork {
+            network: network.clone(),
+        }))
+    }
+
     /// A warm member's root share and the filesystems of a container root,
     /// mounted in the guest before its claim, and its network cards given
     /// their addresses (`HostMessage::StageRoot`); the claim's `Run` must
@@ -841,6 +861,9 @@ impl Vm {
                     GuestMessage::Stats(stats) => Ok(Some(Event::Stats(stats))),
                     GuestMessage::CachesDropped => Ok(Some(Event::CachesDropped)),
                     GuestMessage::RootStaged => Ok(Some(Event::RootStaged)),
+                    GuestMessage::NetworkChanged { error } => {
+                        Ok(Some(Event::NetworkChanged { error }))
+                    }
                     GuestMessage::SetupFailed { error } => {
                         Err(VmError::GuestSetup { message: error })
                     }

@@ -992,21 +992,28 @@ fn a_vm_container_is_on_the_bridge_network_with_its_published_ports() {
         .run(&["run", "--rm", "busybox", "wget", "-qO-", &url])
         .ok();
     assert_eq!(out, format!("{hostname}\n"));
-    // Its cards are made at boot: no connect or disconnect while it runs
-    // (refused, not accepted and ignored; vm_networks.rs connects stopped
-    // ones).
+    // While it runs, a spare card of its VM takes another network, and
+    // gives it back (vm_networks.rs has the rest).
     berth.run(&["network", "create", "second"]).ok();
-    let stderr = berth.run(&["network", "connect", "second", &id]).fails(1);
-    assert!(
-        stderr.contains("connecting a running VM container"),
-        "{stderr}"
+    berth.run(&["network", "connect", "second", &id]).ok();
+    let second = berth.inspect(
+        &id,
+        "{{(index .NetworkSettings.Networks \"second\").IPAddress}}",
     );
-    let stderr = berth
-        .run(&["network", "disconnect", "bridge", &id])
-        .fails(1);
+    let card = berth
+        .run(&["exec", &id, "ip", "-4", "addr", "show", "dev", "eth1"])
+        .ok();
+    assert!(card.contains(&format!("inet {second}/")), "{card}");
+    berth.run(&["network", "disconnect", "second", &id]).ok();
+    let links = berth.run(&["exec", &id, "ip", "-o", "link"]).ok();
     assert!(
-        stderr.contains("disconnecting a running VM container"),
-        "{stderr}"
+        !support::vm::links_up(&links).contains(&"eth1".to_owned()),
+        "{links}"
+    );
+    let addresses = berth.run(&["exec", &id, "ip", "-o", "-4", "addr"]).ok();
+    assert!(
+        !addresses.contains(&format!("inet {second}/")),
+        "{addresses}"
     );
     berth.run(&["network", "rm", "second"]).ok();
     // stats' NET I/O counts what crossed the VM's card.
@@ -1017,6 +1024,20 @@ fn a_vm_container_is_on_the_bridge_network_with_its_published_ports() {
         !net.starts_with("0B / ") && !net.trim().ends_with("/ 0B"),
         "{net}"
     );
+    // Off its first network too: the card with the default route and the
+    // published port leaves the guest, and the port no longer answers.
+    berth.run(&["network", "disconnect", "bridge", &id]).ok();
+    let links = berth.run(&["exec", &id, "ip", "-o", "link"]).ok();
+    assert!(
+        !support::vm::links_up(&links).contains(&"eth0".to_owned()),
+        "{links}"
+    );
+    let addresses = berth.run(&["exec", &id, "ip", "-o", "-4", "addr"]).ok();
+    assert!(
+        !addresses.contains(&format!("inet {address}/")),
+        "{addresses}"
+    );
+    assert_eq!(http_get(port, "/hostname"), None);
     let processes = vm_processes(berth.inspect(&id, "{{.State.Pid}}").parse().unwrap());
     berth.run(&["rm", "-f", &id]).ok();
     berth.assert_nothing_left(&id, &processes);

@@ -4,8 +4,10 @@
 //! (`eth0`, `eth1`, …), with the container's address on that network and
 //! the first network's default route; the embedded DNS answers for the
 //! containers of every network. Compose's way: created on one network,
-//! `network connect`ed to the others before the start. Real VMs under TCG
-//! (`support::vm` finds the kernel and the cache, or says why it skips).
+//! `network connect`ed to the others before the start; and while it runs,
+//! through the spare cards every VM boots with (microvm has no hotplug).
+//! Real VMs under TCG (`support::vm` finds the kernel and the cache, or
+//! says why it skips).
 
 #![allow(clippy::unwrap_used)] // integration tests: a failed step is a failed test
 
@@ -14,7 +16,7 @@ mod support;
 use std::process::Command;
 
 use support::containers::{pid_alive, wait_until};
-use support::vm::{vm_processes, VmBerth};
+use support::vm::{links_up, vm_processes, VmBerth};
 
 impl VmBerth {
     /// The container's address on `network`.
@@ -52,6 +54,37 @@ impl VmBerth {
         bridges.push(berth_net::instance::Instance::for_root(self.berth.root()).default_bridge);
         bridges
     }
+}
+
+/// The links of the shim's network namespace (`ip -o link`), one a line.
+fn shim_links(berth: &VmBerth, container: &str) -> Vec<String> {
+    let pid = berth.inspect(container, "{{.State.Pid}}");
+    let out = Command::new("nsenter")
+        .args(["-t", &pid, "-n", "ip", "-o", "link"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The shim's line for `tapN`.
+fn tap_line(links: &[String], tap: &str) -> String {
+    links
+        .iter()
+        .find(|line| line.contains(&format!(": {tap}:")))
+        .unwrap_or_else(|| panic!("no {tap} in {links:?}"))
+        .clone()
+}
+
+/// A spare card on the host: its tap down and a port of nothing, so what
+/// the guest sends on it is dropped (`tun_get_user` refuses a down tap).
+fn assert_spare(links: &[String], tap: &str) {
+    let line = tap_line(links, tap);
+    assert!(line.contains("state DOWN"), "{line}");
+    assert!(!line.contains("master"), "{line}");
 }
 
 /// `ip addr show dev CARD` in the guest, through `exec`.
@@ -154,32 +187,14 @@ fn a_vm_container_joins_every_network_it_was_connected_to_before_its_start() {
     });
     assert_eq!(answer, format!("{vm_hostname}\n"));
 
-    // No hotplug: connecting the running VM container is refused by name,
-    // and nothing is half done.
-    let networks = "{{range $name, $network := .NetworkSettings.Networks}}{{$name}}={{$network.IPAddress}} {{end}}";
-    let before = berth.inspect("multi", networks);
-    let stderr = berth
-        .run(&["network", "connect", "net-c", "multi"])
-        .fails(1);
-    assert!(
-        stderr.contains("connecting a running VM container (multi) to a network is not supported: stop it first"),
-        "{stderr}"
-    );
-    assert_eq!(berth.inspect("multi", networks), before);
-    let containers = ["network", "inspect", "-f", "{{len .Containers}}", "net-c"];
-    assert_eq!(berth.run(&containers).ok().trim(), "0");
-    assert!(!guest_card(&berth, "multi", "eth1").is_empty());
-    assert!(
-        berth
-            .run(&["exec", "multi", "ip", "addr", "show", "dev", "eth2"])
-            .code()
-            != 0,
-        "no third card"
-    );
-
-    // Stopped, it takes the connection; its next VM has the third card.
-    berth.run(&["stop", "-t", "2", "multi"]).ok();
+    // Connected while it runs: a spare card of its VM takes the network.
     berth.run(&["network", "connect", "net-c", "multi"]).ok();
+    let vm_c = berth.address("multi", "net-c");
+    let eth2 = guest_card(&berth, "multi", "eth2");
+    assert!(eth2.contains(&format!("inet {vm_c}/")), "{eth2}");
+
+    // Its next VM has a card for each of the three networks.
+    berth.run(&["stop", "-t", "2", "multi"]).ok();
     berth.run(&["start", "multi"]).ok();
     for (card, network) in [("eth0", "net-a"), ("eth1", "net-b"), ("eth2", "net-c")] {
         let address = berth.address("multi", network);
@@ -341,4 +356,154 @@ fn a_vm_container_on_an_ipv6_network_has_its_addresses() {
     assert!(out.contains("fd77:213:141::77"), "{out}");
     berth.run(&["rm", "-f", "vm6", "ns6"]).ok();
     berth.run(&["network", "rm", "v6net"]).ok();
+}
+
+/// `network connect` and `disconnect` of a running VM container: each
+/// connect gives a spare card of its VM the network (the host's tap bridged
+/// to the new veth, the guest's card named after it, with the address,
+/// up), so a namespace container on that network
+/// and the VM reach each other by name; a disconnect takes the card back;
+/// when no spare is left the connect is refused naming the limit and
+/// leaves nothing; a card taken back serves the next connect.
+#[test]
+fn a_running_vm_container_is_connected_and_disconnected_through_spare_cards() {
+    let Some(berth) = VmBerth::new() else { return };
+    let networks = ["front", "back", "extra1", "extra2"];
+    for network in networks {
+        berth.run(&["network", "create", network]).ok();
+    }
+    let bridges = berth.bridges(&networks);
+    let serve = ["busybox", "httpd", "-f", "-p", "80", "-h", "/etc"];
+    let mut args = vec!["run", "-d", "--network", "back", "--name", "peer"];
+    args.extend_from_slice(&serve);
+    berth.run(&args).ok();
+    let mut args = vec!["run", "-d", "--isolation=vm", "--network", "front"];
+    args.extend_from_slice(&["--name", "vm"]);
+    args.extend_from_slice(&serve);
+    berth.run(&args).ok();
+    let (peer_hostname, vm_hostname) = (
+        berth.inspect("peer", "{{.Config.Hostname}}"),
+        berth.inspect("vm", "{{.Config.Hostname}}"),
+    );
+
+    // The spares are down and without an address in the guest and, on
+    // the host, taps down and bridged to nothing.
+    let links = berth.run(&["exec", "vm", "ip", "-o", "link"]).ok();
+    assert_eq!(links_up(&links), ["lo", "eth0"], "{links}");
+    assert_eq!(links.lines().count(), 4, "lo, eth0 and two spares: {links}");
+    let addresses = berth.run(&["exec", "vm", "ip", "-o", "-4", "addr"]).ok();
+    assert_eq!(
+        addresses.lines().count(),
+        2,
+        "lo's and eth0's only: {addresses}"
+    );
+    let host = shim_links(&berth, "vm");
+    assert!(tap_line(&host, "tap0").contains("master br0"), "{host:?}");
+    assert_spare(&host, "tap1");
+    assert_spare(&host, "tap2");
+
+    // Connected to `back` while it runs: a card with the address, and the
+    // two containers reach each other by name (and the VM the peer by its
+    // address).
+    berth.run(&["network", "connect", "back", "vm"]).ok();
+    let vm_back = berth.address("vm", "back");
+    let eth1 = guest_card(&berth, "vm", "eth1");
+    assert!(eth1.contains(&format!("inet {vm_back}/")), "{eth1}");
+    let peer_back = berth.address("peer", "back");
+    for host in ["peer", peer_back.as_str()] {
+        let url = format!("http://{host}/hostname");
+        let out = berth.run(&["exec", "vm", "wget", "-qO-", &url]).ok();
+        assert_eq!(out, format!("{peer_hostname}\n"), "{url}");
+    }
+    let mut answer = String::new();
+    wait_until(60.0, "the VM's httpd by name from back", || {
+        let run = berth.run(&[
+            "exec",
+            "peer",
+            "timeout",
+            "5",
+            "wget",
+            "-qO-",
+            "http://vm/hostname",
+        ]);
+        answer = run.stdout();
+        run.code() == 0
+    });
+    assert_eq!(answer, format!("{vm_hostname}\n"));
+    let host = shim_links(&berth, "vm");
+    assert!(tap_line(&host, "tap1").contains("master br1"), "{host:?}");
+    assert_spare(&host, "tap2");
+
+    // The last spare, then the limit: refused by name, nothing half done.
+    berth.run(&["network", "connect", "extra1", "vm"]).ok();
+    let format = "{{range $name, $network := .NetworkSettings.Networks}}{{$name}}={{$network.IPAddress}} {{end}}";
+    let before = berth.inspect("vm", format);
+    let stderr = berth.run(&["network", "connect", "extra2", "vm"]).fails(1);
+    assert!(
+        stderr.contains(
+            "cannot connect the running VM container vm to network extra2: all 3 network \
+             cards of its VM are in use"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("BERTH_VM_SPARE_CARDS"), "{stderr}");
+    assert_eq!(berth.inspect("vm", format), before);
+    let containers = |network: &str| {
+        berth
+            .run(&["network", "inspect", "-f", "{{len .Containers}}", network])
+            .ok()
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(containers("extra2"), "0");
+    let links = berth.run(&["exec", "vm", "ip", "-o", "link"]).ok();
+    assert_eq!(links_up(&links).len(), 4, "lo and three cards: {links}");
+    assert_eq!(
+        shim_links(&berth, "vm").len(),
+        host.len() + 2,
+        "one veth and one bridge more (extra1's)"
+    );
+
+    // Disconnected from `back`: the card leaves the guest, its tap is a
+    // spare again, the peer no longer finds the VM.
+    berth.run(&["network", "disconnect", "back", "vm"]).ok();
+    let links = berth.run(&["exec", "vm", "ip", "-o", "link"]).ok();
+    assert!(!links_up(&links).contains(&"eth1".to_owned()), "{links}");
+    let addresses = berth.run(&["exec", "vm", "ip", "-o", "-4", "addr"]).ok();
+    assert!(
+        !addresses.contains(&format!("inet {vm_back}/")),
+        "{addresses}"
+    );
+    assert_spare(&shim_links(&berth, "vm"), "tap1");
+    assert!(!berth.inspect("vm", format).contains("back="));
+    assert_eq!(containers("back"), "1");
+    let lookup = berth.run(&["exec", "peer", "nslookup", "vm", "127.0.0.11"]);
+    assert!(lookup.stdout().contains("NXDOMAIN"), "{}", lookup.stdout());
+    let stderr = berth.run(&["network", "disconnect", "back", "vm"]).fails(1);
+    assert!(
+        stderr.contains("is not connected to network back"),
+        "{stderr}"
+    );
+
+    // That card serves the next connect, with only its new address.
+    berth.run(&["network", "connect", "extra2", "vm"]).ok();
+    let vm_extra2 = berth.address("vm", "extra2");
+    let eth1 = guest_card(&berth, "vm", "eth1");
+    assert!(eth1.contains(&format!("inet {vm_extra2}/")), "{eth1}");
+    assert!(!eth1.contains(&format!("inet {vm_back}/")), "{eth1}");
+    assert_eq!(eth1.matches("inet ").count(), 1, "{eth1}");
+
+    // Removed: nothing of it, its networks or its VM stays on the host.
+    let processes = vm_processes(berth.inspect("vm", "{{.State.Pid}}").parse().unwrap());
+    berth.run(&["rm", "-f", "vm", "peer"]).ok();
+    for network in networks {
+        berth.run(&["network", "rm", network]).ok();
+    }
+    wait_until(20.0, "the VM's processes to end", || {
+        processes.iter().all(|pid| !pid_alive(*pid))
+    });
+    for bridge in &bridges {
+        assert!(!support::link_exists(bridge), "bridge {bridge} left");
+    }
+    assert!(berth.berth.all_ids().is_empty());
 }

@@ -356,12 +356,51 @@ fn a_claimed_vm_on_a_user_network_has_its_address_and_names() {
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].starts_with(&format!("{address}/")), "{out}");
     assert!(lines[1].contains(&format!("({peer_address})")), "{out}");
+    // A claimed member has its spare cards too: connected to a second
+    // network while it runs, it reaches a container there by name.
+    pool.run(&["network", "create", "wnet2"]).ok();
+    let far = pool
+        .run(&[
+            "run",
+            "-d",
+            "--name",
+            "wfar",
+            "--network",
+            "wnet2",
+            "busybox",
+            "sleep",
+            "300",
+        ])
+        .ok()
+        .trim()
+        .to_owned();
+    let far_address = pool.inspect("wfar", "{{.NetworkSettings.Networks.wnet2.IPAddress}}");
+    pool.run(&["network", "connect", "wnet2", &id]).ok();
+    let address = pool.inspect(&id, "{{.NetworkSettings.Networks.wnet2.IPAddress}}");
+    let out = pool
+        .run(&[
+            "exec",
+            &id,
+            "sh",
+            "-c",
+            "ip -4 -o addr show eth1 | awk '{print $4}'; ping -c 1 -W 20 wfar | head -1",
+        ])
+        .ok();
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with(&format!("{address}/")), "{out}");
+    assert!(lines[1].contains(&format!("({far_address})")), "{out}");
+    pool.run(&["network", "disconnect", "wnet2", &id]).ok();
+    let links = pool.run(&["exec", &id, "ip", "-o", "link"]).ok();
+    assert!(
+        !support::vm::links_up(&links).contains(&"eth1".to_owned()),
+        "{links}"
+    );
     let processes = vm_processes(pool.inspect(&id, "{{.State.Pid}}").parse().unwrap());
     let netns = vec![netns_of(processes[0])];
-    pool.run(&["rm", "-f", &id, &peer]).ok();
+    pool.run(&["rm", "-f", &id, &peer, &far]).ok();
     pool.assert_nothing_left(&id, &processes, &netns);
     pool.run(&["warm", "rm"]).ok();
-    pool.run(&["network", "rm", "wnet"]).ok();
+    pool.run(&["network", "rm", "wnet", "wnet2"]).ok();
 }
 
 #[test]

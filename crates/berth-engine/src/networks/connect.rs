@@ -56,6 +56,7 @@ pub fn connect_network(
     settings: &berth_types::container::EndpointSettings,
 ) -> Result<(), EngineError> {
     let (container, network) = find_both(engine, network_text, container_text)?;
+    let vm_dir = vm_dir(engine, &container.record.id);
     let (store, kernel) = engine.network_parts();
     let mut record = container.record.clone();
     let mode = record.run.network_mode.as_str();
@@ -80,15 +81,20 @@ pub fn connect_network(
         .into());
     }
     if in_vm(&record) && container.state.is_running() {
-        // Its VM's network cards are made when it boots (microvm has no
-        // hotplug); a stopped one gets the network at its next start.
-        return Err(EngineError::InvalidArgument(format!(
-            "connecting a running VM container ({}) to a network is not supported: stop it \
-             first (its VM's network cards are made when it starts)",
-            record.name
-        )));
-    }
-    if container.state.is_running() {
+        // microvm has no hotplug: one of the cards its VM booted with spare
+        // takes the network (`containers/vm/network.rs`); a stopped one
+        // gets a card for it at its next start.
+        refuse_unless_running(&record, &container.state)?;
+        connect_running_vm(
+            store,
+            kernel,
+            &record,
+            container.state.pid,
+            &request,
+            &network,
+            &vm_dir,
+        )?;
+    } else if container.state.is_running() {
         let netns = fs_err::File::open(format!("/proc/{}/ns/net", container.state.pid))
             .map_err(NetworkError::OpenNamespace)?;
         let device =
@@ -154,15 +160,27 @@ pub fn disconnect_network(
     container_text: &str,
 ) -> Result<(), EngineError> {
     let (container, network) = find_both(engine, network_text, container_text)?;
+    let vm_dir = vm_dir(engine, &container.record.id);
     let (store, kernel) = engine.network_parts();
     let mut record = container.record.clone();
-    if in_vm(&record) && container.state.is_running() {
-        // The guest has the address: taking the veth away would leave it
-        // configured on a card that leads nowhere.
-        return Err(EngineError::InvalidArgument(format!(
-            "disconnecting a running VM container ({}) is not supported: stop it first",
-            record.name
-        )));
+    let connected = record
+        .run
+        .networks
+        .iter()
+        .any(|request| request.network_id == network.id);
+    if in_vm(&record) && container.state.is_running() && connected {
+        // The guest first: its card goes back among the spares (its host
+        // tap down and bridged to nothing), then the veth goes as for a
+        // namespace container.
+        refuse_unless_running(&record, &container.state)?;
+        let socket = crate::containers::vm::exec::socket_path(&vm_dir);
+        crate::containers::vm::exec::disconnect_network(&socket, &network.id).map_err(
+            |reason| NetworkError::VmDisconnect {
+                container: record.name.clone(),
+                network: network.name.clone(),
+                reason,
+            },
+        )?;
     }
     let before = record.run.networks.len();
     record
@@ -181,6 +199,105 @@ pub fn disconnect_network(
     let (id, name) = (&network.id, &network.name);
     crate::events::emit_network(store, "disconnect", id, name, Some(&record.id));
     Ok(())
+}
+
+/// The VM directory of container `id` (where its shim's socket is).
+fn vm_dir(engine: &Engine, id: &str) -> std::path::PathBuf {
+    let config = engine.config();
+    crate::containers::paths::ContainerPaths::new(&config.root, &config.run_root, id).vm
+}
+
+/// A paused VM cannot answer (its whole VM is frozen), a restarting one
+/// has no VM: refused by name, before anything is stored or connected.
+fn refuse_unless_running(
+    record: &ContainerRecord,
+    state: &crate::containers::state::ContainerState,
+) -> Result<(), EngineError> {
+    use crate::containers::state::Status;
+    let (state, advice) = match state.status {
+        Status::Paused => ("paused", "unpause it first"),
+        Status::Restarting => ("restarting", "try again once it runs"),
+        _ => return Ok(()),
+    };
+    Err(NetworkError::VmNotRunning {
+        container: record.name.clone(),
+        state,
+        advice,
+    }
+    .into())
+}
+
+/// `network connect` of a running VM container: the veth into its shim's
+/// namespace as for a namespace container (under the lowest free `ethN`),
+/// then a spare card of its VM bridged to it and given the address in
+/// the guest. A refusal (every card in use) or a failure leaves nothing:
+/// no address, no veth, no rule.
+fn connect_running_vm(
+    store: &mut berth_store::Store,
+    kernel: &mut dyn berth_net::kernel::Kernel,
+    record: &ContainerRecord,
+    pid: i32,
+    request: &NetworkRequest,
+    network: &super::record::Network,
+    vm_dir: &std::path::Path,
+) -> Result<(), EngineError> {
+    let failed = |reason: String| NetworkError::VmConnect {
+        container: record.name.clone(),
+        network: network.name.clone(),
+        reason,
+    };
+    let device = crate::containers::vm::network::free_device_name(pid).map_err(failed)?;
+    let netns =
+        fs_err::File::open(format!("/proc/{pid}/ns/net")).map_err(NetworkError::OpenNamespace)?;
+    let identity = ContainerIdentity {
+        id: &record.id,
+        name: &record.name,
+    };
+    let (endpoint, bridge_created) = connect_one(
+        store,
+        kernel,
+        &identity,
+        netns.as_fd(),
+        request,
+        &device,
+        false,
+        &[],
+    )?;
+    let undo = |store: &mut berth_store::Store, kernel: &mut dyn berth_net::kernel::Kernel| {
+        disconnect_container(store, kernel, &record.id, Some(&network.id));
+    };
+    if bridge_created {
+        if let Err(error) = sync_rules(store, kernel) {
+            undo(store, kernel);
+            return Err(error);
+        }
+    }
+    let guest =
+        match crate::containers::vm::guest_network(&endpoint, std::slice::from_ref(request), false)
+        {
+            Ok(guest) => guest,
+            Err(reason) => {
+                undo(store, kernel);
+                return Err(failed(reason).into());
+            }
+        };
+    let socket = crate::containers::vm::exec::socket_path(vm_dir);
+    use crate::containers::vm::exec::NetworkChangeError;
+    match crate::containers::vm::exec::connect_network(&socket, &network.id, &device, guest) {
+        Ok(()) => Ok(()),
+        Err(error) => {
+            undo(store, kernel);
+            Err(match error {
+                NetworkChangeError::Limit(reason) => NetworkError::NoSpareCard {
+                    container: record.name.clone(),
+                    network: network.name.clone(),
+                    reason,
+                },
+                NetworkChangeError::Failed(reason) => failed(reason),
+            }
+            .into())
+        }
+    }
 }
 
 fn in_vm(record: &crate::containers::record::ContainerRecord) -> bool {

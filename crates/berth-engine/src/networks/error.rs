@@ -108,6 +108,34 @@ pub enum NetworkError {
     AlreadyConnected { container: String, network: String },
     #[error("container {container} is not connected to network {network}")]
     NotConnected { container: String, network: String },
+    #[error("cannot connect the running VM container {container} to network {network}: {reason}")]
+    NoSpareCard {
+        container: String,
+        network: String,
+        reason: String,
+    },
+    #[error(
+        "cannot change the networks of VM container {container} while it is {state}: {advice}"
+    )]
+    VmNotRunning {
+        container: String,
+        state: &'static str,
+        advice: &'static str,
+    },
+    #[error(
+        "failed to connect the running VM container {container} to network {network}: {reason}"
+    )]
+    VmConnect {
+        container: String,
+        network: String,
+        reason: String,
+    },
+    #[error("failed to disconnect the running VM container {container} from network {network}: {reason}")]
+    VmDisconnect {
+        container: String,
+        network: String,
+        reason: String,
+    },
     #[error("user specified IP address is supported on user defined networks only")]
     AddressOnPredefined,
     #[error("network-scoped alias is supported only for containers in user defined networks")]
@@ -245,6 +273,8 @@ impl NetworkError {
                 ErrorKind::Conflict
             }
             Self::PredefinedRemoval { .. } | Self::NotAttachable { .. } => ErrorKind::Forbidden,
+            Self::NoSpareCard { .. } | Self::VmNotRunning { .. } => ErrorKind::Conflict,
+            Self::VmConnect { .. } | Self::VmDisconnect { .. } => ErrorKind::Internal,
             Self::NotSwarmManager => ErrorKind::Unavailable,
             Self::UnsupportedScope { .. } => ErrorKind::Unsupported,
             Self::IngressExists { .. } => ErrorKind::Conflict,

@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use super::error::NetlinkError;
 use super::message::{
     address_header, MessageBuilder, AF_INET, AF_INET6, IFA_ADDRESS, IFA_BROADCAST, IFA_F_NODAD,
-    IFA_LOCAL, NLM_F_CREATE, NLM_F_EXCL, RTM_NEWADDR,
+    IFA_LOCAL, NLM_F_CREATE, NLM_F_EXCL, RTM_DELADDR, RTM_NEWADDR,
 };
 use super::Netlink;
 
@@ -47,6 +47,38 @@ impl Netlink {
         }
         match self.request("add address", message) {
             Err(error) if error.errno() == Some(libc::EEXIST) => Ok(()),
+            result => result.map(drop),
+        }
+    }
+}
+
+impl Netlink {
+    /// Takes `address/prefix_len` off link `index` (its connected route
+    /// goes with it). An address the link does not have is fine.
+    pub fn delete_address(
+        &mut self,
+        index: u32,
+        address: IpAddr,
+        prefix_len: u8,
+    ) -> Result<(), NetlinkError> {
+        let family = match address {
+            IpAddr::V4(_) => AF_INET,
+            IpAddr::V6(_) => AF_INET6,
+        };
+        let header = address_header(family, prefix_len, 0, index);
+        let mut message = MessageBuilder::new(RTM_DELADDR, 0, &header);
+        match address {
+            IpAddr::V4(address) => {
+                message
+                    .attribute(IFA_LOCAL, &address.octets())
+                    .attribute(IFA_ADDRESS, &address.octets());
+            }
+            IpAddr::V6(address) => {
+                message.attribute(IFA_ADDRESS, &address.octets());
+            }
+        }
+        match self.request("delete address", message) {
+            Err(error) if error.errno() == Some(libc::EADDRNOTAVAIL) => Ok(()),
             result => result.map(drop),
         }
     }

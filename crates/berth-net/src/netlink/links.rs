@@ -138,6 +138,12 @@ impl Netlink {
         self.request("set link up", message).map(drop)
     }
 
+    /// Takes link `index` down.
+    pub fn set_down(&mut self, index: u32) -> Result<(), NetlinkError> {
+        let message = MessageBuilder::new(RTM_SETLINK, 0, &link_header(index, 0, IFF_UP));
+        self.request("set link down", message).map(drop)
+    }
+
     /// Renames link `index` to `name` (`EEXIST` when another link has it;
     /// rename a link before it is up: most drivers refuse a running one).
     pub fn set_name(&mut self, index: u32, name: &str) -> Result<(), NetlinkError> {

@@ -25,6 +25,7 @@ pub(crate) const RTM_DELLINK: u16 = 17;
 pub(crate) const RTM_GETLINK: u16 = 18;
 pub(crate) const RTM_SETLINK: u16 = 19;
 pub(crate) const RTM_NEWADDR: u16 = 20;
+pub(crate) const RTM_DELADDR: u16 = 21;
 pub(crate) const RTM_NEWROUTE: u16 = 24;
 pub(crate) const RTM_GETROUTE: u16 = 26;
 

@@ -317,6 +317,43 @@ fn a_link_that_is_down_can_be_renamed() {
     assert!(netlink.set_name(index, "no/slash").is_err());
 }
 
+/// What a VM's guest agent does with a card taken off its network: down,
+/// and its address deleted (with the connected route); deleting it again
+/// is fine.
+#[test]
+fn a_link_goes_down_and_loses_its_address() {
+    let Some(netns) = new_namespace() else { return };
+    let mut netlink = Netlink::open_in(netns.as_fd()).unwrap();
+    let index = netlink.create_bridge(BRIDGE).unwrap();
+    netlink
+        .add_address(index, CONTAINER_ADDRESS.into(), 24)
+        .unwrap();
+    let v6: std::net::Ipv6Addr = "fd00:88::5".parse().unwrap();
+    netlink.add_address(index, v6.into(), 64).unwrap();
+    netlink.set_up(index).unwrap();
+    assert!(find(&netlink.links().unwrap(), BRIDGE).unwrap().up);
+    let fib = || {
+        in_namespace(netns.as_fd(), || {
+            fs_err::read_to_string("/proc/thread-self/net/fib_trie").unwrap()
+        })
+    };
+    assert!(fib().contains(&CONTAINER_ADDRESS.to_string()));
+    netlink.set_down(index).unwrap();
+    assert!(!find(&netlink.links().unwrap(), BRIDGE).unwrap().up);
+    netlink
+        .delete_address(index, CONTAINER_ADDRESS.into(), 24)
+        .unwrap();
+    netlink.delete_address(index, v6.into(), 64).unwrap();
+    assert!(!fib().contains(&CONTAINER_ADDRESS.to_string()), "{}", fib());
+    let v6_table = in_namespace(netns.as_fd(), || {
+        fs_err::read_to_string("/proc/thread-self/net/if_inet6").unwrap_or_default()
+    });
+    assert!(!v6_table.contains("fd000088"), "{v6_table}");
+    netlink
+        .delete_address(index, CONTAINER_ADDRESS.into(), 24)
+        .unwrap();
+}
+
 #[test]
 fn links_dump_spans_several_datagrams() {
     let Some(host) = new_namespace() else { return };

@@ -378,6 +378,11 @@ impl Session<'_> {
                 super::boot::drop_caches();
                 send_message(port, &GuestMessage::CachesDropped)?;
             }
+            message @ (HostMessage::ConnectNetwork { .. }
+            | HostMessage::DisconnectNetwork { .. }) => {
+                let answer = super::network::change(&message);
+                send_message(port, &answer)?;
+            }
             HostMessage::Shutdown => {
                 let _ = kill(self.main, Signal::SIGKILL);
                 return Ok(true);

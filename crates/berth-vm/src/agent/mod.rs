@@ -246,6 +246,12 @@ fn serve(init_started_ns: u64, power_off: &mut PowerOff) -> Result<(), AgentErro
                     port.write_all(&encode_message(&GuestMessage::CachesDropped))
                         .map_err(channel_error)?;
                 }
+                message @ (HostMessage::ConnectNetwork { .. }
+                | HostMessage::DisconnectNetwork { .. }) => {
+                    let answer = network::change(&message);
+                    port.write_all(&encode_message(&answer))
+                        .map_err(channel_error)?;
+                }
                 HostMessage::ReadStats => {
                     let stats =
                         GuestMessage::Stats(processes::stats(nix::unistd::Pid::from_raw(0)));

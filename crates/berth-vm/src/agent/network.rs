@@ -9,6 +9,16 @@
 //! namespace container's veth would be (`eth0` for the first network,
 //! `eth1`, …). Only the network that has the gateway gets the default
 //! route (the first, as for a namespace container).
+//!
+//! Spare cards (microvm has no hotplug: a VM boots with a few more cards
+//! than networks, for `network connect` while it runs) stay as the kernel
+//! made them: down and without an address; one that has a name a
+//! network's card is to take gets another (`p` and its MAC's digits).
+//! `ConnectNetwork` names one after its network's veth, gives it the
+//! addresses and brings it up; `DisconnectNetwork` takes it down and its
+//! addresses away. On the host its tap is down and bridged to nothing
+//! until it is given a network: what the guest sends on a spare is dropped
+//! there (docs/VM.md, *Spare cards*).
 
 use berth_net::netlink::{Link, Netlink, NetlinkError};
 
@@ -26,6 +36,10 @@ pub enum NetworkError {
     OtherNetworks,
     #[error("failed to listen on the embedded DNS address 127.0.0.11:53")]
     Dns(#[source] std::io::Error),
+    #[error("the guest's network card with MAC {mac} is in use (up)")]
+    NotSpare { mac: String },
+    #[error("the guest's link {name} is in use (up)")]
+    NameInUse { name: String },
 }
 
 /// What is configured so far.
@@ -37,6 +51,116 @@ pub(super) struct GuestLinks {
     configured: Option<Vec<GuestNetwork>>,
     /// 127.0.0.11:53, when a network of the container has the embedded DNS.
     pub(super) dns: Option<crate::dns_relay::GuestDns>,
+}
+
+/// `ConnectNetwork`: the spare card with `network.mac` named `name`, with
+/// the network's addresses, up.
+fn connect(name: &str, network: &GuestNetwork) -> Result<(), NetworkError> {
+    let mut netlink = Netlink::open()?;
+    let links = netlink.links()?;
+    let card = find_card(&links, &network.mac)?;
+    if card.up {
+        return Err(NetworkError::NotSpare {
+            mac: network.mac.clone(),
+        });
+    }
+    if card.name != name {
+        // The host names a new card after a veth name free in its own
+        // namespace, which the guest's configured cards mirror: only a
+        // spare (down) can have it here.
+        if let Some(other) = links.iter().find(|link| link.name == name) {
+            if other.up {
+                return Err(NetworkError::NameInUse {
+                    name: name.to_owned(),
+                });
+            }
+            netlink.set_name(other.index, &spare_name(other))?;
+        }
+        netlink.set_name(card.index, name)?;
+    }
+    let configured = (|| {
+        netlink.add_address(card.index, network.address.into(), network.prefix_len)?;
+        for (address, prefix_len) in &network.more_addresses {
+            netlink.add_address(card.index, *address, *prefix_len)?;
+        }
+        netlink.set_up(card.index)
+    })();
+    if let Err(error) = configured {
+        let _ = disconnect(network);
+        return Err(error.into());
+    }
+    Ok(())
+}
+
+/// `DisconnectNetwork`: the card with `network.mac` down, without the
+/// network's addresses (the routes through it go with them and the link).
+fn disconnect(network: &GuestNetwork) -> Result<(), NetworkError> {
+    let mut netlink = Netlink::open()?;
+    let card = find_card(&netlink.links()?, &network.mac)?;
+    netlink.set_down(card.index)?;
+    netlink.delete_address(card.index, network.address.into(), network.prefix_len)?;
+    for (address, prefix_len) in &network.more_addresses {
+        netlink.delete_address(card.index, *address, *prefix_len)?;
+    }
+    Ok(())
+}
+
+/// A spare's name when the kernel's is one a network's card takes: `p`
+/// and its MAC's digits (unique, and within a link name's 15 bytes).
+fn spare_name(link: &Link) -> String {
+    let digits: String = link
+        .mac
+        .unwrap_or_default()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("p{digits}")
+}
+
+/// Renames, out of the way, each link that is not one of `cards` but has
+/// the name one of them is to take (a spare the kernel probed before a
+/// network's card).
+fn move_spares_aside(
+    netlink: &mut Netlink,
+    links: &[Link],
+    cards: &[Link],
+) -> Result<(), NetworkError> {
+    for position in 0..cards.len() {
+        let name = card_name(position);
+        if let Some(other) = links
+            .iter()
+            .find(|link| link.name == name && cards.iter().all(|card| card.index != link.index))
+        {
+            netlink.set_name(other.index, &spare_name(other))?;
+        }
+    }
+    Ok(())
+}
+
+/// Acts on a network message of the host's (`ConnectNetwork`,
+/// `DisconnectNetwork`); the answer to send.
+pub(super) fn change(message: &crate::protocol::HostMessage) -> crate::protocol::GuestMessage {
+    use crate::protocol::HostMessage;
+    let done = match message {
+        HostMessage::ConnectNetwork { name, network } => connect(name, network),
+        HostMessage::DisconnectNetwork { network } => disconnect(network),
+        _ => Ok(()),
+    };
+    crate::protocol::GuestMessage::NetworkChanged {
+        error: done.err().map(|error| super::error_chain(&error)),
+    }
+}
+
+/// The link with `mac` among `links`.
+fn find_card(links: &[Link], mac: &str) -> Result<Link, NetworkError> {
+    let bytes = parse_mac(mac)?;
+    links
+        .iter()
+        .find(|link| link.mac == Some(bytes))
+        .cloned()
+        .ok_or_else(|| NetworkError::NoCard {
+            mac: mac.to_owned(),
+        })
 }
 
 impl GuestLinks {
@@ -64,7 +188,9 @@ impl GuestLinks {
                 self.loopback_up = true;
             }
             if configure {
-                let cards = find_cards(&netlink.links()?, networks)?;
+                let links = netlink.links()?;
+                let cards = find_cards(&links, networks)?;
+                move_spares_aside(&mut netlink, &links, &cards)?;
                 name_cards(&mut netlink, &cards)?;
                 for (card, network) in cards.iter().zip(networks) {
                     netlink.add_address(card.index, network.address.into(), network.prefix_len)?;
@@ -96,16 +222,7 @@ impl GuestLinks {
 fn find_cards(links: &[Link], networks: &[GuestNetwork]) -> Result<Vec<Link>, NetworkError> {
     networks
         .iter()
-        .map(|network| {
-            let mac = parse_mac(&network.mac)?;
-            links
-                .iter()
-                .find(|link| link.mac == Some(mac))
-                .cloned()
-                .ok_or_else(|| NetworkError::NoCard {
-                    mac: network.mac.clone(),
-                })
-        })
+        .map(|network| find_card(links, &network.mac))
         .collect()
 }
 
@@ -207,6 +324,86 @@ mod tests {
                 matches!(parse_mac(bad), Err(NetworkError::MalformedMac { .. })),
                 "{bad}"
             );
+        }
+    }
+
+    /// A spare card's life, in a network namespace of the test's own with
+    /// bridges standing in for the cards: moved aside when it has the name
+    /// a network's card takes, connected under its network's name (another
+    /// spare with that name moved aside) with the address, down without it
+    /// once disconnected, connected to another network with only that
+    /// one's address.
+    #[test]
+    fn a_spare_card_is_connected_disconnected_and_connected_again() {
+        let checked = std::thread::spawn(|| {
+            if let Err(errno) = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET) {
+                eprintln!("skipped: cannot create a network namespace ({errno}); needs root");
+                return false;
+            }
+            let mut netlink = Netlink::open().unwrap();
+            // The kernel probed two spares first: they have eth0 and eth1.
+            for name in ["eth0", "eth1", "eth2"] {
+                netlink.create_bridge(name).unwrap();
+            }
+            let links = netlink.links().unwrap();
+            let mac_of = |name: &str| {
+                let link = links.iter().find(|link| link.name == name).unwrap();
+                let text: Vec<String> = link
+                    .mac
+                    .unwrap()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                (link.clone(), text.join(":"))
+            };
+            let (first_spare, spare_mac) = mac_of("eth0");
+            let (_, other_spare_mac) = mac_of("eth1");
+            let (card, card_mac) = mac_of("eth2");
+            let cards = find_cards(&links, &[network(&card_mac)]).unwrap();
+            move_spares_aside(&mut netlink, &links, &cards).unwrap();
+            name_cards(&mut netlink, &cards).unwrap();
+            assert_eq!(netlink.link_index("eth0").unwrap(), Some(card.index));
+            let aside = spare_name(&first_spare);
+            assert_eq!(netlink.link_index(&aside).unwrap(), Some(first_spare.index));
+            // eth1 is the other spare's, which steps aside for this one.
+            let addresses = || fs_err::read_to_string("/proc/thread-self/net/fib_trie").unwrap();
+            let mut first = network(&spare_mac);
+            first.address = std::net::Ipv4Addr::new(10, 97, 0, 5);
+            connect("eth1", &first).unwrap();
+            let links = netlink.links().unwrap();
+            let connected = links.iter().find(|link| link.name == "eth1").unwrap();
+            assert_eq!(connected.index, first_spare.index);
+            assert!(connected.up);
+            assert!(links
+                .iter()
+                .any(|link| link.name.starts_with('p') && !link.up));
+            assert!(addresses().contains("10.97.0.5"), "{}", addresses());
+            // A card in use is no spare.
+            let error = connect("eth3", &first).unwrap_err();
+            assert!(matches!(error, NetworkError::NotSpare { .. }), "{error}");
+            // Nor is a name in use one a spare can take.
+            let error = connect("eth1", &network(&other_spare_mac)).unwrap_err();
+            assert!(matches!(error, NetworkError::NameInUse { .. }), "{error}");
+            // Disconnected: down, and its address gone.
+            disconnect(&first).unwrap();
+            let links = netlink.links().unwrap();
+            assert!(!links.iter().find(|link| link.name == "eth1").unwrap().up);
+            assert!(!addresses().contains("10.97.0.5"), "{}", addresses());
+            // Another network: only its address.
+            let mut second = network(&spare_mac);
+            second.address = std::net::Ipv4Addr::new(10, 98, 0, 6);
+            connect("eth1", &second).unwrap();
+            let text = addresses();
+            assert!(
+                text.contains("10.98.0.6") && !text.contains("10.97.0.5"),
+                "{text}"
+            );
+            true
+        })
+        .join()
+        .unwrap();
+        if !checked {
+            eprintln!("(not checked)");
         }
     }
 

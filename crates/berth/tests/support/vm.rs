@@ -157,3 +157,21 @@ impl VmBerth {
             .to_owned()
     }
 }
+
+/// The links `ip -o link` (busybox's or iproute2's) shows up (`UP` among
+/// their flags), by name: a VM's spare network cards are there but down.
+#[allow(dead_code)] // not every test file asks
+pub fn links_up(ip_o_link: &str) -> Vec<String> {
+    ip_o_link
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split(": ");
+            let name = fields.nth(1)?;
+            let flags = line.split('<').nth(1)?.split('>').next()?;
+            flags
+                .split(',')
+                .any(|flag| flag == "UP")
+                .then(|| name.split('@').next().unwrap_or(name).to_owned())
+        })
+        .collect()
+}

@@ -68,6 +68,19 @@ pub(super) enum ToShim {
     ReadStats,
     /// A connection's only message: files changed behind the guest's back.
     DropCaches,
+    /// A connection's only message: `network connect` of the running
+    /// container, whose new veth `veth` the engine put in the shim's
+    /// namespace; a spare card takes the network (`guest`, whose MAC the
+    /// shim sets to the card's).
+    ConnectNetwork {
+        network_id: String,
+        veth: String,
+        guest: berth_vm::protocol::GuestNetwork,
+    },
+    /// A connection's only message: `network disconnect`.
+    DisconnectNetwork {
+        network_id: String,
+    },
 }
 
 /// A message from the shim.
@@ -85,6 +98,21 @@ pub(super) enum FromShim {
     Processes(ProcessTable),
     Stats(GuestStats),
     CachesDropped,
+    /// The answer to `ConnectNetwork` and `DisconnectNetwork`: done, or why
+    /// not (nothing changed then).
+    NetworkChanged {
+        error: Option<String>,
+        /// The error is that every card is in use.
+        #[serde(default)]
+        limit: bool,
+    },
+}
+
+/// Why a network change of a running VM container failed.
+pub(crate) enum NetworkChangeError {
+    /// Every network card of its VM is in use.
+    Limit(String),
+    Failed(String),
 }
 
 /// What [`start`] asks of the relay.
@@ -162,7 +190,13 @@ pub(crate) fn start(
                 format!("the process exited with {code} before it started")
             })))
         }
-        Ok(FromShim::Processes(_) | FromShim::Stats(_) | FromShim::CachesDropped) | Err(_) => {
+        Ok(
+            FromShim::Processes(_)
+            | FromShim::Stats(_)
+            | FromShim::CachesDropped
+            | FromShim::NetworkChanged { .. },
+        )
+        | Err(_) => {
             let code = berth_runtime::wait_exit_code(pid);
             Err(LaunchError::Prepare(format!(
                 "the VM exec relay exited ({code}) before the process started"
@@ -196,6 +230,56 @@ pub(crate) fn drop_caches(socket: &Path, timeout: Duration) -> Result<(), String
     match ask(socket, &ToShim::DropCaches, Some(timeout))? {
         FromShim::CachesDropped => Ok(()),
         _ => Err("the container's VM did not drop its caches".to_owned()),
+    }
+}
+
+/// How long a network change may take the guest (under TCG, on a loaded
+/// machine, a few hundred milliseconds).
+const NETWORK_CHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `network connect` of the running VM container whose shim listens on
+/// `socket`: its veth `veth` for `network_id` is in the shim's namespace;
+/// a spare card of the VM takes the network with `guest`'s addresses.
+pub(crate) fn connect_network(
+    socket: &Path,
+    network_id: &str,
+    veth: &str,
+    guest: berth_vm::protocol::GuestNetwork,
+) -> Result<(), NetworkChangeError> {
+    let question = ToShim::ConnectNetwork {
+        network_id: network_id.to_owned(),
+        veth: veth.to_owned(),
+        guest,
+    };
+    match ask(socket, &question, Some(NETWORK_CHANGE_TIMEOUT))
+        .map_err(NetworkChangeError::Failed)?
+    {
+        FromShim::NetworkChanged { error: None, .. } => Ok(()),
+        FromShim::NetworkChanged {
+            error: Some(error),
+            limit: true,
+        } => Err(NetworkChangeError::Limit(error)),
+        FromShim::NetworkChanged {
+            error: Some(error), ..
+        } => Err(NetworkChangeError::Failed(error)),
+        _ => Err(NetworkChangeError::Failed(
+            "the container's VM did not answer the connect".to_owned(),
+        )),
+    }
+}
+
+/// `network disconnect` of the running VM container whose shim listens on
+/// `socket`: the card of `network_id` goes back among the spares.
+pub(crate) fn disconnect_network(socket: &Path, network_id: &str) -> Result<(), String> {
+    let question = ToShim::DisconnectNetwork {
+        network_id: network_id.to_owned(),
+    };
+    match ask(socket, &question, Some(NETWORK_CHANGE_TIMEOUT))? {
+        FromShim::NetworkChanged { error: None, .. } => Ok(()),
+        FromShim::NetworkChanged {
+            error: Some(error), ..
+        } => Err(error),
+        _ => Err("the container's VM did not answer the disconnect".to_owned()),
     }
 }
 
@@ -335,7 +419,10 @@ pub fn run() -> i32 {
                     return code;
                 }
                 Ok(Some((
-                    FromShim::Processes(_) | FromShim::Stats(_) | FromShim::CachesDropped,
+                    FromShim::Processes(_)
+                    | FromShim::Stats(_)
+                    | FromShim::CachesDropped
+                    | FromShim::NetworkChanged { .. },
                     _,
                 ))) => {}
                 // The shim is gone (the container ended): so is the process.

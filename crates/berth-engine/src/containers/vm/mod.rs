@@ -111,37 +111,47 @@ pub(crate) fn shim_networks(
         .iter()
         .enumerate()
         .map(|(position, endpoint)| {
-            let record = &endpoint.record;
-            let mut more_addresses = Vec::new();
-            if let Ok(address) = record.ipv6_address.parse() {
-                more_addresses.push((std::net::IpAddr::V6(address), record.ipv6_prefix_len));
-            }
-            let link_local = requests
-                .iter()
-                .filter(|request| request.network_id == endpoint.network_id)
-                .flat_map(|request| &request.link_local_ips);
-            for text in link_local {
-                more_addresses.push(
-                    berth_net::ipam::parse_link_local(text).map_err(|error| error.to_string())?,
-                );
-            }
-            let first = position == 0;
+            let guest = guest_network(endpoint, requests, position == 0)?;
             Ok(shim::ShimNetwork {
                 veth: crate::networks::container_device(position),
-                guest: berth_vm::protocol::GuestNetwork {
-                    mac: network::guest_mac(&record.mac_address)?,
-                    address: endpoint
-                        .address
-                        .parse()
-                        .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
-                    prefix_len: record.prefix_len,
-                    gateway: first.then(|| record.gateway.parse().ok()).flatten(),
-                    more_addresses,
-                    ipv6_gateway: first.then(|| record.ipv6_gateway.parse().ok()).flatten(),
-                },
+                network_id: endpoint.network_id.clone(),
+                guest,
             })
         })
         .collect()
+}
+
+/// The guest card's settings for `endpoint` (see [`shim_networks`]);
+/// `first`: the network with the default route.
+pub(crate) fn guest_network(
+    endpoint: &crate::networks::record::Endpoint,
+    requests: &[crate::networks::NetworkRequest],
+    first: bool,
+) -> Result<berth_vm::protocol::GuestNetwork, String> {
+    let record = &endpoint.record;
+    let mut more_addresses = Vec::new();
+    if let Ok(address) = record.ipv6_address.parse() {
+        more_addresses.push((std::net::IpAddr::V6(address), record.ipv6_prefix_len));
+    }
+    let link_local = requests
+        .iter()
+        .filter(|request| request.network_id == endpoint.network_id)
+        .flat_map(|request| &request.link_local_ips);
+    for text in link_local {
+        more_addresses
+            .push(berth_net::ipam::parse_link_local(text).map_err(|error| error.to_string())?);
+    }
+    Ok(berth_vm::protocol::GuestNetwork {
+        mac: network::guest_mac(&record.mac_address)?,
+        address: endpoint
+            .address
+            .parse()
+            .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+        prefix_len: record.prefix_len,
+        gateway: first.then(|| record.gateway.parse().ok()).flatten(),
+        more_addresses,
+        ipv6_gateway: first.then(|| record.ipv6_gateway.parse().ok()).flatten(),
+    })
 }
 
 /// The guest's memory when the container has no `--memory`.

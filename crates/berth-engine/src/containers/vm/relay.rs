@@ -138,6 +138,16 @@ fn index(stream: OutputStream) -> usize {
 
 const STREAMS: [OutputStream; 2] = [OutputStream::Stdout, OutputStream::Stderr];
 
+/// What the shim serves beside the container's processes while it runs.
+pub(super) struct Services<'a> {
+    /// The embedded DNS the guest's queries go to, when it has one.
+    pub dns: Option<&'a mut berth_vm::dns_relay::HostDns>,
+    /// Where execs, `top`, `stats` and network changes come.
+    pub listener: &'a ExecListener,
+    /// The VM's network cards, for `network connect` and `disconnect`.
+    pub cards: &'a mut super::network::Cards,
+}
+
 /// Runs `run` in `vm` (see the module doc); `started` is called once the
 /// process runs.
 pub(super) fn run_container(
@@ -145,10 +155,14 @@ pub(super) fn run_container(
     run: &RunRequest,
     main: MainStreams<'_>,
     signals: &mut SignalFd,
-    mut dns: Option<&mut berth_vm::dns_relay::HostDns>,
-    listener: &ExecListener,
+    services: Services<'_>,
     started: &mut dyn FnMut(),
 ) -> Result<Exit, VmError> {
+    let Services {
+        mut dns,
+        listener,
+        cards,
+    } = services;
     vm.start(run)?;
     let mut main_outputs = [
         HostOutput::new(main.stdout, "container stdout"),
@@ -159,7 +173,7 @@ pub(super) fn run_container(
     // Who asked a question (a table, counters, a cache drop), in order: the
     // agent answers each message as it reads it, so answers come in the
     // order the questions were sent.
-    let mut waiting: std::collections::VecDeque<OwnedFd> = std::collections::VecDeque::new();
+    let mut waiting: std::collections::VecDeque<Waiting> = std::collections::VecDeque::new();
     let mut next_process: ProcessId = MAIN_PROCESS + 1;
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
@@ -245,6 +259,20 @@ pub(super) fn run_container(
             Event::Processes(table) => answer(&mut waiting, &FromShim::Processes(table)),
             Event::Stats(stats) => answer(&mut waiting, &FromShim::Stats(stats)),
             Event::CachesDropped => answer(&mut waiting, &FromShim::CachesDropped),
+            Event::NetworkChanged { error } => {
+                if let Some(Waiting {
+                    change: Some(NetworkChange::Connect(network_id)),
+                    ..
+                }) = waiting.front()
+                {
+                    if error.is_some() {
+                        // The guest has not taken it: a spare again.
+                        cards.release(network_id);
+                    }
+                }
+                let limit = false;
+                answer(&mut waiting, &FromShim::NetworkChanged { error, limit })
+            }
             // Asked only before a member's claim.
             Event::RootStaged => {}
             Event::Ready(ready) => match sources[ready] {
@@ -320,16 +348,53 @@ pub(super) fn run_container(
                             vm.exec(id, request)?;
                         }
                         ToShim::ListProcesses => {
-                            waiting.push_back(connection);
+                            waiting.push_back(Waiting::answer(connection));
                             vm.list_processes()?;
                         }
                         ToShim::ReadStats => {
-                            waiting.push_back(connection);
+                            waiting.push_back(Waiting::answer(connection));
                             vm.read_stats()?;
                         }
                         ToShim::DropCaches => {
-                            waiting.push_back(connection);
+                            waiting.push_back(Waiting::answer(connection));
                             vm.drop_caches()?;
+                        }
+                        ToShim::ConnectNetwork {
+                            network_id,
+                            veth,
+                            guest,
+                        } => match cards.take_spare(&network_id, &veth, guest) {
+                            Ok(guest) => {
+                                vm.connect_network(&veth, &guest)?;
+                                waiting.push_back(Waiting {
+                                    connection,
+                                    change: Some(NetworkChange::Connect(network_id)),
+                                });
+                            }
+                            Err((error, limit)) => {
+                                let refused = FromShim::NetworkChanged {
+                                    error: Some(error),
+                                    limit,
+                                };
+                                let _ = send(&connection, &refused, &[]);
+                            }
+                        },
+                        ToShim::DisconnectNetwork { network_id } => {
+                            // The host's side first: from here on the card
+                            // reaches nothing, whatever the guest answers.
+                            match cards.release(&network_id) {
+                                Some(guest) => {
+                                    vm.disconnect_network(&guest)?;
+                                    waiting.push_back(Waiting::answer(connection));
+                                }
+                                None => {
+                                    let refused = FromShim::NetworkChanged {
+                                        error: Some("the VM has no card on that network".into()),
+                                        limit: false,
+                                    };
+                                    let _ = send(&connection, &refused, &[]);
+                                }
+                            }
                         }
                         ToShim::Resize { .. } | ToShim::Signal { .. } => {}
                     }
@@ -429,10 +494,32 @@ fn write_out(main: &mut [HostOutput; 2], execs: &mut BTreeMap<ProcessId, ExecCli
 }
 
 /// The agent's answer to the oldest question, to whoever asked it.
-fn answer(waiting: &mut std::collections::VecDeque<OwnedFd>, message: &FromShim) {
-    if let Some(connection) = waiting.pop_front() {
-        let _ = send(&connection, message, &[]);
+fn answer(waiting: &mut std::collections::VecDeque<Waiting>, message: &FromShim) {
+    if let Some(waiting) = waiting.pop_front() {
+        let _ = send(&waiting.connection, message, &[]);
     }
+}
+
+/// A question sent on to the guest, whose answer goes to `connection`.
+struct Waiting {
+    connection: OwnedFd,
+    /// A network change to undo on the host if the guest fails it.
+    change: Option<NetworkChange>,
+}
+
+impl Waiting {
+    fn answer(connection: OwnedFd) -> Waiting {
+        Waiting {
+            connection,
+            change: None,
+        }
+    }
+}
+
+/// A network change the guest has been asked for.
+enum NetworkChange {
+    /// `network connect` of the network with this id.
+    Connect(String),
 }
 
 /// One read; 0 at end of file or on an error (the stream is over).

@@ -91,6 +91,9 @@ pub struct ShimNetwork {
     /// The container's veth in the shim's namespace (`eth0`, …), which the
     /// shim bridges to this card's tap.
     pub veth: String,
+    /// The network's id: how a `network disconnect` names the card.
+    #[serde(default)]
+    pub network_id: String,
     /// The guest card: its MAC (`network::guest_mac` of the endpoint's),
     /// address, and the default route's gateway on the first network.
     pub guest: berth_vm::protocol::GuestNetwork,
@@ -450,10 +453,10 @@ struct BootSettings<'a> {
     networks: &'a [ShimNetwork],
 }
 
-/// A booted VM (its agent `Ready`) and the taps its cards sit on.
+/// A booted VM (its agent `Ready`) and its network cards' taps.
 struct Booted {
     vm: Vm,
-    _taps: Vec<super::network::Tap>,
+    cards: super::network::Cards,
 }
 
 /// The VM up to its agent's `Ready`: guest kernel and initramfs, the
@@ -480,15 +483,9 @@ fn boot(settings: &BootSettings<'_>) -> Result<Booted, String> {
     })?;
     config.run_dir = settings.run_dir.to_path_buf();
     config.shares = vec![Share::root(ROOT_TAG, settings.root, false)];
-    let mut taps = Vec::with_capacity(settings.networks.len());
-    for (position, network) in settings.networks.iter().enumerate() {
-        let tap = super::network::bridge_to_tap(position, &network.veth)?;
-        config.networks.push(berth_vm::qemu::NetworkDevice {
-            tap_fd: std::os::fd::AsRawFd::as_raw_fd(&tap.fd),
-            mac: network.guest.mac.clone(),
-        });
-        taps.push(tap);
-    }
+    let spares = super::network::spare_cards(settings.networks.len())?;
+    let cards = super::network::Cards::make(settings.networks, spares)?;
+    config.networks = cards.devices();
     let vm = Vm::boot(&config).map_err(|error| {
         format!(
             "failed to boot the container's VM: {}",
@@ -496,7 +493,7 @@ fn boot(settings: &BootSettings<'_>) -> Result<Booted, String> {
         )
     })?;
     tracing::debug!(ready = ?vm.boot_times().ready, "VM booted");
-    Ok(Booted { vm, _taps: taps })
+    Ok(Booted { vm, cards })
 }
 
 /// Runs the container's process in the booted VM and relays its stdio
@@ -510,7 +507,7 @@ fn run_container(
     terminal: Option<super::terminal::HostTerminal>,
     reporter: &mut Reporter,
 ) -> Result<i32, String> {
-    let Booted { mut vm, _taps } = booted;
+    let Booted { mut vm, mut cards } = booted;
     let spec = &request.spec;
     let mut signalfd =
         SignalFd::with_flags(&signals, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
@@ -570,8 +567,11 @@ fn run_container(
         &run,
         main,
         &mut signalfd,
-        dns.as_mut(),
-        &listener,
+        super::relay::Services {
+            dns: dns.as_mut(),
+            listener: &listener,
+            cards: &mut cards,
+        },
         &mut || {
             started = true;
             tracing::debug!("process started in the guest");
