@@ -602,11 +602,7 @@ fn copy_files(
         || destination.ends_with("/.")
         || destination == "."
         || sources.iter().any(|source| has_wildcard(source)) && sources.len() + urls.len() > 1;
-    let absolute = if destination.starts_with('/') {
-        destination.clone()
-    } else {
-        format!("{}/{destination}", state.image.working_dir())
-    };
+    let absolute = absolute_destination(state, &destination);
     let mut inline = Vec::new();
     for heredoc in &copy.heredocs {
         let content = if heredoc.expand {
@@ -627,14 +623,7 @@ fn copy_files(
         chmod: flags.chmod,
         extract_archives: add,
         parents: flags.parents,
-        exclude: if flags.exclude.is_empty() {
-            None
-        } else {
-            Some(std::sync::Arc::new(
-                IgnoreMatcher::parse(&flags.exclude.join("\n"))
-                    .map_err(|error| BuildError::Invalid(format!("invalid --exclude: {error}")))?,
-            ))
-        },
+        exclude: exclude_matcher(&flags)?,
         inline,
     };
 
@@ -780,6 +769,25 @@ fn copy_files(
     })
 }
 
+/// A COPY/ADD destination made absolute against the stage's WORKDIR.
+fn absolute_destination(state: &StageState, destination: &str) -> String {
+    if destination.starts_with('/') {
+        destination.to_owned()
+    } else {
+        format!("{}/{destination}", state.image.working_dir())
+    }
+}
+
+/// `--exclude` patterns as one matcher; None without any.
+fn exclude_matcher(flags: &CopyFlags) -> Result<Option<std::sync::Arc<IgnoreMatcher>>, BuildError> {
+    if flags.exclude.is_empty() {
+        return Ok(None);
+    }
+    IgnoreMatcher::parse(&flags.exclude.join("\n"))
+        .map(|matcher| Some(std::sync::Arc::new(matcher)))
+        .map_err(|error| BuildError::Invalid(format!("invalid --exclude: {error}")))
+}
+
 /// `ADD <git repository> DEST` (`git.rs`): the step's key is the commit the
 /// remote names (asked each build, as BuildKit does); on a miss the commit
 /// is checked out and its tree copied as a directory's contents are, owned
@@ -800,11 +808,7 @@ fn add_git(
     let escape = run.escape();
     let destination = expand_word(&copy.destination, escape, &|name| state.variable(name))
         .map_err(expand_error)?;
-    let absolute = if destination.starts_with('/') {
-        destination.clone()
-    } else {
-        format!("{}/{destination}", state.image.working_dir())
-    };
+    let absolute = absolute_destination(state, &destination);
     let git = super::git::GitSource::parse(source)?;
     let commit = super::git::resolve(&git)?;
     let spec = CopySpec {
@@ -815,14 +819,7 @@ fn add_git(
         chmod: flags.chmod,
         extract_archives: false,
         parents: false,
-        exclude: if flags.exclude.is_empty() {
-            None
-        } else {
-            Some(std::sync::Arc::new(
-                IgnoreMatcher::parse(&flags.exclude.join("\n"))
-                    .map_err(|error| BuildError::Invalid(format!("invalid --exclude: {error}")))?,
-            ))
-        },
+        exclude: exclude_matcher(flags)?,
         inline: Vec::new(),
     };
     let mut key = CacheKey::of(&state.image);
