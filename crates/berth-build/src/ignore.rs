@@ -341,6 +341,11 @@ impl IgnoreMatcher {
         Ok(Self { patterns })
     }
 
+    /// Whether there are no patterns: nothing is left out.
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
     /// Whether there are `!` exceptions at all.
     pub fn has_exceptions(&self) -> bool {
         self.patterns.iter().any(|p| p.exception)

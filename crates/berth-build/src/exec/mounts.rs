@@ -401,10 +401,13 @@ pub fn prepare(
                 // A context's ignored files are not in the build's view of
                 // it: a bind that would show some gets a view without them
                 // (hard links where it is read-only, a copy where not).
-                let filter = ignore.map(|ignore| Filter {
-                    ignore,
-                    relative: relative_to(base, &host),
-                });
+                // No ignore file: nothing to hide, no walk of the tree.
+                let filter = ignore
+                    .filter(|ignore| !ignore.is_empty())
+                    .map(|ignore| Filter {
+                        ignore,
+                        relative: relative_to(base, &host),
+                    });
                 if let Some(filter) = filter.as_ref().filter(|filter| filter.excluded()) {
                     return Err(BuildError::Invalid(format!(
                         "failed to compute cache key: \"/{}\": not found",
